@@ -1,0 +1,57 @@
+"""tinyattn: tensors, autograd and attention from scratch, on NumPy (CPU) or CuPy (GPU).
+
+It speaks PyTorch's dialect, so the attention chapter's code runs with the imports swapped:
+
+    import tinyattn as torch
+    import tinyattn.nn as nn
+    from tinyattn.nn import functional as F
+"""
+
+import math as _math
+
+from . import backend as _backend
+from . import dtypes as _dtypes
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .backend import Device as device
+from .errors import BackwardError, DeviceError, GradcheckError, ShapeError
+from .functions import *  # noqa: F401,F403  (creation functions and the torch.* function forms)
+from .functions import Generator, Size, Tensor, manual_seed, tensor
+from .printing import get_printoptions, set_printoptions
+
+float32 = _dtypes.float32
+float64 = _dtypes.float64
+int32 = _dtypes.int32
+int64 = _dtypes.int64
+bool = _dtypes.bool_
+float = _dtypes.float32
+double = _dtypes.float64
+int = _dtypes.int32
+long = _dtypes.int64
+dtype = _dtypes.dtype
+
+inf = _math.inf
+nan = _math.nan
+pi = _math.pi
+e = _math.e
+
+
+class cuda:
+    """`tinyattn.cuda.is_available()`, as scripts written for PyTorch ask it."""
+
+    @staticmethod
+    def is_available():
+        return _backend.cuda_is_available()
+
+    @staticmethod
+    def manual_seed(seed):
+        manual_seed(seed)
+
+    manual_seed_all = manual_seed
+
+
+def get_default_dtype():
+    return _dtypes.default_float
+
+
+__version__ = "0.1.0"
+from . import nn  # noqa: E402

@@ -1,0 +1,429 @@
+"""Reverse-mode automatic differentiation: the graph, `Function`, `backward()`, `no_grad`.
+
+Every differentiable operation is a `Function` with a `forward` and a `backward` side by side. When a
+Function is applied to tensors that require grad, a `Node` is recorded: it remembers which Function
+ran, what the forward saved for the backward, and the edges to the nodes that produced its inputs.
+`backward()` walks these nodes from the output back to the leaves, in the reverse order of creation,
+calling each Function's backward with the gradient of its output and passing the gradients it returns
+on to its inputs.
+
+Built-in ops set `takes_arrays = True`: their forward and backward see raw arrays (NumPy or CuPy),
+which keeps the engine's own cost per op small. A Function you write yourself sees Tensors, exactly as
+in PyTorch:
+
+    class Square(tinyattn.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return 2 * x * grad_output
+
+    y = Square.apply(x)
+"""
+
+import contextlib
+import functools
+import heapq
+import itertools
+import threading
+
+from . import backend
+from .errors import BackwardError
+
+
+class GradMode(threading.local):
+    enabled = True
+
+
+grad_mode = GradMode()
+
+
+def is_grad_enabled():
+    return grad_mode.enabled
+
+
+class set_grad_enabled(contextlib.ContextDecorator):
+    """Turn gradient recording on or off in this thread (a context manager and a decorator)."""
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+        self.previous = grad_mode.enabled
+        grad_mode.enabled = self.mode  # like PyTorch, calling it as a function sets the mode at once
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        grad_mode.enabled = self.previous
+        return False
+
+
+class no_grad(contextlib.ContextDecorator):
+    """Record no graph inside: for evaluation, sampling and in-place parameter updates."""
+
+    def __enter__(self):
+        self.previous = grad_mode.enabled
+        grad_mode.enabled = False
+        return self
+
+    def __exit__(self, *exc):
+        grad_mode.enabled = self.previous
+        return False
+
+    def __call__(self, function):
+        # a fresh context object for every call, so that recursion and threads don't share `previous`
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            with no_grad():
+                return function(*args, **kwargs)
+
+        return wrapper
+
+
+class enable_grad(no_grad):
+    """Record the graph again inside a `no_grad` block."""
+
+    def __enter__(self):
+        self.previous = grad_mode.enabled
+        grad_mode.enabled = True
+        return self
+
+    def __call__(self, function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            with enable_grad():
+                return function(*args, **kwargs)
+
+        return wrapper
+
+
+inference_mode = no_grad
+
+
+# Observers see every op as it runs (the tracer and anomaly detection); empty means no cost.
+observers = []
+
+
+_sequence = itertools.count()
+
+
+class Node:
+    """One recorded op: the `ctx` of its Function and the `grad_fn` of its outputs."""
+
+    __slots__ = (
+        "function", "edges", "saved", "saved_versions", "needs_input_grad", "input_meta",
+        "output_meta", "sequence", "released", "retained", "xp", "name_hint", "__dict__", "__weakref__",
+    )
+
+    def __init__(self, function):
+        self.function = function
+        self.saved = ()
+        self.saved_versions = ()
+        self.released = False
+        self.retained = None
+        self.name_hint = None
+
+    # --- the ctx API of PyTorch ---
+
+    def save_for_backward(self, *items):
+        """Keep arrays (built-in ops) or tensors (your Functions) for the backward pass."""
+        self.saved = items
+
+    @property
+    def saved_tensors(self):
+        if self.released:
+            raise BackwardError(
+                f"{self.name()}: trying to backward through the graph a second time (its saved "
+                "values were freed). Pass retain_graph=True to the first backward() if you need to."
+            )
+        for counter, version, shape in self.saved_versions:
+            if counter[0] != version:
+                raise BackwardError(
+                    f"one of the tensors needed by {self.name()} to compute gradients (shape "
+                    f"{list(shape)}) was modified by an in-place operation after it was used: it is "
+                    f"at version {counter[0]}, expected {version}. Use the out-of-place op "
+                    "(masked_fill instead of masked_fill_, x = x + y instead of x += y) or .clone() it."
+                )
+        return self.saved
+
+    # --- what PyTorch shows of a grad_fn ---
+
+    def name(self):
+        return f"{self.name_hint or self.function.__name__}Backward"
+
+    @property
+    def next_functions(self):
+        return tuple(
+            (None, 0) if edge is None else edge for edge in self.edges
+        )
+
+    def __repr__(self):
+        return f"<{self.name()}>"
+
+
+class Function:
+    """An op with a hand-written backward. Subclass it, define `forward` and `backward`, call `apply`."""
+
+    takes_arrays = False  # built-in ops work on raw arrays; user Functions on Tensors
+
+    @staticmethod
+    def forward(ctx, *args):
+        raise NotImplementedError("a Function must define forward(ctx, ...)")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("a Function must define backward(ctx, grad_output)")
+
+    @classmethod
+    def apply(cls, *args):
+        node = Node(cls)
+        tensors = [a for a in args if type(a) is Tensor or isinstance(a, Tensor)]
+        xp = node.xp = backend.same_device([t.array for t in tensors]) if tensors else None
+        record = grad_mode.enabled and any(t.requires_grad for t in tensors)
+
+        if cls.takes_arrays:
+            forward_args = [a.array if isinstance(a, Tensor) else a for a in args]
+            result = cls.forward(node, *forward_args)
+        else:
+            with no_grad():
+                result = cls.forward(node, *args)
+        single = not isinstance(result, tuple)
+        results = (result,) if single else result
+        arrays = [r.array if isinstance(r, Tensor) else r for r in results]
+        if xp is None:
+            xp = node.xp = backend.namespace(arrays[0])
+
+        if record:
+            node.sequence = next(_sequence)
+            node.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+            node.edges = tuple(_edge_to(a) if isinstance(a, Tensor) else None for a in args)
+            node.input_meta = tuple(
+                (a.array.shape, a.array.dtype) if isinstance(a, Tensor) else None for a in args
+            )
+            node.output_meta = tuple((a.shape, a.dtype) for a in arrays)
+            outputs = [
+                Tensor._wrap(a, backend.is_float(a), node, i) for i, a in enumerate(arrays)
+            ]
+            if node.saved:
+                node.saved_versions = _saved_versions(node.saved, tensors, outputs)
+        else:
+            node.saved = ()
+            outputs = [Tensor._wrap(a) for a in arrays]
+
+        if observers:
+            for observer in observers:
+                observer.on_forward(node, args, outputs)
+        return outputs[0] if single else tuple(outputs)
+
+
+def _edge_to(tensor):
+    """Where the gradient of an input goes: the node that made it, or the leaf tensor itself."""
+    if not tensor.requires_grad:
+        return None
+    if tensor.grad_fn is not None:
+        return (tensor.grad_fn, tensor.output_nr)
+    return (tensor, 0)
+
+
+def _saved_versions(saved, inputs, outputs):
+    """For each saved item that is an input's or output's data, that tensor's version counter now."""
+    versions = []
+    for item in saved:
+        for t in itertools.chain(inputs, outputs):
+            if item is t or item is t.array:
+                versions.append((t._version, t._version[0], t.array.shape))
+                break
+    return tuple(versions)
+
+
+# ---------------------------------------------------------------------------------------------
+# the backward pass
+
+
+def backward(tensors, grad_tensors=None, retain_graph=False):
+    """Accumulate d(tensors)/d(leaf) into the `.grad` of every leaf that requires grad."""
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    if grad_tensors is None or isinstance(grad_tensors, Tensor):
+        grad_tensors = [grad_tensors] * len(tensors) if grad_tensors is None else [grad_tensors]
+    roots = [(t, _initial_grad(t, g)) for t, g in zip(tensors, grad_tensors)]
+    _run_backward(roots, retain_graph, capture=None)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
+    """The gradients of `outputs` with respect to `inputs`, returned instead of stored in `.grad`."""
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    single = isinstance(inputs, Tensor)
+    inputs = [inputs] if single else list(inputs)
+    if grad_outputs is None or isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
+    roots = [(t, _initial_grad(t, g)) for t, g in zip(outputs, grad_outputs)]
+    capture = {_edge_key(t): None for t in inputs}
+    _run_backward(roots, retain_graph, capture)
+    grads = []
+    for t in inputs:
+        g = capture[_edge_key(t)]
+        if g is None and not allow_unused:
+            raise BackwardError(
+                f"one of the inputs (shape {list(t.shape)}) was not used to compute the outputs; "
+                "pass allow_unused=True to get None for it"
+            )
+        grads.append(None if g is None else Tensor._wrap(g))
+    return grads[0] if single else tuple(grads)
+
+
+def _edge_key(tensor):
+    if not tensor.requires_grad:
+        raise BackwardError("autograd.grad: every input must require grad")
+    return _edge_to(tensor)
+
+
+def _initial_grad(tensor, grad_tensor):
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"backward() expects tensors, got {type(tensor).__name__}")
+    if not tensor.requires_grad:
+        raise BackwardError(
+            "this tensor does not require grad and has no grad_fn, so there is nothing to "
+            "differentiate: create the leaves with requires_grad=True (and not under no_grad())"
+        )
+    if grad_tensor is None:
+        if tensor.array.size != 1:
+            raise BackwardError(
+                f"grad can be implicitly created only for scalar outputs, but this tensor has shape "
+                f"{list(tensor.shape)}: reduce it first (e.g. .sum()) or pass backward(gradient=...) "
+                "of the same shape"
+            )
+        xp = backend.namespace(tensor.array)
+        return xp.ones_like(tensor.array)
+    if not isinstance(grad_tensor, Tensor):
+        grad_tensor = Tensor(grad_tensor, dtype=tensor.dtype, device=tensor.device)
+    if tuple(grad_tensor.shape) != tuple(tensor.shape):
+        raise BackwardError(
+            f"gradient has shape {list(grad_tensor.shape)} but the tensor has shape "
+            f"{list(tensor.shape)}: they must match"
+        )
+    backend.same_device([tensor.array, grad_tensor.array])
+    return grad_tensor.array
+
+
+def _run_backward(roots, retain_graph, capture):
+    """Kahn's algorithm over the recorded nodes, newest first, with per-node gradient buffers."""
+    # 1. count, for every node reachable from the roots, how many edges point into it
+    dependencies = {}
+    stack = [t.grad_fn for t, _ in roots if t.grad_fn is not None]
+    seen = set(stack)
+    while stack:
+        node = stack.pop()
+        for edge in node.edges:
+            if edge is not None and type(edge[0]) is Node:
+                parent = edge[0]
+                dependencies[parent] = dependencies.get(parent, 0) + 1
+                if parent not in seen:
+                    seen.add(parent)
+                    stack.append(parent)
+
+    buffers = {}  # node -> list with the gradient of each of its outputs
+    leaf_grads = {}  # leaf tensor -> accumulated gradient
+    ready = []
+
+    def send(edge, grad_array):
+        target, index = edge
+        if type(target) is Node:
+            buffer = buffers.get(target)
+            if buffer is None:
+                buffer = buffers[target] = [None] * len(target.output_meta)
+            buffer[index] = grad_array if buffer[index] is None else buffer[index] + grad_array
+        else:
+            previous = leaf_grads.get(target)
+            leaf_grads[target] = grad_array if previous is None else previous + grad_array
+
+    for tensor, grad_array in roots:
+        if tensor.grad_fn is None:
+            send((tensor, 0), grad_array)
+        else:
+            send((tensor.grad_fn, tensor.output_nr), grad_array)
+    for node in {t.grad_fn for t, _ in roots if t.grad_fn is not None}:
+        if dependencies.get(node, 0) == 0:
+            heapq.heappush(ready, (-node.sequence, node))
+
+    # 2. run each node once all the gradients of its outputs have arrived
+    while ready:
+        _, node = heapq.heappop(ready)
+        grads = buffers.pop(node)
+        if capture is not None:
+            for index, g in enumerate(grads):
+                key = (node, index)
+                if key in capture and g is not None:
+                    capture[key] = g
+        if node.retained:
+            for index, ref in node.retained:
+                tensor = ref()
+                if tensor is not None and grads[index] is not None:
+                    tensor.grad = Tensor._wrap(grads[index])
+        input_grads = _call_backward(node, grads)
+        if not retain_graph:
+            node.saved = ()
+            node.released = True
+        for edge, g, meta in zip(node.edges, input_grads, node.input_meta):
+            if edge is None or g is None:
+                continue
+            send(edge, _check_grad(node, g, meta))
+            parent = edge[0]
+            if type(parent) is Node:
+                dependencies[parent] -= 1
+                if dependencies[parent] == 0:
+                    heapq.heappush(ready, (-parent.sequence, parent))
+
+    # 3. leaves: store (or add to) .grad, or hand the gradients to autograd.grad()
+    for leaf, g in leaf_grads.items():
+        if capture is not None:
+            if (leaf, 0) in capture:
+                capture[(leaf, 0)] = g
+            continue
+        if leaf.grad is None:
+            # a copy: the same array may be the gradient of several leaves (as after an add)
+            leaf.grad = Tensor._wrap(backend.namespace(g).asarray(g, copy=True))
+        else:
+            leaf.grad.array += g
+
+
+def _call_backward(node, grads):
+    for index, g in enumerate(grads):
+        if g is None:  # an output nobody used: its gradient is zero
+            shape, dt = node.output_meta[index]
+            grads[index] = node.xp.zeros(shape, dtype=dt, **backend.creation_kwargs(node.xp))
+    function = node.function
+    if function.takes_arrays:
+        result = function.backward(node, *grads)
+    else:
+        with no_grad():
+            result = function.backward(node, *[Tensor._wrap(g) for g in grads])
+    if not isinstance(result, tuple):
+        result = (result,)
+    if len(result) != len(node.edges):
+        raise BackwardError(
+            f"{node.name()}: backward returned {len(result)} gradients but forward took "
+            f"{len(node.edges)} arguments (return None for the ones that need no gradient)"
+        )
+    if observers:
+        for observer in observers:
+            observer.on_backward(node, grads, result)
+    return [r.array if isinstance(r, Tensor) else r for r in result]
+
+
+def _check_grad(node, g, meta):
+    shape, dt = meta
+    if g.shape != shape:
+        raise BackwardError(
+            f"{node.name()} returned a gradient of shape {list(g.shape)} for an input of shape "
+            f"{list(shape)}: the gradient of an input must have the input's shape"
+        )
+    if g.dtype != dt:
+        g = backend.namespace(g).astype(g, dt)
+    return g
+
+
+from .tensor import Tensor  # noqa: E402  (Tensor needs this module; this module needs Tensor)

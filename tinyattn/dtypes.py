@@ -1,0 +1,54 @@
+"""The dtypes a tensor can have: PyTorch's names, independent of the array library.
+
+A tensor's data is a NumPy, CuPy or Array-API array; each library has its own dtype objects. These
+small objects are the user-facing names (`tinyattn.float32`, `tinyattn.long`, ...), and the backend
+translates them into the array library's dtypes.
+"""
+
+
+class dtype:
+    """A tensor element type, printed and compared like PyTorch's (`tinyattn.float32`)."""
+
+    __slots__ = ("name", "is_floating_point", "itemsize")
+
+    def __init__(self, name, is_floating_point, itemsize):
+        self.name = name
+        self.is_floating_point = is_floating_point
+        self.itemsize = itemsize
+
+    def __repr__(self):
+        return f"tinyattn.{self.name}"
+
+    def __copy__(self):  # dtypes are singletons: copies of a module keep them
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+float32 = dtype("float32", True, 4)
+float64 = dtype("float64", True, 8)
+int32 = dtype("int32", False, 4)
+int64 = dtype("int64", False, 8)
+bool_ = dtype("bool", False, 1)
+
+ALL = (float32, float64, int32, int64, bool_)
+BY_NAME = {d.name: d for d in ALL}
+default_float = float32
+
+
+def category(d):
+    """PyTorch's promotion categories: bool < integer < floating point."""
+    if d is bool_:
+        return 0
+    return 2 if d.is_floating_point else 1
+
+
+def promote(a, b):
+    """The result dtype of an op between two tensors of dtypes `a` and `b` (PyTorch's rule)."""
+    if a is b:
+        return a
+    ca, cb = category(a), category(b)
+    if ca != cb:
+        return a if ca > cb else b
+    return a if a.itemsize >= b.itemsize else b

@@ -1,0 +1,398 @@
+"""The `torch.*` functions: creating tensors, random tensors, and function forms of tensor methods.
+
+`tinyattn.zeros(2, 3)`, `tinyattn.rand(3, 2)`, `tinyattn.cat([a, b], dim=-1)`, `tinyattn.softmax(x, dim=-1)`
+... with PyTorch's names, arguments and defaults. Random tensors come from `tinyattn.random`'s
+PyTorch-compatible generator, so `manual_seed(123); rand(3, 2)` gives PyTorch's numbers.
+"""
+
+import numpy as np
+
+from . import backend, dtypes, random
+from .ops import Cat, Stack
+from .tensor import Size, Tensor, _shape_arg, matmul, where  # noqa: F401  (re-exported)
+
+
+def generator_or_default(generator):
+    return random.default_generator if generator is None else generator
+
+
+def _leaf(array, requires_grad):
+    t = Tensor._wrap(array)
+    if requires_grad:
+        t.requires_grad = True  # checks the dtype can require grad
+    return t
+
+
+def _from_host(values, dtype, device, requires_grad):
+    return _leaf(backend.from_host(values, backend.device(device), dtype), requires_grad)
+
+
+# ---------------------------------------------------------------------------------------------
+# creation
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new leaf tensor holding a copy of `data` (nested lists, numbers, NumPy arrays, tensors)."""
+    if isinstance(data, Tensor):
+        data = backend.to_host(data.array).copy()
+    return Tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    if isinstance(data, Tensor) and dtype in (None, data.dtype) and device in (None, data.device):
+        return data
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(array):
+    """A CPU tensor sharing memory with a NumPy array (as in PyTorch)."""
+    if backend.strict_mode():
+        return Tensor(array)
+    backend.dtype_of(array)  # a clear error for dtypes tinyattn lacks
+    return Tensor._wrap(array)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def _filled(size, value, dtype, device, requires_grad):
+    shape = _shape_arg(size)
+    dt = dtype or (dtypes.default_float if isinstance(value, float) else
+                   dtypes.bool_ if isinstance(value, bool) else dtypes.int64 if isinstance(value, int) else
+                   dtypes.default_float)
+    xp = backend.namespace_for(device)
+    array = xp.full(shape, value, dtype=backend.array_dtype(xp, dt), **backend.creation_kwargs(xp))
+    return _leaf(array, requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return _filled(size, 0.0, dtype, device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return _filled(size, 1.0, dtype, device, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    return _filled(size, 0.0, dtype, device, requires_grad)  # zeros: no uninitialised memory to study
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    return _filled((size,), fill_value, dtype, device, requires_grad)
+
+
+def zeros_like(input, dtype=None, device=None, requires_grad=False):
+    return zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
+
+
+def ones_like(input, dtype=None, device=None, requires_grad=False):
+    return ones(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
+
+
+def empty_like(input, dtype=None, device=None, requires_grad=False):
+    return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
+    return full(input.shape, fill_value, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    bounds = [float(v) if isinstance(v, Tensor) and v.dtype.is_floating_point else
+              int(v) if isinstance(v, Tensor) else v for v in (start, end, step)]
+    all_ints = all(isinstance(v, int) for v in bounds)
+    dt = dtype or (dtypes.int64 if all_ints else dtypes.default_float)
+    values = np.arange(*bounds, dtype=np.int64 if all_ints else np.float64)
+    return _from_host(values, dt, device, requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    values = np.linspace(start, end, steps)
+    return _from_host(values, dtype or dtypes.default_float, device, requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    xp = backend.namespace_for(device)
+    dt = dtype or dtypes.default_float
+    array = xp.eye(n, m, dtype=backend.array_dtype(xp, dt), **backend.creation_kwargs(xp))
+    return _leaf(array, requires_grad)
+
+
+# ---------------------------------------------------------------------------------------------
+# random tensors (PyTorch-compatible streams, see tinyattn.random)
+
+manual_seed = random.manual_seed
+seed = random.seed
+initial_seed = random.initial_seed
+get_rng_state = random.get_rng_state
+set_rng_state = random.set_rng_state
+Generator = random.Generator
+
+
+def _float_dtype(dtype):
+    dt = dtype or dtypes.default_float
+    if not dt.is_floating_point:
+        raise TypeError(f"random floats need a floating point dtype, got {dt}")
+    return dt
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Uniform numbers in [0, 1)."""
+    dt = _float_dtype(dtype)
+    values = generator_or_default(generator).uniform(_shape_arg(size), np.dtype(dt.name))
+    return _from_host(values, dt, device, requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Standard normal numbers."""
+    dt = _float_dtype(dtype)
+    values = generator_or_default(generator).normal(_shape_arg(size), np.dtype(dt.name))
+    return _from_host(values, dt, device, requires_grad)
+
+
+def rand_like(input, dtype=None, device=None, requires_grad=False):
+    return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
+
+
+def randn_like(input, dtype=None, device=None, requires_grad=False):
+    return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
+
+
+def randint(low, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+    """Integers in [low, high): randint(high, size) or randint(low, high, size)."""
+    if size is None:
+        if high is None:
+            raise TypeError("randint needs a size, e.g. randint(10, (3,)) or randint(0, 10, (3,))")
+        low, high, size = 0, low, high
+    values = generator_or_default(generator).randint(int(low), int(high), _shape_arg((size,)))
+    return _from_host(values, dtype or dtypes.int64, device, requires_grad)
+
+
+def randperm(n, generator=None, dtype=None, device=None):
+    values = generator_or_default(generator).randperm(int(n))
+    return _from_host(values, dtype or dtypes.int64, device, False)
+
+
+def multinomial(input, num_samples, replacement=False, generator=None):
+    """Draw category indices with probabilities proportional to the rows of `input`."""
+    probs = backend.to_host(input.detach().array)
+    values = generator_or_default(generator).multinomial(probs, num_samples, replacement)
+    return _from_host(values, dtypes.int64, input.device, False)
+
+
+# ---------------------------------------------------------------------------------------------
+# function forms of tensor methods
+
+
+def cat(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("cat expects a non-empty list of tensors")
+    target = tensors[0].dtype
+    for t in tensors[1:]:
+        target = dtypes.promote(target, t.dtype)
+    return Cat.apply(dim, *(t.to(target) for t in tensors))
+
+
+concat = cat
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("stack expects a non-empty list of tensors")
+    target = tensors[0].dtype
+    for t in tensors[1:]:
+        target = dtypes.promote(target, t.dtype)
+    return Stack.apply(dim, *(t.to(target) for t in tensors))
+
+
+def tril(input, diagonal=0):
+    return input.tril(diagonal)
+
+
+def triu(input, diagonal=0):
+    return input.triu(diagonal)
+
+
+def softmax(input, dim, dtype=None):
+    return (input if dtype is None else input.to(dtype)).softmax(dim)
+
+
+def log_softmax(input, dim, dtype=None):
+    return (input if dtype is None else input.to(dtype)).log_softmax(dim)
+
+
+def exp(input):
+    return input.exp()
+
+
+def log(input):
+    return input.log()
+
+
+def sqrt(input):
+    return input.sqrt()
+
+
+def rsqrt(input):
+    return input.rsqrt()
+
+
+def tanh(input):
+    return input.tanh()
+
+
+def sigmoid(input):
+    return input.sigmoid()
+
+
+def relu(input):
+    return input.relu()
+
+
+def abs(input):
+    return input.abs()
+
+
+def clamp(input, min=None, max=None):
+    return input.clamp(min, max)
+
+
+clip = clamp
+
+
+def maximum(input, other):
+    return input.maximum(other)
+
+
+def minimum(input, other):
+    return input.minimum(other)
+
+
+def sum(input, dim=None, keepdim=False, dtype=None):
+    return input.sum(dim, keepdim, dtype=dtype)
+
+
+def mean(input, dim=None, keepdim=False, dtype=None):
+    return input.mean(dim, keepdim, dtype=dtype)
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return input.var(dim, unbiased, keepdim, correction=correction)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return input.std(dim, unbiased, keepdim, correction=correction)
+
+
+def max(input, dim=None, keepdim=False):
+    return input.max(dim, keepdim)
+
+
+def min(input, dim=None, keepdim=False):
+    return input.min(dim, keepdim)
+
+
+def argmax(input, dim=None, keepdim=False):
+    return input.argmax(dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim=False):
+    return input.argmin(dim, keepdim)
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    return input.topk(k, dim, largest, sorted)
+
+
+def gather(input, dim, index):
+    return input.gather(dim, index)
+
+
+def dot(input, other):
+    return input.dot(other)
+
+
+mm = matmul
+bmm = matmul
+
+
+def reshape(input, shape):
+    return input.reshape(shape)
+
+
+def transpose(input, dim0, dim1):
+    return input.transpose(dim0, dim1)
+
+
+def permute(input, dims):
+    return input.permute(dims)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    return input.flatten(start_dim, end_dim)
+
+
+def unsqueeze(input, dim):
+    return input.unsqueeze(dim)
+
+
+def squeeze(input, dim=None):
+    return input.squeeze(dim)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    return tensor.split(split_size_or_sections, dim)
+
+
+def chunk(input, chunks, dim=0):
+    return input.chunk(chunks, dim)
+
+
+def unbind(input, dim=0):
+    return input.unbind(dim)
+
+
+def masked_fill(input, mask, value):
+    return input.masked_fill(mask, value)
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return input.allclose(other, rtol, atol, equal_nan)
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return input.isclose(other, rtol, atol, equal_nan)
+
+
+def equal(input, other):
+    return input.equal(other)
+
+
+def isnan(input):
+    return input.isnan()
+
+
+def isinf(input):
+    return input.isinf()
+
+
+def isfinite(input):
+    return input.isfinite()
+
+
+def numel(input):
+    return input.numel()
+
+
+__all__ = [
+    name for name, value in list(globals().items())
+    if not name.startswith("_") and name not in {"np", "backend", "dtypes", "random", "Cat", "Stack"}
+]

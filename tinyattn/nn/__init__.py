@@ -1,0 +1,26 @@
+"""`tinyattn.nn`: layers, the attention classes, and `functional` (import it as F)."""
+
+from . import functional, init
+from .attention import (
+    CausalAttention,
+    MultiHeadAttention,
+    MultiHeadAttentionWrapper,
+    SelfAttention_v1,
+    SelfAttention_v2,
+    multihead_from_wrapper,
+)
+from .layers import (
+    GELU,
+    CrossEntropyLoss,
+    Dropout,
+    Embedding,
+    Identity,
+    LayerNorm,
+    Linear,
+    MSELoss,
+    ReLU,
+    Sigmoid,
+    Softmax,
+    Tanh,
+)
+from .module import Module, ModuleDict, ModuleList, Parameter, Sequential

@@ -1,0 +1,419 @@
+"""`tinyattn.nn.functional` (import it as F): the layers' math as functions.
+
+The ops here are fused: each is one `Function` whose backward is derived by hand (a linear layer is
+one matrix product over all leading dims; cross-entropy's gradient is `softmax - one_hot`; layer
+norm's backward is a closed form), instead of a chain of small ops. Everything else is built from
+tensor ops, so autograd differentiates it for free.
+"""
+
+import math
+
+from .. import backend, dtypes
+from ..autograd import Function
+from ..errors import ShapeError
+from ..functions import generator_or_default, tril, ones
+from ..ops import normalize_dims
+from ..tensor import Tensor
+
+
+class Op(Function):
+    takes_arrays = True
+
+
+# ---------------------------------------------------------------------------------------------
+# linear and embedding
+
+
+class LinearOp(Op):
+    """y = x W^T + b, as one matrix product over all leading dims (W has PyTorch's (out, in) layout)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        xp = ctx.xp
+        rows = xp.reshape(x, (-1, x.shape[-1]))  # (batch * tokens, in): one big GEMM
+        y = rows @ weight.mT
+        if bias is not None:
+            y += bias
+        ctx.save_for_backward(rows, weight)
+        ctx.in_shape = x.shape
+        return xp.reshape(y, x.shape[:-1] + (weight.shape[0],))
+
+    @staticmethod
+    def backward(ctx, grad):
+        rows, weight = ctx.saved_tensors
+        xp = ctx.xp
+        grad_rows = xp.reshape(grad, (-1, weight.shape[0]))
+        gx = xp.reshape(grad_rows @ weight, ctx.in_shape) if ctx.needs_input_grad[0] else None
+        gw = grad_rows.mT @ rows if ctx.needs_input_grad[1] else None
+        gb = xp.sum(grad_rows, axis=0) if ctx.needs_input_grad[2] else None
+        return gx, gw, gb
+
+
+def linear(input, weight, bias=None):
+    if input.shape[-1:] != weight.shape[1:]:
+        raise ShapeError(
+            f"linear: the input's last dim is {input.shape[-1] if input.ndim else None} (shape "
+            f"{list(input.shape)}) but the weight expects {weight.shape[1]} features (weight shape "
+            f"{list(weight.shape)}, laid out as (out_features, in_features))"
+        )
+    return LinearOp.apply(input, weight, bias)
+
+
+class EmbeddingOp(Op):
+    """Rows of `weight` picked by integer ids; the backward adds each gradient row back into its id."""
+
+    @staticmethod
+    def forward(ctx, ids, weight):
+        xp = ctx.xp
+        flat = xp.reshape(ids, (-1,))
+        ctx.save_for_backward(flat)
+        ctx.weight_shape = weight.shape
+        return xp.reshape(xp.take(weight, flat, axis=0), ids.shape + (weight.shape[1],))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (flat,) = ctx.saved_tensors
+        xp = ctx.xp
+        full = xp.zeros(ctx.weight_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
+        rows = xp.reshape(grad, (-1, ctx.weight_shape[1]))
+        return None, backend.scatter_add(full, flat, rows)
+
+
+def embedding(input, weight):
+    if input.dtype not in (dtypes.int64, dtypes.int32):
+        raise TypeError(f"embedding expects integer ids (int64), got {input.dtype}: use ids.long()")
+    backend.same_device([input.array, weight.array])
+    if input.numel():
+        xp = backend.namespace(input.array)
+        low, high = int(xp.min(input.array)), int(xp.max(input.array))
+        if low < 0 or high >= weight.shape[0]:
+            bad = low if low < 0 else high
+            raise IndexError(
+                f"embedding: id {bad} is out of range for an embedding with {weight.shape[0]} rows "
+                f"(valid ids are 0 to {weight.shape[0] - 1})"
+            )
+    return EmbeddingOp.apply(input, weight)
+
+
+# ---------------------------------------------------------------------------------------------
+# dropout
+
+
+class DropoutOp(Op):
+    """x * mask, where the mask holds 0 (dropped) or 1/(1-p) (kept, scaled to keep the expectation)."""
+
+    @staticmethod
+    def forward(ctx, x, scaled_mask):
+        ctx.save_for_backward(scaled_mask)
+        return x * scaled_mask
+
+    @staticmethod
+    def backward(ctx, grad):
+        (scaled_mask,) = ctx.saved_tensors
+        return grad * scaled_mask, None
+
+
+def check_dropout_p(p):
+    if not (isinstance(p, (int, float)) and 0.0 <= p <= 1.0):
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Inverted dropout: zero each element with probability p, scale the rest by 1/(1-p).
+
+    On the CPU the mask comes from the PyTorch-compatible stream (so seeded results match PyTorch);
+    on CUDA from CuPy's generator. In eval mode, or at p=0, the input is returned unchanged.
+    """
+    check_dropout_p(p)
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return input * 0.0
+    xp = backend.namespace(input.array)
+    keep = generator_or_default(None).device_bernoulli(tuple(input.shape), 1 - p, xp)
+    if backend.namespace(keep) is not xp:  # drawn on the host: copy to the tensor's device
+        keep = backend.from_host(keep, input.device)
+    scaled_mask = xp.astype(keep, input.array.dtype) / (1 - p)
+    out = DropoutOp.apply(input, scaled_mask)
+    if inplace:
+        input.array[...] = out.array
+        return input
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# normalisation and activations
+
+
+class LayerNormOp(Op):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last dims, with a closed-form backward."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, axes, eps):
+        xp = ctx.xp
+        centered = x - xp.mean(x, axis=axes, keepdims=True)
+        inv_std = 1.0 / xp.sqrt(xp.mean(centered * centered, axis=axes, keepdims=True) + eps)
+        normalized = centered * inv_std
+        ctx.save_for_backward(normalized, inv_std, weight)
+        ctx.axes = axes
+        y = normalized * weight if weight is not None else normalized
+        return y + bias if bias is not None else y
+
+    @staticmethod
+    def backward(ctx, grad):
+        normalized, inv_std, weight = ctx.saved_tensors
+        xp, axes = ctx.xp, ctx.axes
+        batch_axes = tuple(range(grad.ndim - len(axes)))
+        gw = xp.sum(grad * normalized, axis=batch_axes) if ctx.needs_input_grad[1] else None
+        gb = xp.sum(grad, axis=batch_axes) if ctx.needs_input_grad[2] else None
+        g = grad * weight if weight is not None else grad
+        # d/dx of (x - mu) * inv_std, with mu and inv_std depending on x too:
+        gx = inv_std * (
+            g - xp.mean(g, axis=axes, keepdims=True)
+            - normalized * xp.mean(g * normalized, axis=axes, keepdims=True)
+        )
+        return gx, gw, gb, None, None
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise ShapeError(
+            f"layer_norm over shape {list(shape)}: the input's last dims are "
+            f"{list(input.shape[input.ndim - len(shape):])} (input shape {list(input.shape)})"
+        )
+    axes = tuple(range(input.ndim - len(shape), input.ndim))
+    return LayerNormOp.apply(input, weight, bias, axes, eps)
+
+
+class GeluOp(Op):
+    """x * Phi(x), Phi the standard normal CDF ('none'), or GPT-2's tanh approximation ('tanh')."""
+
+    @staticmethod
+    def forward(ctx, x, approximate):
+        xp = ctx.xp
+        ctx.approximate = approximate
+        ctx.save_for_backward(x)
+        if approximate == "tanh":
+            inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
+            return 0.5 * x * (1 + xp.tanh(inner))
+        return 0.5 * x * (1 + backend.erf(x * (1 / math.sqrt(2))))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        xp = ctx.xp
+        if ctx.approximate == "tanh":
+            k = math.sqrt(2 / math.pi)
+            t = xp.tanh(k * (x + 0.044715 * x * x * x))
+            slope = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x)
+        else:
+            cdf = 0.5 * (1 + backend.erf(x * (1 / math.sqrt(2))))
+            pdf = xp.exp(-0.5 * x * x) * (1 / math.sqrt(2 * math.pi))
+            slope = cdf + x * pdf
+        return grad * slope, None
+
+
+def gelu(input, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return GeluOp.apply(input if input.dtype.is_floating_point else input.float(), approximate)
+
+
+def relu(input, inplace=False):
+    return input.relu()
+
+
+def tanh(input):
+    return input.tanh()
+
+
+def sigmoid(input):
+    return input.sigmoid()
+
+
+def softmax(input, dim=None, dtype=None):
+    if dim is None:
+        raise TypeError("softmax needs dim= (e.g. dim=-1): PyTorch's implicit choice is deprecated")
+    return (input if dtype is None else input.to(dtype)).softmax(dim)
+
+
+def log_softmax(input, dim=None, dtype=None):
+    if dim is None:
+        raise TypeError("log_softmax needs dim= (e.g. dim=-1)")
+    return (input if dtype is None else input.to(dtype)).log_softmax(dim)
+
+
+class SafeSoftmaxOp(Op):
+    """Softmax where a row that is entirely -inf (fully masked) gives zeros instead of NaN."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        xp = ctx.xp
+        (axis,) = normalize_dims(dim, x.ndim)
+        row_max = xp.max(x, axis=axis, keepdims=True)
+        row_max = xp.where(xp.isinf(row_max), 0.0, row_max)  # an all -inf row: exp() gives all 0
+        e = xp.exp(x - row_max)
+        total = xp.sum(e, axis=axis, keepdims=True)
+        y = e / xp.where(total == 0, 1.0, total)
+        ctx.save_for_backward(y)
+        ctx.axis = axis
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return y * (grad - ctx.xp.sum(grad * y, axis=ctx.axis, keepdims=True)), None
+
+
+def safe_softmax(input, dim=-1):
+    """Softmax that maps fully masked rows to zeros (what the attention modules use)."""
+    return SafeSoftmaxOp.apply(input if input.dtype.is_floating_point else input.float(), dim)
+
+
+# ---------------------------------------------------------------------------------------------
+# losses
+
+
+class CrossEntropyOp(Op):
+    """Mean (or sum) of -log softmax(logits)[target] over rows; gradient: softmax - one_hot."""
+
+    @staticmethod
+    def forward(ctx, logits, target, ignore_index, reduction):
+        xp = ctx.xp
+        shifted = logits - xp.max(logits, axis=1, keepdims=True)
+        log_total = xp.log(xp.sum(xp.exp(shifted), axis=1, keepdims=True))
+        valid = target != ignore_index
+        safe_target = xp.where(valid, target, 0)
+        picked = xp.take_along_axis(shifted, safe_target[:, None], axis=1)[:, 0] - log_total[:, 0]
+        losses = xp.where(valid, -picked, 0.0)
+        count = xp.sum(xp.astype(valid, logits.dtype))
+        ctx.save_for_backward(xp.exp(shifted - log_total), safe_target, valid, count)
+        ctx.reduction = reduction
+        if reduction == "none":
+            return losses
+        total = xp.sum(losses)
+        return total / count if reduction == "mean" else total
+
+    @staticmethod
+    def backward(ctx, grad):
+        probs, target, valid, count = ctx.saved_tensors
+        xp = ctx.xp
+        classes = xp.arange(probs.shape[1], **backend.creation_kwargs(xp))
+        one_hot = xp.astype(classes[None, :] == target[:, None], probs.dtype)
+        weight = xp.astype(valid, probs.dtype)[:, None]
+        if ctx.reduction == "none":
+            weight = weight * grad[:, None]
+        elif ctx.reduction == "mean":
+            weight = weight * (grad / count)
+        else:
+            weight = weight * grad
+        return (probs - one_hot) * weight, None, None, None
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """Cross-entropy of logits `input` (N, C) or (N, C, d...) against class indices `target`."""
+    if weight is not None or label_smoothing:
+        raise NotImplementedError("cross_entropy: class weights and label smoothing are not supported")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    if target.dtype.is_floating_point:
+        raise TypeError(
+            f"cross_entropy expects class indices (int64) as target, got {target.dtype}: "
+            "probability targets are not supported"
+        )
+    if input.ndim == 1:
+        input, target = input.unsqueeze(0), target.reshape(1)
+    expected = tuple(input.shape[:1]) + tuple(input.shape[2:])
+    if tuple(target.shape) != expected:
+        raise ShapeError(
+            f"cross_entropy: logits of shape {list(input.shape)} need targets of shape "
+            f"{list(expected)} (the logits' shape without the class dim 1), got {list(target.shape)}"
+        )
+    classes = input.shape[1]
+    backend.same_device([input.array, target.array])
+    if target.numel():
+        xp = backend.namespace(target.array)
+        valid = target.array != ignore_index
+        low = int(xp.min(xp.where(valid, target.array, 0)))
+        high = int(xp.max(xp.where(valid, target.array, 0)))
+        if low < 0 or high >= classes:
+            bad = high if high >= classes else low
+            raise IndexError(
+                f"cross_entropy: target {bad} is out of range for {classes} classes "
+                f"(valid targets are 0 to {classes - 1}, or ignore_index={ignore_index})"
+            )
+    if input.ndim > 2:  # (N, C, d...) -> (N * d..., C)
+        input = input.permute(0, *range(2, input.ndim), 1).reshape(-1, classes)
+        target = target.reshape(-1)
+    loss = CrossEntropyOp.apply(input, target.long().array, ignore_index, reduction)
+    return loss.reshape(expected) if reduction == "none" and len(expected) > 1 else loss
+
+
+def nll_loss(input, target, ignore_index=-100, reduction="mean"):
+    """Negative log-likelihood of log-probabilities `input` (N, C) at the classes in `target`."""
+    picked = -input.gather(1, target.long().unsqueeze(1)).squeeze(1)
+    valid = target != ignore_index
+    picked = picked.masked_fill(~valid, 0.0)
+    if reduction == "none":
+        return picked
+    return picked.sum() / valid.sum() if reduction == "mean" else picked.sum()
+
+
+def mse_loss(input, target, reduction="mean"):
+    squared = (input - target) ** 2
+    if reduction == "none":
+        return squared
+    return squared.mean() if reduction == "mean" else squared.sum()
+
+
+def one_hot(tensor, num_classes=-1):
+    classes = int(tensor.max().item()) + 1 if num_classes == -1 else num_classes
+    xp = backend.namespace(tensor.array)
+    positions = xp.arange(classes, **backend.creation_kwargs(xp))
+    return Tensor._wrap(xp.astype(tensor.array[..., None] == positions, xp.int64))
+
+
+# ---------------------------------------------------------------------------------------------
+# attention
+
+
+def causal_mask(num_queries, num_keys, device=None):
+    """True above the diagonal: the future positions a query must not attend to."""
+    return tril(ones(num_queries, num_keys, device=device)) == 0
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None):
+    """softmax(q k^T * scale + mask) v, PyTorch's semantics.
+
+    attn_mask: a bool mask where True means "may attend" (PyTorch's convention, the opposite of
+    masked_fill's), or a float mask added to the scores. A query that may attend to nothing gets
+    zeros, not NaN. Dropout (dropout_p > 0) is applied to the weights whenever it is asked for.
+    """
+    check_dropout_p(dropout_p)
+    if is_causal and attn_mask is not None:
+        raise ValueError("give either attn_mask or is_causal=True, not both")
+    if query.shape[-1] != key.shape[-1]:
+        raise ShapeError(
+            f"scaled_dot_product_attention: queries of shape {list(query.shape)} and keys of shape "
+            f"{list(key.shape)} must have the same last dim"
+        )
+    if key.shape[-2] != value.shape[-2]:
+        raise ShapeError(
+            f"scaled_dot_product_attention: keys of shape {list(key.shape)} and values of shape "
+            f"{list(value.shape)} must have the same number of positions (dim -2)"
+        )
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = (query @ key.transpose(-2, -1)) * scale
+    if is_causal:
+        scores = scores.masked_fill(causal_mask(query.shape[-2], key.shape[-2], query.device), -math.inf)
+    elif attn_mask is not None:
+        if attn_mask.dtype is dtypes.bool_:
+            scores = scores.masked_fill(~attn_mask, -math.inf)
+        else:
+            scores = scores + attn_mask
+    weights = safe_softmax(scores, dim=-1)
+    if dropout_p > 0:
+        weights = dropout(weights, dropout_p, training=True)
+    return weights @ value

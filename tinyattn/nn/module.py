@@ -1,0 +1,395 @@
+"""`Module`, `Parameter` and the containers: how layers hold their weights and sub-layers.
+
+A Module registers every `Parameter`, sub-`Module` and buffer assigned to it as an attribute, so that
+`parameters()`, `state_dict()`, `to(device)` and `train()/eval()` reach them all, under the dotted
+names PyTorch uses (`W_query.weight`, `heads.0.mask`).
+"""
+
+import collections
+import itertools
+
+import numpy as np
+
+from .. import autograd, backend, dtypes
+from ..tensor import Tensor, parse_to_args
+
+
+class Parameter(Tensor):
+    """A tensor that a Module registers as a weight: it requires grad unless told otherwise."""
+
+    __slots__ = ()
+
+    def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            data = Tensor(np.zeros(0, dtype=np.float32))
+        parameter = Tensor._wrap.__func__(cls, data.array)  # shares memory with `data`, like PyTorch
+        parameter.requires_grad = requires_grad
+        return parameter
+
+    def __init__(self, data=None, requires_grad=True):
+        pass  # everything happened in __new__
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __deepcopy__(self, memo):
+        copy = Parameter(Tensor._wrap(backend.namespace(self.array).asarray(self.array, copy=True)),
+                         self.requires_grad)
+        memo[id(self)] = copy
+        return copy
+
+
+class Module:
+    """Base class of every layer: subclass it, assign layers and Parameters in __init__, write forward."""
+
+    def __init__(self):
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_buffers", {})
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", {})
+
+    # --- registration ---
+
+    def __setattr__(self, name, value):
+        registries = self.__dict__.get("_parameters")
+        if registries is None and isinstance(value, (Parameter, Module)):
+            raise AttributeError(
+                f"cannot assign {type(value).__name__} '{name}' before Module.__init__(): "
+                "call super().__init__() first in your __init__"
+            )
+        if registries is not None:
+            if isinstance(value, Parameter):
+                self._forget(name)
+                self._parameters[name] = value
+            elif isinstance(value, Module):
+                self._forget(name)
+                self._modules[name] = value
+            elif name in self._buffers:
+                if value is not None and not isinstance(value, Tensor):
+                    raise TypeError(f"buffer '{name}' must be a Tensor or None")
+                self._buffers[name] = value
+            elif name in self._parameters:
+                if value is not None:
+                    raise TypeError(
+                        f"cannot assign {type(value).__name__} to parameter '{name}': "
+                        "wrap it in nn.Parameter(...) or assign None"
+                    )
+                self._parameters[name] = None
+            elif name in self._modules:
+                self._modules.pop(name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        self._forget(name)
+        object.__delattr__(self, name)
+
+    def _forget(self, name):
+        for registry in (self._parameters, self._buffers, self._modules):
+            registry.pop(name, None)
+        self._non_persistent.discard(name)
+
+    def register_parameter(self, name, parameter):
+        if parameter is not None and not isinstance(parameter, Parameter):
+            raise TypeError(f"register_parameter('{name}', ...) expects a Parameter or None")
+        self._forget(name)
+        self._parameters[name] = parameter
+        object.__setattr__(self, name, parameter)
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """A tensor that belongs to the module but is not trained (e.g. the causal mask)."""
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer('{name}', ...) expects a Tensor or None")
+        self._forget(name)
+        self._buffers[name] = tensor
+        if not persistent:
+            self._non_persistent.add(name)
+        object.__setattr__(self, name, tensor)
+
+    def add_module(self, name, module):
+        setattr(self, name, module)
+
+    register_module = add_module
+
+    # --- running ---
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def __call__(self, *args, **kwargs):
+        if autograd.observers:  # a trace is recording: tell it which module is running
+            for observer in autograd.observers:
+                observer.on_module_enter(self)
+            try:
+                return self.forward(*args, **kwargs)
+            finally:
+                for observer in autograd.observers:
+                    observer.on_module_exit(self)
+        return self.forward(*args, **kwargs)
+
+    def train(self, mode=True):
+        for module in self.modules():
+            object.__setattr__(module, "training", bool(mode))
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad = requires_grad
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.parameters():
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad.array[...] = 0
+
+    # --- walking the tree ---
+
+    def named_modules(self, memo=None, prefix=""):
+        memo = set() if memo is None else memo
+        if id(self) in memo:
+            return
+        memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module.named_modules(memo, f"{prefix}.{name}" if prefix else name)
+
+    def modules(self):
+        return (module for _, module in self.named_modules())
+
+    def named_children(self):
+        return ((name, m) for name, m in self._modules.items() if m is not None)
+
+    def children(self):
+        return (m for _, m in self.named_children())
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        seen = set()
+        modules = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        for module_name, module in modules:
+            for name, p in module._parameters.items():
+                if p is None or (remove_duplicate and id(p) in seen):
+                    continue
+                seen.add(id(p))
+                yield (f"{module_name}.{name}" if module_name else name), p
+
+    def parameters(self, recurse=True):
+        return (p for _, p in self.named_parameters(recurse=recurse))
+
+    def named_buffers(self, prefix="", recurse=True):
+        modules = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        for module_name, module in modules:
+            for name, b in module._buffers.items():
+                if b is not None:
+                    yield (f"{module_name}.{name}" if module_name else name), b
+
+    def buffers(self, recurse=True):
+        return (b for _, b in self.named_buffers(recurse=recurse))
+
+    def get_submodule(self, target):
+        module = self
+        for part in target.split(".") if target else []:
+            if part not in module._modules:
+                raise AttributeError(f"{type(module).__name__} has no submodule '{part}'")
+            module = module._modules[part]
+        return module
+
+    def apply(self, fn):
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # --- saving and loading ---
+
+    def state_dict(self, prefix=""):
+        """Every parameter and persistent buffer under its dotted name (sharing memory, no graph)."""
+        state = collections.OrderedDict()
+        for module_name, module in self.named_modules(prefix=prefix.rstrip(".")):
+            for name, p in itertools.chain(module._parameters.items(), module._buffers.items()):
+                if p is not None and name not in module._non_persistent:
+                    state[f"{module_name}.{name}" if module_name else name] = p.detach()
+        return state
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Copy tensors (or NumPy arrays) into this module's parameters and buffers, in place.
+
+        With strict=True (the default) missing and unexpected keys are errors; a shape mismatch is
+        always an error. Nothing is changed unless every entry fits.
+        """
+        own = self.state_dict()
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        problems = []
+        if strict and unexpected:
+            problems.append("Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ".")
+        if strict and missing:
+            problems.append("Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ".")
+        for key, target in own.items():
+            if key in state_dict:
+                shape = tuple(getattr(state_dict[key], "shape", ()))
+                if shape != tuple(target.shape):
+                    problems.append(
+                        f"size mismatch for {key}: copying a param with shape {list(shape)} from "
+                        f"checkpoint, the shape in current model is {list(target.shape)}."
+                    )
+        if problems:
+            raise RuntimeError(
+                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(problems)
+            )
+        with autograd.no_grad():
+            for key, target in own.items():
+                if key in state_dict:
+                    value = state_dict[key]
+                    values = backend.to_host(value.array) if isinstance(value, Tensor) else np.asarray(value)
+                    target.array[...] = backend.from_host(values.astype(target.dtype.name), target.device)
+                    target._version[0] += 1
+        return collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])(missing, unexpected)
+
+    # --- moving ---
+
+    def to(self, *args, **kwargs):
+        """Move (or cast) parameters and buffers in place; Parameter objects stay the same objects.
+
+        A dtype applies to floating point tensors only: integer and bool buffers keep theirs.
+        """
+        device, dtype = parse_to_args(args, kwargs)
+
+        def moved(t):
+            return t.detach().to(device=device, dtype=dtype if t.dtype.is_floating_point else None)
+
+        for module in self.modules():
+            for p in module._parameters.values():
+                if p is not None:
+                    p.array = moved(p).array
+                    if p.grad is not None:
+                        p.grad = moved(p.grad)
+            for name, b in module._buffers.items():
+                if b is not None:
+                    module._buffers[name] = moved(b)
+                    object.__setattr__(module, name, module._buffers[name])
+        return self
+
+    def cuda(self, device=None):
+        return self.to("cuda" if device is None else f"cuda:{device}")
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def float(self):
+        return self.to(dtypes.float32)
+
+    def double(self):
+        return self.to(dtypes.float64)
+
+    # --- printing ---
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        lines = []
+        for name, module in self._modules.items():
+            child = repr(module).replace("\n", "\n  ")
+            lines.append(f"({name}): {child}")
+        extra = self.extra_repr()
+        if not lines:
+            return f"{type(self).__name__}({extra})"
+        body = "\n  ".join(([extra] if extra else []) + lines)
+        return f"{type(self).__name__}(\n  {body}\n)"
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()))
+
+
+class Sequential(Module):
+    """Modules run one after the other: Sequential(Linear(4, 8), ReLU(), Linear(8, 2))."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], collections.OrderedDict):
+            modules = modules[0].items()
+        else:
+            modules = ((str(i), m) for i, m in enumerate(modules))
+        for name, module in modules:
+            self.add_module(name, module)
+
+    def forward(self, x):
+        for module in self._modules.values():
+            x = module(x)
+        return x
+
+    def __getitem__(self, index):
+        items = list(self._modules.values())
+        return Sequential(*items[index]) if isinstance(index, slice) else items[index]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+
+class ModuleList(Module):
+    """A list of modules whose parameters the parent module sees (e.g. the heads of the wrapper)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        for module in modules or []:
+            self.append(module)
+
+    def append(self, module):
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+    def extend(self, modules):
+        for module in modules:
+            self.append(module)
+        return self
+
+    def __getitem__(self, index):
+        items = list(self._modules.values())
+        return ModuleList(items[index]) if isinstance(index, slice) else items[index]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+class ModuleDict(Module):
+    def __init__(self, modules=None):
+        super().__init__()
+        for name, module in (modules or {}).items():
+            self.add_module(name, module)
+
+    def __getitem__(self, name):
+        return self._modules[name]
+
+    def __setitem__(self, name, module):
+        self.add_module(name, module)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()

@@ -1,0 +1,775 @@
+"""Every differentiable primitive: its forward and its backward, side by side, on raw arrays.
+
+Each op is a `Function` with `takes_arrays = True`: `forward(ctx, ...)` receives NumPy/CuPy arrays
+(and plain Python values such as `dim`), returns an array, and saves what the backward needs;
+`backward(ctx, grad)` receives the gradient of the output and returns one gradient per forward
+argument (None where there is none). `ctx.xp` is the array namespace (NumPy or CuPy), so the same
+code runs on both devices.
+
+Broadcasting: an op that broadcast an input (a (3, 1) tensor added to a (3, 4) one) must return a
+gradient of the input's own shape: `unbroadcast` sums the gradient over the broadcast dimensions.
+"""
+
+import math
+
+from . import backend
+from .autograd import Function
+from .errors import ShapeError
+
+
+class Op(Function):
+    takes_arrays = True
+
+
+def shape_of(value):
+    return getattr(value, "shape", ())
+
+
+def unbroadcast(xp, grad, shape):
+    """Sum `grad` down to `shape`: over the leading dims broadcasting added and the size-1 dims."""
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and grad.shape[lead + i] != 1
+    )
+    if axes:
+        grad = xp.sum(grad, axis=axes, keepdims=True)
+    return xp.reshape(grad, shape)
+
+
+def normalize_dims(dim, ndim):
+    """`dim` (an int, a tuple or None) as a tuple of non-negative axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    result = []
+    for d in dims:
+        if not -max(ndim, 1) <= d < max(ndim, 1):
+            raise IndexError(
+                f"dimension {d} is out of range for a tensor with {ndim} dimensions "
+                f"(expected a dim in [{-max(ndim, 1)}, {max(ndim, 1) - 1}])"
+            )
+        result.append(d % max(ndim, 1))
+    return tuple(result) if ndim else ()
+
+
+def keepdims_shape(shape, axes):
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# elementwise arithmetic
+
+
+class Add(Op):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = shape_of(a), shape_of(b)
+        return a + b
+
+    @staticmethod
+    def backward(ctx, grad):
+        a_shape, b_shape = ctx.shapes
+        ga = unbroadcast(ctx.xp, grad, a_shape) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(ctx.xp, grad, b_shape) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Sub(Op):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = shape_of(a), shape_of(b)
+        return a - b
+
+    @staticmethod
+    def backward(ctx, grad):
+        a_shape, b_shape = ctx.shapes
+        ga = unbroadcast(ctx.xp, grad, a_shape) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(ctx.xp, -grad, b_shape) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Mul(Op):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        ga = unbroadcast(ctx.xp, grad * b, shape_of(a)) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(ctx.xp, grad * a, shape_of(b)) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Div(Op):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a / b
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        ga = unbroadcast(ctx.xp, grad / b, shape_of(a)) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(ctx.xp, -grad * a / (b * b), shape_of(b)) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Pow(Op):
+    """a ** b for a tensor base or exponent (or both)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        y = a**b
+        ctx.save_for_backward(a, b, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, y = ctx.saved_tensors
+        xp = ctx.xp
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            # d(a^b)/da = b a^(b-1); written without a^(b-1) so that b = 0 gives 0, not 0 * inf
+            ga = unbroadcast(xp, grad * b * a ** (b - 1) if not _is_zero(b) else grad * 0, shape_of(a))
+        if ctx.needs_input_grad[1]:
+            # d(a^b)/db = a^b log a, taken as 0 where a == 0 (the limit of a^b log a for b > 0)
+            log_a = xp.log(xp.where(a == 0, 1, a)) if hasattr(a, "shape") else math.log(a) if a else 0.0
+            gb = unbroadcast(xp, grad * y * log_a, shape_of(b))
+        return ga, gb
+
+
+def _is_zero(value):
+    return not hasattr(value, "shape") and value == 0
+
+
+class Neg(Op):
+    @staticmethod
+    def forward(ctx, x):
+        return -x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+class Exp(Op):
+    @staticmethod
+    def forward(ctx, x):
+        y = ctx.xp.exp(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y
+
+
+class Log(Op):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return ctx.xp.log(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad / x
+
+
+class Sqrt(Op):
+    @staticmethod
+    def forward(ctx, x):
+        y = ctx.xp.sqrt(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad / (2 * y)
+
+
+class Tanh(Op):
+    @staticmethod
+    def forward(ctx, x):
+        y = ctx.xp.tanh(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * (1 - y * y)
+
+
+class Sigmoid(Op):
+    @staticmethod
+    def forward(ctx, x):
+        # 1 / (1 + e^-x) overflows e^-x for very negative x; tanh form is stable everywhere
+        y = 0.5 * (ctx.xp.tanh(0.5 * x) + 1)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y * (1 - y)
+
+
+class Relu(Op):
+    @staticmethod
+    def forward(ctx, x):
+        positive = x > 0
+        ctx.save_for_backward(positive)
+        return ctx.xp.where(positive, x, 0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (positive,) = ctx.saved_tensors
+        return ctx.xp.where(positive, grad, 0)
+
+
+class Abs(Op):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return ctx.xp.abs(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * ctx.xp.sign(x)
+
+
+class Clamp(Op):
+    """min(max(x, low), high); the gradient passes where x is inside [low, high]."""
+
+    @staticmethod
+    def forward(ctx, x, low, high):
+        xp = ctx.xp
+        inside = xp.ones_like(x, dtype=xp.bool)
+        if low is not None:
+            inside = inside & (x >= low)
+        if high is not None:
+            inside = inside & (x <= high)
+        ctx.save_for_backward(inside)
+        return xp.clip(x, low, high)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (inside,) = ctx.saved_tensors
+        return ctx.xp.where(inside, grad, 0), None, None
+
+
+class Maximum(Op):
+    """Elementwise max of two tensors; at ties the gradient is split in half, like PyTorch."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return ctx.xp.maximum(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        xp = ctx.xp
+        share_a = xp.astype(xp.where(a > b, 1.0, xp.where(a == b, 0.5, 0.0)), grad.dtype)
+        ga = unbroadcast(xp, grad * share_a, shape_of(a)) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(xp, grad * (1 - share_a), shape_of(b)) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Minimum(Op):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return ctx.xp.minimum(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        xp = ctx.xp
+        share_a = xp.astype(xp.where(a < b, 1.0, xp.where(a == b, 0.5, 0.0)), grad.dtype)
+        ga = unbroadcast(xp, grad * share_a, shape_of(a)) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(xp, grad * (1 - share_a), shape_of(b)) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+# ---------------------------------------------------------------------------------------------
+# reductions
+
+
+class Sum(Op):
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        axes = normalize_dims(dim, x.ndim)
+        ctx.in_shape, ctx.axes = x.shape, axes
+        return ctx.xp.sum(x, axis=axes, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        kept = ctx.xp.reshape(grad, keepdims_shape(ctx.in_shape, ctx.axes))
+        return ctx.xp.broadcast_to(kept, ctx.in_shape), None, None
+
+
+class Mean(Op):
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        axes = normalize_dims(dim, x.ndim)
+        ctx.in_shape, ctx.axes = x.shape, axes
+        ctx.count = math.prod(x.shape[a] for a in axes)
+        return ctx.xp.mean(x, axis=axes, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        kept = ctx.xp.reshape(grad, keepdims_shape(ctx.in_shape, ctx.axes))
+        return ctx.xp.broadcast_to(kept / ctx.count, ctx.in_shape), None, None
+
+
+class Var(Op):
+    """Variance with `correction` (1: the unbiased estimate, PyTorch's default)."""
+
+    @staticmethod
+    def forward(ctx, x, dim, correction, keepdim):
+        xp = ctx.xp
+        axes = normalize_dims(dim, x.ndim)
+        count = math.prod(x.shape[a] for a in axes)
+        centered = x - xp.mean(x, axis=axes, keepdims=True)
+        ctx.save_for_backward(centered)
+        ctx.axes, ctx.keepdim, ctx.denominator = axes, keepdim, max(count - correction, 0)
+        return xp.sum(centered * centered, axis=axes, keepdims=keepdim) / ctx.denominator
+
+    @staticmethod
+    def backward(ctx, grad):
+        (centered,) = ctx.saved_tensors
+        kept = ctx.xp.reshape(grad, keepdims_shape(centered.shape, ctx.axes))
+        return kept * (2 / ctx.denominator) * centered, None, None, None
+
+
+class MaxAlongDim(Op):
+    """max(x, dim) -> (values, indices); the gradient goes to the position of the max."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, take_min):
+        xp = ctx.xp
+        (axis,) = normalize_dims(dim, x.ndim)
+        pick = xp.argmin if take_min else xp.argmax
+        indices = pick(x, axis=axis, keepdims=True)
+        positions = xp.reshape(
+            xp.arange(x.shape[axis], **backend.creation_kwargs(xp)),
+            tuple(-1 if i == axis else 1 for i in range(x.ndim)),
+        )
+        chosen = positions == indices
+        ctx.save_for_backward(chosen)
+        ctx.axis, ctx.keepdim = axis, keepdim
+        values = (xp.min if take_min else xp.max)(x, axis=axis, keepdims=keepdim)
+        if not keepdim:
+            indices = xp.squeeze(indices, axis=axis)
+        return values, xp.astype(indices, xp.int64)
+
+    @staticmethod
+    def backward(ctx, grad, _indices_grad):
+        (chosen,) = ctx.saved_tensors
+        if not ctx.keepdim:
+            grad = ctx.xp.expand_dims(grad, axis=ctx.axis)
+        return ctx.xp.where(chosen, grad, 0), None, None, None
+
+
+class MaxAll(Op):
+    """max(x) over all elements; ties share the gradient equally, like PyTorch."""
+
+    @staticmethod
+    def forward(ctx, x, take_min):
+        xp = ctx.xp
+        y = xp.min(x) if take_min else xp.max(x)
+        ctx.save_for_backward(x == y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (chosen,) = ctx.saved_tensors
+        xp = ctx.xp
+        return xp.where(chosen, grad / xp.sum(xp.astype(chosen, grad.dtype)), 0), None
+
+
+# ---------------------------------------------------------------------------------------------
+# matrix products
+
+
+def check_matmul_shapes(a_shape, b_shape):
+    if not a_shape or not b_shape:
+        raise ShapeError(f"matmul needs tensors with at least 1 dim, got shapes {list(a_shape)} and {list(b_shape)}")
+    inner_b = b_shape[0] if len(b_shape) == 1 else b_shape[-2]
+    if a_shape[-1] != inner_b:
+        raise ShapeError(
+            f"matmul: shapes {list(a_shape)} and {list(b_shape)} cannot be multiplied: the last dim of "
+            f"the first ({a_shape[-1]}) must equal the "
+            f"{'size' if len(b_shape) == 1 else 'second-to-last dim'} of the second ({inner_b})"
+        )
+
+
+class Matmul(Op):
+    """a @ b with NumPy's rules: batched and broadcast over leading dims, 1-D operands promoted."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        check_matmul_shapes(a.shape, b.shape)
+        ctx.save_for_backward(a, b)
+        return ctx.xp.matmul(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        xp = ctx.xp
+        # treat vectors as matrices: a (k,) is a (1, k) row, b (k,) is a (k, 1) column
+        a2 = a[None, :] if a.ndim == 1 else a
+        b2 = b[:, None] if b.ndim == 1 else b
+        g2 = grad
+        if a.ndim == 1:
+            g2 = xp.expand_dims(g2, axis=-2)
+        if b.ndim == 1:
+            g2 = xp.expand_dims(g2, axis=-1)
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            ga = xp.reshape(unbroadcast(xp, xp.matmul(g2, b2.mT), a2.shape), a.shape)
+        if ctx.needs_input_grad[1]:
+            gb = xp.reshape(unbroadcast(xp, xp.matmul(a2.mT, g2), b2.shape), b.shape)
+        return ga, gb
+
+
+# ---------------------------------------------------------------------------------------------
+# shapes and views
+
+
+class Reshape(Op):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.in_shape = x.shape
+        try:
+            return ctx.xp.reshape(x, shape)
+        except ValueError:
+            raise ShapeError(
+                f"cannot reshape a tensor of shape {list(x.shape)} ({math.prod(x.shape)} elements) "
+                f"into shape {list(shape)}"
+            ) from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.xp.reshape(grad, ctx.in_shape), None
+
+
+class View(Reshape):
+    """Like reshape, but never copies: PyTorch's `view` needs a memory layout that allows it."""
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.in_shape = x.shape
+        y = backend.reshape_view(x, shape)
+        if y is None:
+            Reshape.forward(ctx, x, shape)  # raises the clear error when the element count is wrong
+            raise ShapeError(
+                f"view size {list(shape)} is not compatible with the input's memory layout (shape "
+                f"{list(x.shape)}, not contiguous, e.g. after transpose): call .contiguous() before "
+                ".view(...), or use .reshape(...), which copies when it must"
+            )
+        return y
+
+
+class Permute(Op):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        return ctx.xp.permute_dims(x, dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        inverse = [0] * len(ctx.dims)
+        for position, d in enumerate(ctx.dims):
+            inverse[d] = position
+        return ctx.xp.permute_dims(grad, tuple(inverse)), None
+
+
+class Transpose(Permute):
+    """Swap two dims: a permute, named as the user wrote it."""
+
+
+class Expand(Op):
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.in_shape = x.shape
+        return ctx.xp.broadcast_to(x, shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return unbroadcast(ctx.xp, grad, ctx.in_shape), None
+
+
+class Contiguous(Op):
+    @staticmethod
+    def forward(ctx, x):
+        return backend.contiguous(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class Clone(Op):
+    @staticmethod
+    def forward(ctx, x):
+        return ctx.xp.asarray(x, copy=True)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class ToDtype(Op):
+    @staticmethod
+    def forward(ctx, x, dt):
+        ctx.in_dtype = x.dtype
+        return ctx.xp.astype(x, backend.array_dtype(ctx.xp, dt))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.xp.astype(grad, ctx.in_dtype), None
+
+
+class ToDevice(Op):
+    @staticmethod
+    def forward(ctx, x, dev):
+        ctx.in_device = backend.device_of(x)
+        return backend.to_device(x, dev)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return backend.to_device(grad, ctx.in_device), None
+
+
+class Tril(Op):
+    @staticmethod
+    def forward(ctx, x, diagonal):
+        ctx.diagonal = diagonal
+        return ctx.xp.tril(x, k=diagonal)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.xp.tril(grad, k=ctx.diagonal), None
+
+
+class Triu(Op):
+    @staticmethod
+    def forward(ctx, x, diagonal):
+        ctx.diagonal = diagonal
+        return ctx.xp.triu(x, k=diagonal)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.xp.triu(grad, k=ctx.diagonal), None
+
+
+# ---------------------------------------------------------------------------------------------
+# indexing, masking, joining
+
+
+def is_basic_key(key):
+    """True for keys of ints, slices, None and ... only: then x[key] is a view without repeats."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(p is None or p is Ellipsis or isinstance(p, (int, slice)) for p in parts)
+
+
+class Index(Op):
+    """x[key]; the backward scatters the gradient back, adding where an index repeats."""
+
+    @staticmethod
+    def forward(ctx, x, key):
+        ctx.in_shape, ctx.in_dtype, ctx.key = x.shape, x.dtype, key
+        return x[backend.index_key(ctx.xp, key, x.ndim)]
+
+    @staticmethod
+    def backward(ctx, grad):
+        xp = ctx.xp
+        full = xp.zeros(ctx.in_shape, dtype=ctx.in_dtype, **backend.creation_kwargs(xp))
+        key = backend.index_key(xp, ctx.key, len(ctx.in_shape))
+        if is_basic_key(ctx.key):
+            full[key] = grad
+        else:
+            full = backend.scatter_add(full, key, grad)
+        return full, None
+
+
+class IndexPut(Op):
+    """x[key] = value, out of place (the in-place `x[key] = v` writes this result back into x)."""
+
+    @staticmethod
+    def forward(ctx, x, key, value):
+        xp = ctx.xp
+        ctx.key, ctx.value_shape = key, shape_of(value)
+        y = xp.asarray(x, copy=True)
+        y[backend.index_key(xp, key, x.ndim)] = value
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        xp = ctx.xp
+        key = backend.index_key(xp, ctx.key, grad.ndim)
+        gx = gv = None
+        if ctx.needs_input_grad[0]:
+            gx = xp.asarray(grad, copy=True)
+            gx[key] = 0
+        if ctx.needs_input_grad[2]:
+            gv = unbroadcast(xp, grad[key], ctx.value_shape)
+        return gx, None, gv
+
+
+class Gather(Op):
+    """torch.gather: out[i][j] = x[i][index[i][j]] along `dim`."""
+
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        xp = ctx.xp
+        (axis,) = normalize_dims(dim, x.ndim)
+        ctx.save_for_backward(index)
+        ctx.axis, ctx.in_shape = axis, x.shape
+        return xp.take_along_axis(x, index, axis=axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        xp = ctx.xp
+        full = xp.zeros(ctx.in_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
+        # the scatter-add of take_along_axis: spell out the index along every dim
+        key = tuple(
+            index if i == ctx.axis else xp.reshape(
+                xp.arange(n, **backend.creation_kwargs(xp)), tuple(-1 if j == i else 1 for j in range(index.ndim))
+            )
+            for i, n in enumerate(index.shape)
+        )
+        key = tuple(xp.broadcast_to(k, index.shape) for k in key)
+        return backend.scatter_add(full, key, grad), None, None
+
+
+class MaskedFill(Op):
+    """Where `mask` is True, `value`; elsewhere x. No gradient flows through the filled places."""
+
+    @staticmethod
+    def forward(ctx, x, mask, value):
+        ctx.in_shape = x.shape
+        ctx.save_for_backward(mask)
+        return ctx.xp.where(mask, value, x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (mask,) = ctx.saved_tensors
+        return unbroadcast(ctx.xp, ctx.xp.where(mask, 0, grad), ctx.in_shape), None, None
+
+
+class Where(Op):
+    @staticmethod
+    def forward(ctx, condition, a, b):
+        ctx.save_for_backward(condition)
+        ctx.shapes = shape_of(a), shape_of(b)
+        return ctx.xp.where(condition, a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (condition,) = ctx.saved_tensors
+        xp = ctx.xp
+        ga = unbroadcast(xp, xp.where(condition, grad, 0), ctx.shapes[0]) if ctx.needs_input_grad[1] else None
+        gb = unbroadcast(xp, xp.where(condition, 0, grad), ctx.shapes[1]) if ctx.needs_input_grad[2] else None
+        return None, ga, gb
+
+
+class Cat(Op):
+    @staticmethod
+    def forward(ctx, dim, *arrays):
+        (axis,) = normalize_dims(dim, arrays[0].ndim)
+        for a in arrays[1:]:
+            if a.ndim != arrays[0].ndim or any(
+                n != m for i, (n, m) in enumerate(zip(a.shape, arrays[0].shape)) if i != axis
+            ):
+                raise ShapeError(
+                    f"cat along dim {dim}: shapes {list(arrays[0].shape)} and {list(a.shape)} must "
+                    "match in every other dim"
+                )
+        ctx.axis, ctx.sizes = axis, [a.shape[axis] for a in arrays]
+        return ctx.xp.concat(arrays, axis=axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        grads, start = [], 0
+        for size in ctx.sizes:
+            key = (slice(None),) * ctx.axis + (slice(start, start + size),)
+            grads.append(grad[backend.index_key(ctx.xp, key, grad.ndim)])
+            start += size
+        return (None, *grads)
+
+
+class Stack(Op):
+    @staticmethod
+    def forward(ctx, dim, *arrays):
+        for a in arrays[1:]:
+            if a.shape != arrays[0].shape:
+                raise ShapeError(
+                    f"stack expects tensors of the same shape, got {list(arrays[0].shape)} and {list(a.shape)}"
+                )
+        (axis,) = normalize_dims(dim, arrays[0].ndim + 1)
+        ctx.axis, ctx.count = axis, len(arrays)
+        return ctx.xp.stack(arrays, axis=axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        leading = (slice(None),) * ctx.axis
+        return (None, *(grad[backend.index_key(ctx.xp, leading + (i,), grad.ndim)] for i in range(ctx.count)))
+
+
+# ---------------------------------------------------------------------------------------------
+# softmax: fused, stable forward; backward in one expression
+
+
+class Softmax(Op):
+    @staticmethod
+    def forward(ctx, x, dim):
+        xp = ctx.xp
+        (axis,) = normalize_dims(dim, x.ndim)
+        # subtracting the row max keeps exp() from overflowing; the result is the same
+        e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
+        y = e / xp.sum(e, axis=axis, keepdims=True)
+        ctx.save_for_backward(y)
+        ctx.axis = axis
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        # J^T g for J = diag(y) - y y^T, without building J
+        return y * (grad - ctx.xp.sum(grad * y, axis=ctx.axis, keepdims=True)), None
+
+
+class LogSoftmax(Op):
+    @staticmethod
+    def forward(ctx, x, dim):
+        xp = ctx.xp
+        (axis,) = normalize_dims(dim, x.ndim)
+        shifted = x - xp.max(x, axis=axis, keepdims=True)
+        y = shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
+        ctx.save_for_backward(y)
+        ctx.axis = axis
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        xp = ctx.xp
+        return grad - xp.exp(y) * xp.sum(grad, axis=ctx.axis, keepdims=True), None

@@ -1,0 +1,1041 @@
+"""`Tensor`: an array (NumPy or CuPy) plus what autograd needs to differentiate through it.
+
+A tensor holds its numbers in `.array`. A tensor made by an op that recorded a graph has a `grad_fn`
+(the recorded node) and `requires_grad=True`; a tensor you create is a leaf (`grad_fn is None`) and
+receives `.grad` when `backward()` reaches it. The methods below mirror PyTorch's; each
+differentiable one runs an op from `tinyattn.ops`.
+"""
+
+import collections
+import math
+import numbers
+import weakref
+
+import numpy as np
+
+from . import backend, dtypes, printing
+from .errors import BackwardError, ShapeError
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints like PyTorch's `torch.Size([6, 2])`."""
+
+    __module__ = "tinyattn"
+
+    def __repr__(self):
+        return f"tinyattn.Size({list(self)})"
+
+    __str__ = __repr__
+
+    def numel(self):
+        return math.prod(self)
+
+
+MaxResult = collections.namedtuple("max", ["values", "indices"])
+MinResult = collections.namedtuple("min", ["values", "indices"])
+TopkResult = collections.namedtuple("topk", ["values", "indices"])
+
+_NUMPY_SCALARS = {np.float32, np.float64, np.int32, np.int64, np.bool_}
+
+
+def _host_values(data):
+    """Python/NumPy data as a NumPy array with PyTorch's dtype inference (floats -> float32)."""
+    if isinstance(data, Tensor):
+        return backend.to_host(data.array)
+    is_numpy = isinstance(data, (np.ndarray, np.generic))
+    values = np.asarray(data)
+    if values.dtype.kind == "f":
+        if not is_numpy or values.dtype == np.float16:
+            values = values.astype(np.float32)
+    elif values.dtype.kind in "iu":
+        values = values.astype(np.int64)
+    elif values.dtype.kind != "b":
+        raise TypeError(f"cannot make a tensor from {type(data).__name__} data of dtype {values.dtype}")
+    return values
+
+
+class Tensor:
+    __slots__ = ("array", "_requires_grad", "grad", "grad_fn", "output_nr", "_version", "_base", "__weakref__")
+
+    def __init__(self, data, dtype=None, device=None, requires_grad=False):
+        if device is None:
+            device = data.device if isinstance(data, Tensor) else backend.CPU
+        self.array = backend.from_host(_host_values(data), device, dtype)
+        self.grad = None
+        self.grad_fn = None
+        self.output_nr = 0
+        self._version = [0]
+        self._base = None
+        self._requires_grad = False
+        self.requires_grad = requires_grad
+
+    @classmethod
+    def _wrap(cls, array, requires_grad=False, grad_fn=None, output_nr=0):
+        """A tensor around an existing array (the engine's fast path: no copy, no checks)."""
+        t = object.__new__(cls)
+        if type(array) in _NUMPY_SCALARS:  # NumPy gives scalars from 0-d operations
+            array = np.asarray(array)
+        t.array = array
+        t._requires_grad = requires_grad
+        t.grad = None
+        t.grad_fn = grad_fn
+        t.output_nr = output_nr
+        t._version = [0]
+        t._base = None
+        return t
+
+    # --- what a tensor is ---
+
+    @property
+    def shape(self):
+        return Size(self.array.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self.array.shape)
+        return self.array.shape[_dim(dim, self.ndim)]
+
+    @property
+    def ndim(self):
+        return self.array.ndim
+
+    def dim(self):
+        return self.array.ndim
+
+    ndimension = dim
+
+    def numel(self):
+        return math.prod(self.array.shape)
+
+    nelement = numel
+
+    @property
+    def dtype(self):
+        return backend.dtype_of(self.array)
+
+    @property
+    def device(self):
+        return backend.device_of(self.array)
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        if value and not self.dtype.is_floating_point:
+            raise TypeError(
+                f"only tensors of floating point dtype can require gradients, this one is {self.dtype}: "
+                "convert it with .float() first"
+            )
+        if self.grad_fn is not None and not value:
+            raise BackwardError(
+                "you can only change requires_grad of leaf tensors; use .detach() to get a tensor "
+                "without a graph"
+            )
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad=True):
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def data(self):
+        """The same numbers without the graph (shares memory), like PyTorch's `.data`."""
+        return self.detach()
+
+    @data.setter
+    def data(self, other):
+        self.array = other.array if isinstance(other, Tensor) else other
+
+    def retain_grad(self):
+        """Keep `.grad` for this non-leaf tensor too (e.g. to look at d loss / d attention weights)."""
+        if self.grad_fn is None:
+            return
+        node = self.grad_fn
+        node.retained = (node.retained or ()) + ((self.output_nr, weakref.ref(self)),)
+
+    # --- autograd ---
+
+    def backward(self, gradient=None, retain_graph=False):
+        """Accumulate the gradient of this tensor into `.grad` of every leaf it depends on."""
+        autograd.backward(self, gradient, retain_graph=retain_graph)
+
+    def detach(self):
+        t = Tensor._wrap(self.array)
+        t._version = self._version  # same memory, same version counter
+        return t
+
+    def detach_(self):
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    # --- conversions ---
+
+    def item(self):
+        if self.numel() != 1:
+            raise ValueError(
+                f"a tensor with {self.numel()} elements cannot be converted to a Python number; "
+                "index one element first, or use .tolist()"
+            )
+        return backend.to_host(self.array).item()
+
+    def tolist(self):
+        return backend.to_host(self.array).tolist()
+
+    def numpy(self):
+        if self.requires_grad:
+            raise BackwardError("can't call numpy() on a tensor that requires grad: use tensor.detach().numpy()")
+        if self.device.type != "cpu":
+            raise TypeError("can't convert a cuda tensor to NumPy: use .cpu() to copy it to the host first")
+        return backend.to_host(self.array)
+
+    def __array__(self, dtype=None, copy=None):
+        values = self.numpy()
+        return values if dtype is None else values.astype(dtype)
+
+    def to(self, *args, **kwargs):
+        """to(device), to(dtype), to(device, dtype), to(other_tensor); differentiable."""
+        dev, dt = parse_to_args(args, kwargs)
+        result = self
+        if dt is not None and dt is not self.dtype:
+            result = ops.ToDtype.apply(result, dt)
+        if dev is not None and backend.device(dev) != self.device:
+            result = ops.ToDevice.apply(result, backend.device(dev))
+        return result
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        return self.to("cuda" if device is None else backend.Device("cuda", device))
+
+    def float(self):
+        return self.to(dtypes.float32)
+
+    def double(self):
+        return self.to(dtypes.float64)
+
+    def long(self):
+        return self.to(dtypes.int64)
+
+    def int(self):
+        return self.to(dtypes.int32)
+
+    def bool(self):
+        return self.to(dtypes.bool_)
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def contiguous(self):
+        if backend.is_contiguous(self.array):
+            return self
+        return ops.Contiguous.apply(self)
+
+    def is_contiguous(self):
+        return backend.is_contiguous(self.array)
+
+    def clone(self):
+        return ops.Clone.apply(self)
+
+    # --- printing ---
+
+    def __repr__(self):
+        return printing.format_tensor(
+            backend.to_host(self.array),
+            dtype_name=repr(self.dtype),
+            show_dtype=printing.dtype_is_shown(self.array.dtype),
+            device=None if self.device.type == "cpu" else str(self.device),
+            grad_fn=None if self.grad_fn is None else self.grad_fn.name(),
+            requires_grad=self.requires_grad and self.grad_fn is None,
+        )
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
+    __hash__ = object.__hash__  # tensors are compared elementwise, hashed by identity
+
+    # --- Python protocols ---
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.array.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.array.shape[0]))
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"the truth value of a tensor with {self.numel()} elements is ambiguous: "
+                "use .any() or .all()"
+            )
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    # --- arithmetic (differentiable, with PyTorch's type promotion) ---
+
+    def __add__(self, other):
+        return _binary(ops.Add, self, other)
+
+    def __radd__(self, other):
+        return _binary(ops.Add, other, self)
+
+    def __sub__(self, other):
+        return _binary(ops.Sub, self, other)
+
+    def __rsub__(self, other):
+        return _binary(ops.Sub, other, self)
+
+    def __mul__(self, other):
+        return _binary(ops.Mul, self, other)
+
+    def __rmul__(self, other):
+        return _binary(ops.Mul, other, self)
+
+    def __truediv__(self, other):
+        return _binary(ops.Div, self, other)
+
+    def __rtruediv__(self, other):
+        return _binary(ops.Div, other, self)
+
+    def __pow__(self, other):
+        return _binary(ops.Pow, self, other)
+
+    def __rpow__(self, other):
+        return _binary(ops.Pow, other, self)
+
+    def __matmul__(self, other):
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return matmul(other, self)
+
+    def __neg__(self):
+        return ops.Neg.apply(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return self.abs()
+
+    add = __add__
+    sub = __sub__
+    mul = __mul__
+    div = __truediv__
+    pow = __pow__
+
+    def __floordiv__(self, other):
+        return _no_grad_binary(lambda a, b: a // b, self, other)
+
+    def __rfloordiv__(self, other):
+        return _no_grad_binary(lambda a, b: a // b, other, self)
+
+    def __mod__(self, other):
+        return _no_grad_binary(lambda a, b: a % b, self, other)
+
+    # in-place arithmetic: `x += y` changes x's memory, like PyTorch
+    def __iadd__(self, other):
+        return self.add_(other)
+
+    def __isub__(self, other):
+        return self.sub_(other)
+
+    def __imul__(self, other):
+        return self.mul_(other)
+
+    def __itruediv__(self, other):
+        return self.div_(other)
+
+    def add_(self, other, alpha=1):
+        return self._inplace(ops.Add, _inplace_operand(self, other if alpha == 1 else other * alpha))
+
+    def sub_(self, other, alpha=1):
+        return self._inplace(ops.Sub, _inplace_operand(self, other if alpha == 1 else other * alpha))
+
+    def mul_(self, other):
+        return self._inplace(ops.Mul, _inplace_operand(self, other))
+
+    def div_(self, other):
+        return self._inplace(ops.Div, _inplace_operand(self, other))
+
+    # --- comparisons and logic (no gradient) ---
+
+    def __eq__(self, other):
+        return _no_grad_binary(lambda a, b: a == b, self, other)
+
+    def __ne__(self, other):
+        return _no_grad_binary(lambda a, b: a != b, self, other)
+
+    def __lt__(self, other):
+        return _no_grad_binary(lambda a, b: a < b, self, other)
+
+    def __le__(self, other):
+        return _no_grad_binary(lambda a, b: a <= b, self, other)
+
+    def __gt__(self, other):
+        return _no_grad_binary(lambda a, b: a > b, self, other)
+
+    def __ge__(self, other):
+        return _no_grad_binary(lambda a, b: a >= b, self, other)
+
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+
+    def __and__(self, other):
+        return _no_grad_binary(lambda a, b: a & b, self, other)
+
+    def __or__(self, other):
+        return _no_grad_binary(lambda a, b: a | b, self, other)
+
+    def __xor__(self, other):
+        return _no_grad_binary(lambda a, b: a ^ b, self, other)
+
+    def __invert__(self):
+        xp = backend.namespace(self.array)
+        return Tensor._wrap(xp.logical_not(self.array) if self.dtype is dtypes.bool_ else ~self.array)
+
+    def logical_not(self):
+        return Tensor._wrap(backend.namespace(self.array).logical_not(self.array))
+
+    def isnan(self):
+        return Tensor._wrap(backend.namespace(self.array).isnan(self.array))
+
+    def isinf(self):
+        return Tensor._wrap(backend.namespace(self.array).isinf(self.array))
+
+    def isfinite(self):
+        return Tensor._wrap(backend.namespace(self.array).isfinite(self.array))
+
+    def any(self, dim=None, keepdim=False):
+        xp = backend.namespace(self.array)
+        return Tensor._wrap(xp.any(self.array, axis=_dims_or_none(dim, self.ndim), keepdims=keepdim))
+
+    def all(self, dim=None, keepdim=False):
+        xp = backend.namespace(self.array)
+        return Tensor._wrap(xp.all(self.array, axis=_dims_or_none(dim, self.ndim), keepdims=keepdim))
+
+    def equal(self, other):
+        return self.shape == other.shape and bool((self == other).all())
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return bool(self.isclose(other, rtol, atol, equal_nan).all())
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        a, b = _promoted_arrays(self, other)
+        xp = backend.namespace(a)
+        close = xp.abs(a - b) <= atol + rtol * xp.abs(b)
+        close = close | (a == b)  # equal infinities
+        if equal_nan:
+            close = close | (xp.isnan(a) & xp.isnan(b))
+        return Tensor._wrap(close)
+
+    # --- elementwise math ---
+
+    def exp(self):
+        return ops.Exp.apply(_floating(self))
+
+    def log(self):
+        return ops.Log.apply(_floating(self))
+
+    def sqrt(self):
+        return ops.Sqrt.apply(_floating(self))
+
+    def rsqrt(self):
+        return 1 / self.sqrt()
+
+    def tanh(self):
+        return ops.Tanh.apply(_floating(self))
+
+    def sigmoid(self):
+        return ops.Sigmoid.apply(_floating(self))
+
+    def relu(self):
+        return ops.Relu.apply(self)
+
+    def abs(self):
+        return ops.Abs.apply(self)
+
+    def clamp(self, min=None, max=None):
+        if min is None and max is None:
+            raise ValueError("clamp needs at least one of min and max")
+        return ops.Clamp.apply(self, _scalar(min), _scalar(max))
+
+    clip = clamp
+
+    def maximum(self, other):
+        return _binary(ops.Maximum, self, other)
+
+    def minimum(self, other):
+        return _binary(ops.Minimum, self, other)
+
+    # --- reductions ---
+
+    def sum(self, dim=None, keepdim=False, dtype=None):
+        x = self if dtype is None else self.to(dtype)
+        if x.dtype is dtypes.bool_:
+            x = x.long()
+        return ops.Sum.apply(x, dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False, dtype=None):
+        x = self if dtype is None else self.to(dtype)
+        if not x.dtype.is_floating_point:
+            raise TypeError(
+                f"mean() needs a floating point tensor, got {x.dtype}: use .float().mean() "
+                "or mean(dtype=tinyattn.float32)"
+            )
+        return ops.Mean.apply(x, dim, keepdim)
+
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        if unbiased is not None and correction is not None:
+            raise ValueError("give either unbiased or correction, not both")
+        if correction is None:
+            correction = 0 if unbiased is False else 1
+        return ops.Var.apply(_floating(self), dim, correction, keepdim)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
+
+    def max(self, dim=None, keepdim=False):
+        if isinstance(dim, Tensor):
+            return self.maximum(dim)
+        if dim is None:
+            return ops.MaxAll.apply(self, False)
+        return MaxResult(*ops.MaxAlongDim.apply(self, dim, keepdim, False))
+
+    def min(self, dim=None, keepdim=False):
+        if isinstance(dim, Tensor):
+            return self.minimum(dim)
+        if dim is None:
+            return ops.MaxAll.apply(self, True)
+        return MinResult(*ops.MaxAlongDim.apply(self, dim, keepdim, True))
+
+    def argmax(self, dim=None, keepdim=False):
+        return _argext(self, dim, keepdim, "argmax")
+
+    def argmin(self, dim=None, keepdim=False):
+        return _argext(self, dim, keepdim, "argmin")
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        """The k largest (or smallest) entries along `dim` and their indices; differentiable."""
+        xp = backend.namespace(self.array)
+        axis = _dim(dim, self.ndim)
+        if not 0 <= k <= self.array.shape[axis]:
+            raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {self.array.shape[axis]}")
+        order = xp.argsort(self.array, axis=axis, descending=largest, stable=True)
+        key = (slice(None),) * axis + (slice(0, k),)
+        indices = Tensor._wrap(order[backend.index_key(xp, key, order.ndim)])
+        return TopkResult(self.gather(axis, indices), indices)
+
+    def softmax(self, dim):
+        return ops.Softmax.apply(_floating(self), dim)
+
+    def log_softmax(self, dim):
+        return ops.LogSoftmax.apply(_floating(self), dim)
+
+    # --- matrix products ---
+
+    def matmul(self, other):
+        return matmul(self, other)
+
+    def dot(self, other):
+        if self.ndim != 1 or other.ndim != 1:
+            raise ShapeError(
+                f"dot expects two 1-D tensors, got shapes {list(self.shape)} and {list(other.shape)}: "
+                "use @ (matmul) for matrices"
+            )
+        return matmul(self, other)
+
+    mm = matmul
+    bmm = matmul
+
+    # --- shapes ---
+
+    def reshape(self, *shape):
+        return ops.Reshape.apply(self, _shape_arg(shape))
+
+    def view(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
+            raise TypeError("view(dtype) is not supported: use .to(dtype)")
+        return ops.View.apply(self, _shape_arg(shape))
+
+    def view_as(self, other):
+        return self.view(other.shape)
+
+    def reshape_as(self, other):
+        return self.reshape(other.shape)
+
+    def transpose(self, dim0, dim1):
+        dims = list(range(self.ndim))
+        a, b = _dim(dim0, self.ndim), _dim(dim1, self.ndim)
+        dims[a], dims[b] = dims[b], dims[a]
+        return ops.Transpose.apply(self, tuple(dims))
+
+    def permute(self, *dims):
+        dims = tuple(_dim(d, self.ndim) for d in _shape_arg(dims))
+        if sorted(dims) != list(range(self.ndim)):
+            raise ShapeError(f"permute: {list(dims)} is not a permutation of the {self.ndim} dims")
+        return ops.Permute.apply(self, dims)
+
+    @property
+    def T(self):
+        return ops.Permute.apply(self, tuple(reversed(range(self.ndim))))
+
+    @property
+    def mT(self):
+        return self.transpose(-2, -1)
+
+    def unsqueeze(self, dim):
+        axis = _dim(dim, self.ndim + 1)
+        return ops.Reshape.apply(self, self.array.shape[:axis] + (1,) + self.array.shape[axis:])
+
+    def squeeze(self, dim=None):
+        shape = self.array.shape
+        if dim is None:
+            axes = [i for i, n in enumerate(shape) if n == 1]
+        else:
+            axes = [a for a in _dims_tuple(dim, self.ndim) if shape[a] == 1]
+        return ops.Reshape.apply(self, tuple(n for i, n in enumerate(shape) if i not in axes))
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        if self.ndim == 0:
+            return self.reshape(1)
+        start, end = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
+        shape = self.array.shape
+        return ops.Reshape.apply(self, shape[:start] + (math.prod(shape[start : end + 1]),) + shape[end + 1 :])
+
+    def expand(self, *sizes):
+        sizes = _shape_arg(sizes)
+        lead = len(sizes) - self.ndim
+        if lead < 0:
+            raise ShapeError(f"expand: the target {list(sizes)} has fewer dims than the tensor {list(self.shape)}")
+        target = tuple(
+            self.array.shape[i - lead] if n == -1 else n for i, n in enumerate(sizes)
+        )
+        for i, n in enumerate(self.array.shape):
+            if n != 1 and n != target[lead + i]:
+                raise ShapeError(
+                    f"expand: the tensor's shape {list(self.shape)} cannot be expanded to {list(sizes)} "
+                    "(only size-1 dims can grow)"
+                )
+        return ops.Expand.apply(self, target)
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def repeat(self, *sizes):
+        sizes = _shape_arg(sizes)
+        x = self.reshape((1,) * (len(sizes) - self.ndim) + tuple(self.shape))
+        expanded = x.reshape(tuple(d for n in x.shape for d in (1, n))).expand(
+            tuple(d for r, n in zip(sizes, x.shape) for d in (r, n))
+        )
+        return expanded.reshape(tuple(r * n for r, n in zip(sizes, x.shape)))
+
+    def split(self, split_size_or_sections, dim=0):
+        axis = _dim(dim, self.ndim)
+        length = self.array.shape[axis]
+        if isinstance(split_size_or_sections, int):
+            if split_size_or_sections <= 0:
+                raise ValueError("split_size must be a positive integer")
+            sizes = [min(split_size_or_sections, length - s) for s in range(0, length, split_size_or_sections)]
+        else:
+            sizes = list(split_size_or_sections)
+            if sum(sizes) != length:
+                raise ShapeError(f"split sizes {sizes} do not add up to the size {length} of dim {dim}")
+        pieces, start = [], 0
+        for size in sizes:
+            pieces.append(self[(slice(None),) * axis + (slice(start, start + size),)])
+            start += size
+        return tuple(pieces)
+
+    def chunk(self, chunks, dim=0):
+        length = self.array.shape[_dim(dim, self.ndim)]
+        return self.split(max(1, -(-length // chunks)), dim)
+
+    def unbind(self, dim=0):
+        axis = _dim(dim, self.ndim)
+        return tuple(self[(slice(None),) * axis + (i,)] for i in range(self.array.shape[axis]))
+
+    def tril(self, diagonal=0):
+        return ops.Tril.apply(self, diagonal)
+
+    def triu(self, diagonal=0):
+        return ops.Triu.apply(self, diagonal)
+
+    # --- indexing and masking ---
+
+    def __getitem__(self, key):
+        key = _array_key(key, self)
+        out = ops.Index.apply(self, key)
+        if ops.is_basic_key(key):  # a view: it shares memory (and the version counter) with self
+            out._version = self._version
+            out._base = self._base or self
+        return out
+
+    def __setitem__(self, key, value):
+        key = _array_key(key, self)
+        value = _inplace_operand(self, value)
+        self._inplace(ops.IndexPut, key, value)
+
+    def gather(self, dim, index):
+        if index.dtype is not dtypes.int64:
+            raise TypeError(f"gather expects an int64 index, got {index.dtype}")
+        backend.same_device([self.array, index.array])
+        return ops.Gather.apply(self, dim, index.array)
+
+    def masked_fill(self, mask, value):
+        return ops.MaskedFill.apply(self, _mask_array(mask, self), _scalar(value))
+
+    def masked_fill_(self, mask, value):
+        return self._inplace(ops.MaskedFill, _mask_array(mask, self), _scalar(value))
+
+    def where(self, condition, other):
+        return where(condition, self, other)
+
+    # --- filling in place (initialisation) ---
+
+    def zero_(self):
+        return self.fill_(0)
+
+    def fill_(self, value):
+        return self._inplace(ops.IndexPut, Ellipsis, _scalar(value))
+
+    def copy_(self, source):
+        if not isinstance(source, Tensor):
+            source = Tensor(source, dtype=self.dtype, device=self.device)
+        return self._inplace(ops.IndexPut, Ellipsis, source.to(self.device, self.dtype))
+
+    def uniform_(self, a=0.0, b=1.0, generator=None):
+        values = functions.generator_or_default(generator).uniform(self.array.shape, np.dtype(self.dtype.name), a, b)
+        return self._overwrite(values)
+
+    def normal_(self, mean=0.0, std=1.0, generator=None):
+        values = functions.generator_or_default(generator).normal(self.array.shape, np.dtype(self.dtype.name), mean, std)
+        return self._overwrite(values)
+
+    def _overwrite(self, host_values):
+        """Replace the numbers (initialisation): allowed on leaves under no_grad, like PyTorch."""
+        self._check_inplace(recording=autograd.grad_mode.enabled and self.requires_grad)
+        self.array[...] = backend.from_host(host_values, self.device)
+        self._version[0] += 1
+        return self
+
+    def _check_inplace(self, recording):
+        if not recording:
+            return
+        if self.grad_fn is None and self.requires_grad:
+            raise BackwardError(
+                "a leaf tensor that requires grad is being changed in place: wrap the update in "
+                "`with tinyattn.no_grad():` (as optimizers do), or work on a .clone()"
+            )
+        if self._base is not None and self._base.requires_grad:
+            raise BackwardError(
+                "in-place change of a view of a tensor that requires grad is not supported: use "
+                "the out-of-place op (x = x.masked_fill(...)) or assign through the base (x[key] = v)"
+            )
+
+    def _inplace(self, function, *args):
+        """Run `function` out of place, then write its result into this tensor's memory.
+
+        Writing into the same memory keeps views of this tensor in sync, as PyTorch's in-place
+        ops do; the graph is rebased so that this tensor's grad_fn is the new op.
+        """
+        recording = autograd.grad_mode.enabled and (
+            self.requires_grad or any(isinstance(a, Tensor) and a.requires_grad for a in args)
+        )
+        self._check_inplace(recording)
+        result = function.apply(self, *args)
+        node = result.grad_fn
+        if node is not None and any(item is self.array for item in node.saved):
+            # the op kept our numbers for its backward: give it a copy of them before we overwrite
+            original = backend.namespace(self.array).asarray(self.array, copy=True)
+            node.saved = tuple(original if item is self.array else item for item in node.saved)
+            node.saved_versions = tuple(v for v in node.saved_versions if v[0] is not self._version)
+        if result.array.dtype != self.array.dtype:
+            raise TypeError(
+                f"an in-place op would change this {self.dtype} tensor into {result.dtype}: "
+                "use the out-of-place op instead"
+            )
+        self.array[...] = result.array
+        self._version[0] += 1
+        if node is not None:
+            self.grad_fn, self.output_nr, self._requires_grad = node, 0, True
+        return self
+
+    # --- random (in tinyattn.functions for the torch.* forms) ---
+
+    def multinomial(self, num_samples, replacement=False, generator=None):
+        return functions.multinomial(self, num_samples, replacement, generator=generator)
+
+    def bernoulli_(self, p=0.5, generator=None):
+        values = functions.generator_or_default(generator).bernoulli(self.array.shape, p)
+        return self._overwrite(values.astype(self.dtype.name))
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers: dims, shapes, type promotion
+
+
+def parse_to_args(args, kwargs):
+    """The (device, dtype) of a call to(device), to(dtype), to(device, dtype) or to(tensor)."""
+    dev, dt = kwargs.get("device"), kwargs.get("dtype")
+    for arg in args:
+        if isinstance(arg, dtypes.dtype):
+            dt = arg
+        elif isinstance(arg, Tensor):
+            dev, dt = arg.device, arg.dtype
+        elif arg is not None:
+            dev = arg
+    return dev, dt
+
+
+def _dim(dim, ndim):
+    if not -max(ndim, 1) <= dim < max(ndim, 1):
+        raise IndexError(
+            f"dimension {dim} is out of range for a tensor with {ndim} dimensions "
+            f"(expected a dim in [{-max(ndim, 1)}, {max(ndim, 1) - 1}])"
+        )
+    return dim % max(ndim, 1)
+
+
+def _dims_tuple(dim, ndim):
+    return tuple(_dim(d, ndim) for d in ((dim,) if isinstance(dim, int) else dim))
+
+
+def _dims_or_none(dim, ndim):
+    return None if dim is None else _dims_tuple(dim, ndim)
+
+
+def _shape_arg(shape):
+    """Accept both x.view(2, 3) and x.view((2, 3)) (and a Size)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return tuple(int(n) for n in shape)
+
+
+def _scalar(value):
+    """A Python number from a number or a one-element tensor (for fill values, clamp bounds)."""
+    if isinstance(value, Tensor):
+        return value.item()
+    return value
+
+
+def _floating(x):
+    """Integer inputs of exp, log, softmax ... become float32 first, as in PyTorch."""
+    return x if x.dtype.is_floating_point else x.to(dtypes.default_float)
+
+
+def _python_dtype(value):
+    if isinstance(value, bool):
+        return dtypes.bool_
+    if isinstance(value, numbers.Integral):
+        return dtypes.int64
+    if isinstance(value, numbers.Real):
+        return dtypes.default_float
+    raise TypeError(f"unsupported operand type for a tensor op: {type(value).__name__}")
+
+
+def result_dtype(*operands):
+    """PyTorch's type promotion: dimensioned tensors first, then 0-d tensors, then Python numbers.
+
+    A 0-d tensor or a Python number only changes the result when it is of a higher category
+    (bool < integer < float): `int_tensor * 0.5` is float32, `float32_tensor * 2.0` stays float32.
+    """
+    by_priority = [None, None, None]
+    for value in operands:
+        if isinstance(value, Tensor):
+            d, level = value.dtype, 0 if value.ndim else 1
+        else:
+            d, level = _python_dtype(value), 2
+        by_priority[level] = d if by_priority[level] is None else dtypes.promote(by_priority[level], d)
+    result = None
+    for d in by_priority:
+        if d is not None and (result is None or dtypes.category(d) > dtypes.category(result)):
+            result = d if result is None else dtypes.promote(result, d)
+    return result
+
+
+def _as_operand(value, like):
+    """The other operand of a binary op: tensors and Python numbers as they are, the rest a tensor."""
+    if isinstance(value, (Tensor, numbers.Number)):
+        return value.item() if isinstance(value, np.generic) else value
+    return Tensor(value, device=like.device)
+
+
+def _promote(a, b, true_division=False):
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.array.dtype == b.array.dtype:
+        target = a.dtype
+    else:
+        target = result_dtype(a, b)
+    if true_division and not target.is_floating_point:
+        target = dtypes.default_float
+    if isinstance(a, Tensor) and a.dtype is not target:
+        a = a.to(target)
+    if isinstance(b, Tensor) and b.dtype is not target:
+        b = b.to(target)
+    return a, b
+
+
+def _binary(function, a, b):
+    """Apply a binary op after PyTorch's type promotion; name both shapes if they don't broadcast."""
+    tensor = a if isinstance(a, Tensor) else b
+    a, b = _as_operand(a, tensor), _as_operand(b, tensor)
+    a, b = _promote(a, b, true_division=function is ops.Div)
+    try:
+        return function.apply(a, b)
+    except ValueError:
+        shapes = [list(x.shape) for x in (a, b) if isinstance(x, Tensor)]
+        if len(shapes) == 2 and not _broadcastable(*shapes):
+            raise ShapeError(
+                f"{function.__name__.lower()}: shapes {shapes[0]} and {shapes[1]} cannot be broadcast "
+                "together (each dim, aligned from the right, must be equal or 1)"
+            ) from None
+        raise
+
+
+def _broadcastable(s, t):
+    return all(m == n or m == 1 or n == 1 for m, n in zip(reversed(s), reversed(t)))
+
+
+def _promoted_arrays(a, b):
+    tensor = a if isinstance(a, Tensor) else b
+    a, b = _promote(_as_operand(a, tensor), _as_operand(b, tensor))
+    arrays = [x.array if isinstance(x, Tensor) else x for x in (a, b)]
+    tensors = [x.array for x in (a, b) if isinstance(x, Tensor)]
+    backend.same_device(tensors)
+    if len(tensors) == 2 and not _broadcastable(tensors[0].shape, tensors[1].shape):
+        raise ShapeError(
+            f"shapes {list(tensors[0].shape)} and {list(tensors[1].shape)} cannot be broadcast together"
+        )
+    return arrays
+
+
+def _no_grad_binary(compute, a, b):
+    """Comparisons, //, %, bitwise ops: computed on arrays, no graph."""
+    if not isinstance(b, (Tensor, numbers.Number, np.generic)) and not isinstance(b, (list, tuple)):
+        return NotImplemented
+    return Tensor._wrap(compute(*_promoted_arrays(a, b)))
+
+
+def _inplace_operand(tensor, other):
+    """The operand of an in-place op, cast to the tensor's dtype (which an in-place op keeps)."""
+    if isinstance(other, Tensor):
+        if other.dtype is not tensor.dtype:
+            if dtypes.category(other.dtype) > dtypes.category(tensor.dtype):
+                raise TypeError(
+                    f"result type {other.dtype} can't be written into a {tensor.dtype} tensor in place"
+                )
+            other = other.to(tensor.dtype)
+        return other
+    if not isinstance(other, numbers.Number):
+        return Tensor(other, dtype=tensor.dtype, device=tensor.device)
+    if dtypes.category(_python_dtype(other)) > dtypes.category(tensor.dtype):
+        raise TypeError(f"a {type(other).__name__} can't be written into a {tensor.dtype} tensor in place")
+    return other.item() if isinstance(other, np.generic) else other
+
+
+def _argext(x, dim, keepdim, name):
+    xp = backend.namespace(x.array)
+    if dim is None:
+        flat = xp.reshape(x.array, (-1,))
+        result = getattr(xp, name)(flat)
+        if keepdim:
+            result = xp.reshape(result, (1,) * x.ndim)
+    else:
+        result = getattr(xp, name)(x.array, axis=_dim(dim, x.ndim), keepdims=keepdim)
+    return Tensor._wrap(xp.astype(result, xp.int64))
+
+
+def _mask_array(mask, like):
+    if not isinstance(mask, Tensor):
+        mask = Tensor(mask, device=like.device)
+    if mask.dtype is not dtypes.bool_:
+        raise TypeError(f"masked_fill expects a bool mask, got {mask.dtype}: use mask.bool() or mask == 0")
+    backend.same_device([like.array, mask.array])
+    if not _broadcastable(mask.shape, like.shape) or mask.ndim > like.ndim:
+        raise ShapeError(f"the mask's shape {list(mask.shape)} does not broadcast to the tensor's {list(like.shape)}")
+    return mask.array
+
+
+def _array_key(key, tensor):
+    """An index key with tensors and lists turned into arrays on the tensor's device."""
+    parts = key if isinstance(key, tuple) else (key,)
+    converted = []
+    for part in parts:
+        if isinstance(part, Tensor):
+            backend.same_device([tensor.array, part.array])
+            if part.dtype.is_floating_point:
+                raise IndexError("tensors used as indices must be long, int or bool tensors")
+            if part.ndim == 0 and part.dtype is not dtypes.bool_:
+                part = int(part.item())
+            else:
+                part = part.array
+        elif isinstance(part, slice):
+            part = slice(*(None if v is None else _int_index(v) for v in (part.start, part.stop, part.step)))
+        elif isinstance(part, (list, np.ndarray)):
+            values = np.asarray(part)
+            if values.dtype.kind not in "iub":
+                raise IndexError("lists used as indices must hold ints or bools")
+            part = backend.from_host(values.astype(np.int64) if values.dtype.kind != "b" else values, tensor.device)
+        elif isinstance(part, np.integer):
+            part = int(part)
+        converted.append(part)
+    return tuple(converted) if isinstance(key, tuple) else converted[0]
+
+
+def _int_index(value):
+    return int(value) if isinstance(value, Tensor) else value.__index__()
+
+
+def matmul(a, b):
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError("matmul expects two tensors")
+    a, b = _promote(a, b)
+    if a.dtype is dtypes.bool_:
+        raise TypeError("matmul is not defined for bool tensors: convert with .float()")
+    return ops.Matmul.apply(a, b)
+
+
+def where(condition, input, other):
+    if not isinstance(condition, Tensor) or condition.dtype is not dtypes.bool_:
+        raise TypeError("where expects a bool tensor as its condition")
+    like = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else condition
+    a, b = _promote(_as_operand(input, like), _as_operand(other, like))
+    backend.same_device([condition.array] + [x.array for x in (a, b) if isinstance(x, Tensor)])
+    return ops.Where.apply(condition.array, a, b)
+
+
+from . import autograd, functions, ops  # noqa: E402  (these modules use Tensor)
