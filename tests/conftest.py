@@ -20,10 +20,14 @@ settings.register_profile(
     max_examples=15,
     deadline=None,
     derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
     print_blob=True,
 )
-settings.register_profile("dev", max_examples=300, deadline=None, print_blob=True)
+settings.register_profile(
+    "dev", max_examples=300, deadline=None, print_blob=True,
+    # the backend fixture sets up once per test, not per example, which is what we want
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
@@ -35,7 +39,7 @@ def xp_backend(request):
     backend.use_array_api_strict(False)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def torch():
     """Real PyTorch for parity tests; the test is skipped where it is not installed."""
     return pytest.importorskip("torch")

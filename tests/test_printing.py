@@ -5,13 +5,15 @@ and are skipped when torch is not installed.
 """
 
 import math
+import sys
 
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from tinyattn.printing import dtype_is_shown, format_tensor, get_printoptions, printoptions, set_printoptions
+from tinyattn.printing import (dtype_is_shown, format_tensor, get_printoptions, printoptions,
+                               set_printoptions)
 
 INF = math.inf
 NAN = math.nan
@@ -33,13 +35,13 @@ def default_printoptions():
     set_printoptions(profile="default")
     yield
     set_printoptions(profile="default")
-    import sys
     if "torch" in sys.modules:
         sys.modules["torch"].set_printoptions(profile="default")
 
 
 @pytest.fixture(scope="module")
 def torch():
+    """Real PyTorch, or a skip. Module-scoped: Hypothesis rejects function-scoped fixtures in @given."""
     return pytest.importorskip("torch")
 
 

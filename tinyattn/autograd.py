@@ -153,7 +153,8 @@ class Node:
     # --- what PyTorch shows of a grad_fn ---
 
     def name(self):
-        return f"{self.name_hint or self.function.__name__}Backward"
+        # fused ops are classes named e.g. LinearOp (beside the nn.Linear module): show "LinearBackward"
+        return f"{self.name_hint or self.function.__name__.removesuffix('Op')}Backward"
 
     @property
     def next_functions(self):
