@@ -1,0 +1,459 @@
+"""Random numbers that match PyTorch's CPU generator, so `torch.manual_seed(123)` code prints the
+same numbers as the textbook.
+
+Everything here returns NumPy arrays; the tensor layer wraps them. The formulas below were checked
+against PyTorch 2.13 (x86-64, CPU) by tests/test_random.py, which compares with real torch.
+
+The engine is MT19937 (the Mersenne Twister) seeded like C++'s `init_genrand(seed)`: the same raw
+32-bit stream as `numpy.random.RandomState(seed)`. PyTorch turns raw draws into numbers like this:
+
+- float32 uniform: one draw, its low 24 bits (a float32 mantissa) times 2**-24, in [0, 1).
+- float64 uniform: two draws `hi`, `lo`, the low 53 bits of `hi << 32 | lo` times 2**-53.
+- normal, fewer than 16 numbers: Box-Muller in float64 on two float64 uniforms; it makes two
+  normals, returns one and keeps the other for the next small normal draw (cleared by manual_seed).
+- normal, 16 or more numbers: uniforms for the whole array first, then Box-Muller on blocks of 16
+  (pairs j, j + 8); when the size is not a multiple of 16 the last 16 are redrawn and redone.
+- bernoulli (dropout masks): one float64 uniform per element, kept when `u < p`.
+- multinomial: exponential noise `q = -log1p(-u)` and `argmax(p / q)` (the Gumbel-max trick);
+  with replacement and several samples, a binary search in the cumulative sum.
+- randint: `draw % (high - low) + low`, with a 64-bit draw (two raw draws) when the range is
+  2**28 or more.
+
+Exactness: bit for bit with PyTorch on x86-64 CPUs with AVX2 or AVX-512 (PyTorch's kernels for
+them fuse multiply-adds and compute large float32 normals with Cephes polynomials; we replay both),
+except (1) float64 `normal` of 16 or more numbers, where NumPy's vectorised `log` can differ from the
+C library's in the last bit (about 1 value in 600), and (2) `multinomial`, whose exponential noise
+uses NumPy's `log1p` (last-bit differences too): a sample can change only when the two best
+categories' p / q are within one rounding step of each other, which practically never happens.
+Without AVX2 (ARM, Apple Silicon, ATEN_CPU_CAPABILITY=default) PyTorch's own numbers differ from its
+x86 ones in the last bits (by up to about 2e-6), and so from ours.
+
+GPU (CuPy) split: PyTorch's CUDA generator (Philox) cannot be reproduced here, so
+- every draw made by `uniform`, `normal`, `randint`, `bernoulli`, `multinomial` and `randperm`
+  follows the PyTorch CPU stream above, on the host, even for tensors that will live on the GPU
+  (weight initialisation, sampling): the tensor layer copies the result to the device;
+- only `Generator.device_bernoulli` with a CuPy namespace (large dropout masks drawn every training
+  step) uses CuPy's own generator (cuRAND), owned by the Generator and seeded with the same seed.
+  Those masks do not match PyTorch, and `get_state`/`set_state` do not save that stream.
+"""
+
+import math
+import os
+from fractions import Fraction
+
+import numpy as np
+
+DEFAULT_SEED = 67280421310721  # the seed PyTorch's default generator starts with
+
+_U64 = (1 << 64) - 1
+_CHUNK = 1 << 15  # large normals are made this many at a time, to stay in the CPU cache
+
+
+def _check_seed(seed):
+    """The seed as PyTorch stores it: an int in [0, 2**64), negative seeds wrapping around."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}: pass e.g. manual_seed(123)")
+    seed = int(seed)
+    if not -(1 << 63) <= seed <= _U64:
+        raise ValueError(f"seed must be in [-2**63, 2**64), got {seed}")
+    return seed & _U64
+
+
+def _shape_and_size(shape):
+    """A shape (an int or a sequence of ints) as a tuple, and its number of elements."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if any(int(s) < 0 for s in shape):
+        raise ValueError(f"shape must have non-negative sizes, got {shape}")
+    return tuple(int(s) for s in shape), math.prod(int(s) for s in shape)
+
+
+def _float_dtype(dtype, what):
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"{what} makes float32 or float64 numbers, got dtype {dtype}")
+    return dtype
+
+
+class Generator:
+    """A PyTorch-compatible random stream (like `torch.Generator`), returning NumPy arrays."""
+
+    def __init__(self, device="cpu"):
+        self.device = str(device)  # kept for the tensor layer; draws are made the same way
+        self.manual_seed(DEFAULT_SEED)
+
+    # ---------------------------------------------------------------- seeding and state
+
+    def manual_seed(self, seed):
+        """Restart the stream from `seed` (any int in [-2**63, 2**64)); returns self, like torch."""
+        seed = _check_seed(seed)
+        # MT19937 keeps 32 bits of the seed; RandomState seeds it the way PyTorch does.
+        legacy = np.random.RandomState(seed & 0xFFFFFFFF).get_state()
+        self._mt = np.random.MT19937()
+        self._mt.state = {"bit_generator": "MT19937", "state": {"key": legacy[1], "pos": legacy[2]}}
+        self._seed = seed
+        self._cached_normal = None  # the spare normal of the last small Box-Muller, a float
+        self._device_rng = None  # CuPy generator, created from the seed on first use
+        return self
+
+    def seed(self):
+        """Reseed from the operating system's entropy and return the new seed."""
+        seed = int.from_bytes(os.urandom(8), "little")
+        self.manual_seed(seed)
+        return seed
+
+    def initial_seed(self):
+        """The seed given to the last manual_seed (negative seeds read back as seed + 2**64)."""
+        return self._seed
+
+    def get_state(self):
+        """The host stream as a plain dict of NumPy arrays and numbers (np.savez-able, no pickle)."""
+        mt = self._mt.state["state"]
+        return {
+            "key": np.array(mt["key"], dtype=np.uint32),
+            "pos": int(mt["pos"]),
+            "seed": self._seed,
+            "has_cached_normal": self._cached_normal is not None,
+            "cached_normal": 0.0 if self._cached_normal is None else self._cached_normal,
+        }
+
+    def set_state(self, state):
+        """Continue exactly where `get_state` was taken (also from arrays loaded by np.load)."""
+        try:
+            key = np.asarray(state["key"], dtype=np.uint32)
+            pos = int(state["pos"])
+            seed = int(state["seed"])
+            has_normal = bool(state["has_cached_normal"])
+            normal = float(state["cached_normal"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"not a generator state (use Generator.get_state()): {error!r}") from None
+        if key.shape != (624,) or not 0 <= pos <= 624:
+            raise ValueError("not a generator state: 'key' must hold 624 numbers and 'pos' be in [0, 624]")
+        self._mt.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
+        self._seed = seed
+        self._cached_normal = normal if has_normal else None
+
+    # ---------------------------------------------------------------- raw draws
+
+    def _draw32(self, n):
+        """n raw 32-bit draws (as uint64)."""
+        return self._mt.random_raw(n)
+
+    def _draw64(self, n):
+        """n 64-bit numbers, each made of two draws, the first one high: PyTorch's random64()."""
+        raw = self._mt.random_raw(2 * n)
+        return (raw[0::2] << np.uint64(32)) | raw[1::2]
+
+    def _uniform01(self, n, dtype):
+        """n uniforms in [0, 1): as many random bits as the type's mantissa holds (24 or 53)."""
+        if dtype == np.float32:
+            return (self._draw32(n) & 0xFFFFFF).astype(np.float32) * np.float32(2.0**-24)
+        return (self._draw64(n) & np.uint64(2**53 - 1)).astype(np.float64) * 2.0**-53
+
+    # ---------------------------------------------------------------- distributions
+
+    def uniform(self, shape, dtype=np.float32, low=0.0, high=1.0):
+        """torch.rand / Tensor.uniform_(low, high)."""
+        shape, n = _shape_and_size(shape)
+        dtype = _float_dtype(dtype, "uniform")
+        if not low <= high:
+            raise ValueError(f"uniform needs low <= high, got low={low}, high={high}")
+        x = self._uniform01(n, dtype)
+        if (low, high) != (0.0, 1.0):
+            # PyTorch computes x * (high - low) + low in the tensor's type, as one fused multiply-add.
+            if dtype == np.float32:
+                low, high = np.float32(low), np.float32(high)
+                x = _fma32(x, high - low, low)
+            else:
+                x = _fma64(x, float(high) - float(low), float(low))
+        return x.reshape(shape)
+
+    def normal(self, shape, dtype=np.float32, mean=0.0, std=1.0):
+        """torch.randn / Tensor.normal_(mean, std)."""
+        shape, n = _shape_and_size(shape)
+        dtype = _float_dtype(dtype, "normal")
+        if not std >= 0:
+            raise ValueError(f"normal needs std >= 0, got std={std}")
+        if n < 16:
+            return self._normal_small(n, dtype, float(mean), float(std)).reshape(shape)
+        # Large arrays: PyTorch draws a uniform per element, then runs Box-Muller on each block of
+        # 16. We do the same in cache-sized chunks (same draws, same order).
+        transform = _box_muller32 if dtype == np.float32 else _box_muller64
+        out = np.empty(n, dtype)
+        full = n - n % 16
+        for start in range(0, full, _CHUNK):
+            stop = min(start + _CHUNK, full)
+            out[start:stop] = transform(self._uniform01(stop - start, dtype), mean, std)
+        if n % 16:
+            self._uniform01(n % 16, dtype)  # PyTorch draws these too, then overwrites them with
+            out[n - 16:] = transform(self._uniform01(16, dtype), mean, std)  # a fresh last block
+        return out.reshape(shape)
+
+    def _normal_small(self, n, dtype, mean, std):
+        # PyTorch's scalar Box-Muller, in float64 with the C library's log1p/sin/cos (which the math
+        # module calls): each pair of uniforms gives two normals, the second is kept for later.
+        out = np.empty(n, dtype)
+        for i in range(n):
+            if self._cached_normal is not None:
+                z, self._cached_normal = self._cached_normal, None
+            else:
+                u1, u2 = self._uniform01(2, np.float64).tolist()
+                radius = math.sqrt(-2.0 * math.log1p(-u2))
+                theta = 2.0 * math.pi * u1
+                self._cached_normal = radius * math.sin(theta)
+                z = radius * math.cos(theta)
+            out[i] = _fma(z, std, mean)  # z * std + mean in float64, then rounded to dtype
+        return out
+
+    def randint(self, low, high, shape):
+        """torch.randint(low, high, shape): int64 in [low, high).
+
+        randint(0, 2**63, shape) equals `torch.empty(shape, dtype=torch.int64).random_()`.
+        """
+        shape, n = _shape_and_size(shape)
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (low, high)):
+            raise TypeError(f"randint needs integer bounds, got low={low!r}, high={high!r}")
+        low, high = int(low), int(high)
+        if low >= high:
+            raise ValueError(f"randint needs low < high, got low={low}, high={high}: "
+                             f"the range [low, high) is empty; raise high above low")
+        span = high - low
+        if low < -(1 << 63) or high > 1 << 63 or span > _U64:
+            raise ValueError(f"randint draws int64 values: need -2**63 <= low < high <= 2**63 and "
+                             f"high - low < 2**64, got low={low}, high={high}")
+        # PyTorch takes a 64-bit draw for wide ranges, where a 32-bit remainder would be too uneven.
+        draws = self._draw64(n) if span >= 1 << 28 else self._draw32(n)
+        # draw % span + low, computed with uint64 wrap-around like the C++ code
+        values = draws % np.uint64(span) + np.uint64(low & _U64)
+        return values.view(np.int64).reshape(shape)
+
+    def bernoulli(self, shape, p):
+        """Tensor.bernoulli_(p): True with probability p, one float64 uniform per element.
+
+        Dropout(drop_p) keeps an element where bernoulli(shape, 1 - drop_p) is True, with 1 - drop_p
+        computed as a Python float. PyTorch draws nothing for drop_p == 0, drop_p == 1 or in eval mode.
+        """
+        shape, n = _shape_and_size(shape)
+        p = _check_probability(p)
+        return (self._uniform01(n, np.float64) < p).reshape(shape)
+
+    def device_bernoulli(self, shape, p, xp):
+        """A bernoulli mask made by array namespace `xp`: on the GPU with CuPy's generator (fast,
+        not PyTorch's numbers), otherwise `self.bernoulli` on the host."""
+        name = getattr(xp, "__name__", "")
+        if not (name.startswith("cupy") or name == "array_api_compat.cupy"):
+            return self.bernoulli(shape, p)
+        p = _check_probability(p)
+        if self._device_rng is None:
+            import cupy  # only here: the package must import without CuPy
+
+            self._device_rng = cupy.random.RandomState(np.uint64(self._seed))
+        shape, _ = _shape_and_size(shape)
+        return self._device_rng.random_sample(size=shape, dtype=np.float32) < p
+
+    def multinomial(self, probs, num_samples, replacement=False):
+        """torch.multinomial: int64 category indices, shape (num_samples,) or (rows, num_samples).
+
+        Weights need not sum to 1. Without replacement (or for one sample) PyTorch draws exponential
+        noise q for every weight and takes the largest p / q: the Gumbel-max trick, which picks
+        category i with probability p_i / sum(p), and its top k give k samples without replacement.
+        """
+        p = np.asarray(probs)
+        if p.ndim not in (1, 2):
+            raise ValueError(f"multinomial needs 1-D or 2-D probabilities, got shape {p.shape}")
+        if p.dtype not in (np.float32, np.float64):
+            raise TypeError(f"multinomial needs float32 or float64 probabilities, got {p.dtype}")
+        if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) \
+                or num_samples <= 0:
+            raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
+        categories = p.shape[-1]
+        if not replacement and num_samples > categories:
+            raise ValueError(f"cannot draw {num_samples} samples without replacement from {categories} "
+                             f"categories: ask for at most {categories} or pass replacement=True")
+        if not np.isfinite(p).all() or (p < 0).any():
+            raise ValueError("multinomial probabilities must be finite and >= 0 (no inf, nan or negative)")
+        if (p.sum(axis=-1) == 0).any():
+            raise ValueError("multinomial probabilities must not sum to 0 in any row: "
+                             "give each row a positive weight")
+
+        if not replacement or num_samples == 1:
+            q = -np.log1p(-self._uniform01(p.size, np.float64))  # Exp(1) noise, float64 ...
+            ratio = p / q.astype(p.dtype).reshape(p.shape)  # ... rounded to the weights' type
+            if num_samples == 1:
+                return np.argmax(ratio, axis=-1, keepdims=True).astype(np.int64)
+            return np.argsort(-ratio, axis=-1, kind="stable")[..., :num_samples].astype(np.int64)  # topk
+
+        # With replacement: one float64 uniform per sample, row after row, found in the row's
+        # cumulative weights (summed in order, divided by the total, last entry set to exactly 1).
+        rows = p.reshape(-1, categories)
+        u = self._uniform01(rows.shape[0] * num_samples, np.float64).reshape(-1, num_samples)
+        cdf = np.cumsum(rows, axis=-1)
+        cdf /= cdf[:, -1:]
+        cdf[:, -1] = 1
+        out = np.stack([np.searchsorted(c, ui, side="left") for c, ui in zip(cdf.astype(np.float64), u)])
+        return out.astype(np.int64).reshape(p.shape[:-1] + (num_samples,))
+
+    def randperm(self, n):
+        """torch.randperm(n): a random permutation of 0..n-1 (int64).
+
+        PyTorch's Fisher-Yates: position i swaps with i + (draw % (n - i)). Exact for
+        n < 2**32 / 20 (PyTorch switches algorithm above that).
+        """
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"randperm needs a non-negative int, got {n!r}")
+        n = int(n)
+        offsets = (self._draw32(max(n - 1, 0)) % np.arange(n, 1, -1, dtype=np.uint64)).tolist()
+        perm = list(range(n))
+        for i, offset in enumerate(offsets):  # each swap depends on the previous ones
+            j = i + offset
+            perm[i], perm[j] = perm[j], perm[i]
+        return np.array(perm, dtype=np.int64)
+
+
+def _check_probability(p):
+    p = float(p)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"bernoulli probability must be in [0, 1], got {p}")
+    return p
+
+
+# ---------------------------------------------------------------- fused multiply-add
+# PyTorch's kernels are compiled with FMA: a * b + c rounded once, not twice. NumPy has no fma.
+
+
+def _fma(a, b, c):
+    """Scalar float64 fma, exact through fractions (math.fma arrives only in Python 3.13)."""
+    return float(Fraction(a) * Fraction(b) + Fraction(c))
+
+
+def _fma32(a, b, c):
+    """float32 fma on arrays: the product is exact in float64 (24 + 24 bits fit in 53), so only the
+    sum rounds; rounding that float64 sum again to float32 is right unless it fell exactly halfway
+    between two float32 numbers, where we look at the sum's lost bits to break the tie."""
+    p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
+    c = np.asarray(c, np.float64)
+    s = p + c
+    halfway = (s.view(np.int64) & 0x1FFFFFFF) == 0x10000000  # the 29 bits float32 drops: 100...0
+    if halfway.any():
+        s_half = s[halfway]
+        error = _sum_error(p[halfway], np.broadcast_to(c, s.shape)[halfway], s_half)
+        s[halfway] = np.where(error != 0, np.nextafter(s_half, np.copysign(np.inf, error)), s_half)
+    return s.astype(np.float32)
+
+
+def _fma64(a, b, c):
+    """float64 fma on arrays: the product's rounding error is recovered exactly (Dekker's split)
+    and added back with the sum's; correct except in vanishingly rare near-halfway cases."""
+    p = a * b
+    split = 134217729.0  # 2**27 + 1: a * split - (a * split - a) keeps the top 26 bits of a
+    a_hi = a * split - (a * split - a)
+    b_hi = b * split - (b * split - b)
+    a_lo, b_lo = a - a_hi, b - b_hi
+    product_error = ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo  # exact a*b - p
+    s = p + c
+    return s + (_sum_error(p, c, s) + product_error)
+
+
+def _sum_error(a, b, s):
+    """The exact rounding error (a + b) - s of s = a + b (Knuth's TwoSum)."""
+    b_virtual = s - a
+    return (a - (s - b_virtual)) + (b - b_virtual)
+
+
+# ---------------------------------------------------------------- Box-Muller on blocks of 16
+
+
+def _box_muller64(u, mean, std):
+    """PyTorch's float64 normal_fill: u1 = 1 - u[j] (in (0, 1], safe for log), u2 = u[j + 8]."""
+    u = u.reshape(-1, 2, 8)
+    radius = np.sqrt(-2.0 * np.log(1.0 - u[:, 0]))
+    theta = 2.0 * math.pi * u[:, 1]
+    z = np.stack([radius * np.cos(theta), radius * np.sin(theta)], axis=1).reshape(-1)
+    return z if (mean, std) == (0.0, 1.0) else _fma64(z, float(std), float(mean))
+
+
+def _box_muller32(u, mean, std):
+    """PyTorch's float32 normal_fill on x86: 8 lanes at a time in AVX2 float32, with the Cephes
+    polynomials of avx_mathfun.h for log and sin/cos. We replay the same float32 operations,
+    including the fused multiply-adds the compiler made, so the results match to the bit."""
+    u = u.reshape(-1, 2, 8)
+    radius = np.sqrt(np.float32(-2.0) * _cephes_log(np.float32(1.0) - u[:, 0]))
+    sin, cos = _cephes_sincos(np.float32(2.0 * math.pi) * u[:, 1])
+    z = np.stack([radius * cos, radius * sin], axis=1).reshape(-1)
+    return z if (mean, std) == (0.0, 1.0) else _fma32(z, np.float32(std), np.float32(mean))
+
+
+_LOG_POLY = [7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
+             -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1]
+
+
+def _cephes_log(x):
+    """log256_ps for float32 x in (0, 1]: x = m * 2**e with m in [sqrt(1/2), sqrt(2)), then
+    log(x) = log(m) + e * log(2), log(m) by a polynomial in m - 1 and log(2) split in two parts.
+    Which multiply-adds are fused follows the compiled PyTorch kernel, checked bit for bit."""
+    f32 = np.float32
+    bits = x.view(np.int32)
+    e = ((bits >> 23) - 126).astype(f32)  # exponent for a mantissa in [0.5, 1)
+    m = ((bits & 0x007FFFFF) | 0x3F000000).view(f32)  # that mantissa
+    small = m < f32(0.707106781186547524)  # below sqrt(1/2): use 2m and e - 1 instead
+    e = e - small.astype(f32)
+    x = (m - f32(1.0)) + np.where(small, m, f32(0.0))
+    z = x * x
+    y = np.full_like(x, f32(_LOG_POLY[0]))
+    for coefficient in _LOG_POLY[1:]:
+        y = _fma32(y, x, f32(coefficient))
+    y = y * x
+    y = _fma32(y, z, e * f32(-2.12194440e-4))
+    y = _fma32(z, f32(-0.5), y)
+    return _fma32(e, f32(0.693359375), x + y)
+
+
+def _cephes_sincos(x):
+    """sincos256_ps for float32 x >= 0: subtract the nearest even multiple j of pi/4 (pi/4 in three
+    parts so the subtraction stays exact), then one polynomial for sin and one for cos on
+    [-pi/4, pi/4]; j says which polynomial gives which result and with which sign."""
+    f32 = np.float32
+    j = (x * f32(1.27323954473516)).astype(np.int32)  # x * 4/pi, truncated
+    j = (j + 1) & ~1
+    y = j.astype(f32)
+    x = _fma32(y, f32(-0.78515625), x)
+    x = _fma32(y, f32(-2.4187564849853515625e-4), x)
+    x = _fma32(y, f32(-3.77489497744594108e-8), x)
+    z = x * x
+    cos_poly = _fma32(f32(2.443315711809948e-5), z, f32(-1.388731625493765e-3))
+    cos_poly = _fma32(cos_poly, z, f32(4.166664568298827e-2))
+    cos_poly = _fma32(cos_poly * z, z, -(z * f32(0.5))) + f32(1.0)
+    sin_poly = _fma32(f32(-1.9515295891e-4), z, f32(8.3321608736e-3))
+    sin_poly = _fma32(sin_poly, z, f32(-1.6666654611e-1))
+    sin_poly = _fma32(sin_poly * z, x, x)
+    swap = (j & 2) != 0  # in the octants around pi/2 and 3pi/2, sin and cos trade polynomials
+    sin = np.where(swap, cos_poly, sin_poly)
+    cos = np.where(swap, sin_poly, cos_poly)
+    sin = np.where((j & 4) != 0, -sin, sin)
+    cos = np.where(((j - 2) & 4) == 0, -cos, cos)
+    return sin, cos
+
+
+# ---------------------------------------------------------------- the default generator
+
+default_generator = Generator()
+
+
+def manual_seed(seed):
+    """Seed the default generator (and, through it, its CuPy stream); returns it, like torch."""
+    return default_generator.manual_seed(seed)
+
+
+def seed():
+    return default_generator.seed()
+
+
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+def get_rng_state():
+    return default_generator.get_state()
+
+
+def set_rng_state(state):
+    default_generator.set_state(state)
