@@ -27,6 +27,13 @@ class Size(tuple):
 
     __str__ = __repr__
 
+    def __getitem__(self, key):  # x.shape[1:] is a Size too
+        item = tuple.__getitem__(self, key)
+        return Size(item) if isinstance(key, slice) else item
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
     def numel(self):
         return math.prod(self)
 
@@ -48,14 +55,16 @@ def _host_values(data):
         if not is_numpy or values.dtype == np.float16:
             values = values.astype(np.float32)
     elif values.dtype.kind in "iu":
-        values = values.astype(np.int64)
+        if not is_numpy or values.dtype != np.int32:  # NumPy int32 data stays int32, as in PyTorch
+            values = values.astype(np.int64)
     elif values.dtype.kind != "b":
         raise TypeError(f"cannot make a tensor from {type(data).__name__} data of dtype {values.dtype}")
     return values
 
 
 class Tensor:
-    __slots__ = ("array", "_requires_grad", "grad", "grad_fn", "output_nr", "_version", "_base", "__weakref__")
+    __slots__ = ("array", "_requires_grad", "grad", "grad_fn", "output_nr", "_version", "_base", "_view_version",
+                 "__weakref__")
 
     def __init__(self, data, dtype=None, device=None, requires_grad=False):
         if device is None:
@@ -260,7 +269,7 @@ class Tensor:
         return printing.format_tensor(
             backend.to_host(self.array),
             dtype_name=repr(self.dtype),
-            show_dtype=printing.dtype_is_shown(self.array.dtype),
+            show_dtype=printing.dtype_is_shown(np.dtype(self.dtype.name)),
             device=None if self.device.type == "cpu" else str(self.device),
             grad_fn=None if self.grad_fn is None else self.grad_fn.name(),
             requires_grad=self.requires_grad and self.grad_fn is None,
@@ -274,6 +283,7 @@ class Tensor:
         return format(repr(self), spec)
 
     __hash__ = object.__hash__  # tensors are compared elementwise, hashed by identity
+    __array_ufunc__ = None  # np.float64(2) * t: NumPy defers to Tensor.__rmul__ and a tensor comes back
 
     # --- Python protocols ---
 
@@ -699,11 +709,7 @@ class Tensor:
 
     def __getitem__(self, key):
         key = _array_key(key, self)
-        out = ops.Index.apply(self, key)
-        if ops.is_basic_key(key):  # a view: it shares memory (and the version counter) with self
-            out._version = self._version
-            out._base = self._base or self
-        return out
+        return ops.Index.apply(self, key)  # basic keys give a view: it shares self's version counter
 
     def __setitem__(self, key, value):
         key = _array_key(key, self)
@@ -761,10 +767,11 @@ class Tensor:
                 "a leaf tensor that requires grad is being changed in place: wrap the update in "
                 "`with tinyattn.no_grad():` (as optimizers do), or work on a .clone()"
             )
-        if self._base is not None and self._base.requires_grad:
+        if self._base is not None:  # the base's graph would miss the change: its gradients would be wrong
             raise BackwardError(
-                "in-place change of a view of a tensor that requires grad is not supported: use "
-                "the out-of-place op (x = x.masked_fill(...)) or assign through the base (x[key] = v)"
+                "in-place change of a view (a slice, .view, .transpose ...) while recording a graph is not "
+                "supported: use the out-of-place op (x = x.masked_fill(...)) or assign through the base "
+                "(x[key] = v)"
             )
 
     def _inplace(self, function, *args):
@@ -791,6 +798,8 @@ class Tensor:
             )
         self.array[...] = result.array
         self._version[0] += 1
+        if self._base is not None:
+            self._view_version = self._version[0]  # not a stale view: it saw this change itself
         if node is not None:
             self.grad_fn, self.output_nr, self._requires_grad = node, 0, True
         return self
@@ -896,7 +905,7 @@ def _as_operand(value, like):
 
 
 def _promote(a, b, true_division=False):
-    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.array.dtype == b.array.dtype:
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.array.dtype is b.array.dtype:
         target = a.dtype
     else:
         target = result_dtype(a, b)

@@ -24,3 +24,4 @@ from .layers import (
     Tanh,
 )
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
+from . import utils  # noqa: E402  (clip_grad_norm_)

@@ -190,6 +190,9 @@ def multihead_from_wrapper(wrapper):
     rows i*head_dim .. (i+1)*head_dim are head i's: the view into heads then recovers each head
     exactly, and both scale by sqrt(head_dim). With out_proj the identity, concatenating the heads is
     all that is left, which is what the wrapper does.
+
+    With dropout active the two draw their masks in a different order (the wrapper head by head, the
+    weight-split class for all heads at once), so they agree in distribution, not draw by draw.
     """
     heads = list(wrapper.heads)
     first = heads[0]

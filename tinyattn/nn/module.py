@@ -32,6 +32,8 @@ class Parameter(Tensor):
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
+    __str__ = __repr__  # print(parameter) shows the header too, as in PyTorch
+
     def __deepcopy__(self, memo):
         copy = Parameter(Tensor._wrap(backend.namespace(self.array).asarray(self.array, copy=True)),
                          self.requires_grad)

@@ -1,0 +1,49 @@
+"""`tinyattn.nn.utils`: gradient clipping, as `torch.nn.utils` does it."""
+
+from .. import backend
+from ..autograd import no_grad
+from ..tensor import Tensor
+
+
+def _grads(parameters):
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+@no_grad()
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
+    """Scale all gradients together so that their joint norm is at most `max_norm`.
+
+    The joint norm is the norm of the vector of every gradient entry (computed as the norm of the
+    per-tensor norms). The gradients are multiplied by min(1, max_norm / (norm + 1e-6)), in place.
+    Returns the joint norm before clipping (a 0-d tensor), which is worth logging: spikes in it
+    show an unstable training run.
+    """
+    grads = _grads(parameters)
+    if not grads:
+        return Tensor(0.0)
+    xp = backend.namespace(grads[0].array)
+    norm_type = float(norm_type)
+    norms = [xp.linalg.vector_norm(g.array, ord=norm_type) for g in grads]
+    total = xp.linalg.vector_norm(xp.stack(norms), ord=norm_type)
+    if error_if_nonfinite and not bool(xp.isfinite(total)):
+        raise RuntimeError(
+            f"the total norm of order {norm_type} of the gradients is non-finite, so it cannot be "
+            "clipped: look for the op that overflowed (inf/nan), or pass error_if_nonfinite=False"
+        )
+    coefficient = xp.clip(max_norm / (total + 1e-6), max=1.0)  # stays a 0-d array: no host sync
+    for g in grads:
+        g.array *= coefficient
+        g._version[0] += 1
+    return Tensor._wrap(total)
+
+
+@no_grad()
+def clip_grad_value_(parameters, clip_value):
+    """Clamp every gradient entry into [-clip_value, clip_value], in place."""
+    clip_value = float(clip_value)
+    for g in _grads(parameters):
+        xp = backend.namespace(g.array)
+        g.array[...] = xp.clip(g.array, min=-clip_value, max=clip_value)
+        g._version[0] += 1
