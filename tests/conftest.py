@@ -10,10 +10,13 @@ CuPy would.
 
 import os
 
-import pytest
-from hypothesis import HealthCheck, settings
+# notebooks executed by the suite (nbmake) run their short versions; the kernel inherits this
+os.environ.setdefault("TINYATTN_NOTEBOOK_QUICK", "1")
 
-from tinyattn import backend
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+from tinyattn import backend  # noqa: E402
 
 settings.register_profile(
     "ci",

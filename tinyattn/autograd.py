@@ -65,6 +65,11 @@ class set_grad_enabled(contextlib.ContextDecorator):
 class no_grad(contextlib.ContextDecorator):
     """Record no graph inside: for evaluation, sampling and in-place parameter updates."""
 
+    def __new__(cls, function=None):
+        # `@no_grad` without parentheses decorates `function` directly, as in PyTorch
+        self = super().__new__(cls)
+        return self if function is None else self(function)
+
     def __enter__(self):
         self.previous = grad_mode.enabled
         grad_mode.enabled = False
@@ -153,8 +158,9 @@ class Node:
     # --- what PyTorch shows of a grad_fn ---
 
     def name(self):
-        # fused ops are classes named e.g. LinearOp (beside the nn.Linear module): show "LinearBackward"
-        return f"{self.name_hint or self.function.__name__.removesuffix('Op')}Backward"
+        # fused ops are classes named e.g. LinearOp (beside the nn.Linear module): show "LinearBackward0"
+        # "0" as in PyTorch's names (MulBackward0), which printed tensors show as grad_fn=<...>
+        return f"{self.name_hint or self.function.__name__.removesuffix('Op')}Backward0"
 
     @property
     def next_functions(self):
@@ -170,6 +176,7 @@ class Function:
     """An op with a hand-written backward. Subclass it, define `forward` and `backward`, call `apply`."""
 
     takes_arrays = False  # built-in ops work on raw arrays; user Functions on Tensors
+    is_view = False  # True: the output shares the first argument's memory (unless forward sets ctx.copied)
 
     @staticmethod
     def forward(ctx, *args):
@@ -209,11 +216,13 @@ class Function:
             outputs = [
                 Tensor._wrap(a, backend.is_float(a), node, i) for i, a in enumerate(arrays)
             ]
-            if node.saved:
-                node.saved_versions = _saved_versions(node.saved, tensors, outputs)
         else:
             node.saved = ()
             outputs = [Tensor._wrap(a) for a in arrays]
+        if cls.is_view and not getattr(node, "copied", False):
+            _mark_views(args[0], outputs)
+        if node.saved:
+            node.saved_versions = _saved_versions(node.saved, tensors, outputs)
 
         if observers:
             for observer in observers:
@@ -221,10 +230,24 @@ class Function:
         return outputs[0] if single else tuple(outputs)
 
 
+def _mark_views(base, outputs):
+    """Views share their base's memory, so they share its version counter too (as in PyTorch)."""
+    root = base if base._base is None else base._base
+    for out in outputs:
+        out._version, out._base, out._view_version = base._version, root, base._version[0]
+
+
 def _edge_to(tensor):
     """Where the gradient of an input goes: the node that made it, or the leaf tensor itself."""
     if not tensor.requires_grad:
         return None
+    if tensor._base is not None and tensor._view_version != tensor._version[0]:
+        # its grad_fn still describes the memory before the in-place change: its gradient would be wrong
+        raise BackwardError(
+            f"this view (shape {list(tensor.shape)}) was taken before an in-place change of the tensor "
+            "it views, so autograd cannot differentiate through it: take the view again after the "
+            "in-place op (or .clone() it before)"
+        )
     if tensor.grad_fn is not None:
         return (tensor.grad_fn, tensor.output_nr)
     return (tensor, 0)
@@ -257,8 +280,7 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
 def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
     """The gradients of `outputs` with respect to `inputs`, returned instead of stored in `.grad`."""
     outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
-    single = isinstance(inputs, Tensor)
-    inputs = [inputs] if single else list(inputs)
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     if grad_outputs is None or isinstance(grad_outputs, Tensor):
         grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
     roots = [(t, _initial_grad(t, g)) for t, g in zip(outputs, grad_outputs)]
@@ -273,7 +295,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
                 "pass allow_unused=True to get None for it"
             )
         grads.append(None if g is None else Tensor._wrap(g))
-    return grads[0] if single else tuple(grads)
+    return tuple(grads)  # a tuple even for one input, as in PyTorch: (g,) = autograd.grad(y, x)
 
 
 def _edge_key(tensor):
@@ -301,6 +323,8 @@ def _initial_grad(tensor, grad_tensor):
         return xp.ones_like(tensor.array)
     if not isinstance(grad_tensor, Tensor):
         grad_tensor = Tensor(grad_tensor, dtype=tensor.dtype, device=tensor.device)
+    elif grad_tensor.dtype is not tensor.dtype:  # the gradient takes the tensor's dtype, as in PyTorch
+        grad_tensor = grad_tensor.detach().to(tensor.dtype)
     if tuple(grad_tensor.shape) != tuple(tensor.shape):
         raise BackwardError(
             f"gradient has shape {list(grad_tensor.shape)} but the tensor has shape "
@@ -353,26 +377,27 @@ def _run_backward(roots, retain_graph, capture):
     # 2. run each node once all the gradients of its outputs have arrived
     while ready:
         _, node = heapq.heappop(ready)
-        grads = buffers.pop(node)
-        if capture is not None:
+        grads = buffers.pop(node, None)  # None when every consumer returned None for it
+        if capture is not None and grads is not None:
             for index, g in enumerate(grads):
                 key = (node, index)
                 if key in capture and g is not None:
                     capture[key] = g
-        if node.retained:
+        if node.retained and grads is not None:
             for index, ref in node.retained:
                 tensor = ref()
                 if tensor is not None and grads[index] is not None:
-                    tensor.grad = Tensor._wrap(grads[index])
-        input_grads = _call_backward(node, grads)
+                    _accumulate(tensor, grads[index])  # adds up over backward calls, as a leaf's does
+        input_grads = [None] * len(node.edges) if grads is None else _call_backward(node, grads)
         if not retain_graph:
             node.saved = ()
             node.released = True
         for edge, g, meta in zip(node.edges, input_grads, node.input_meta):
-            if edge is None or g is None:
+            if edge is None:
                 continue
-            send(edge, _check_grad(node, g, meta))
-            parent = edge[0]
+            if g is not None:
+                send(edge, _check_grad(node, g, meta))
+            parent = edge[0]  # counted down even without a gradient, or it would never run
             if type(parent) is Node:
                 dependencies[parent] -= 1
                 if dependencies[parent] == 0:
@@ -384,11 +409,15 @@ def _run_backward(roots, retain_graph, capture):
             if (leaf, 0) in capture:
                 capture[(leaf, 0)] = g
             continue
-        if leaf.grad is None:
-            # a copy: the same array may be the gradient of several leaves (as after an add)
-            leaf.grad = Tensor._wrap(backend.namespace(g).asarray(g, copy=True))
-        else:
-            leaf.grad.array += g
+        _accumulate(leaf, g)
+
+
+def _accumulate(tensor, g):
+    if tensor.grad is None:
+        # a copy: the same array may be the gradient of several tensors (as after an add)
+        tensor.grad = Tensor._wrap(backend.namespace(g).asarray(g, copy=True))
+    else:
+        tensor.grad.array += g
 
 
 def _call_backward(node, grads):

@@ -158,16 +158,21 @@ def same_device(arrays):
     for other in arrays[1:]:
         if namespace(other) is not xp:
             raise DeviceError(
-                f"expected all tensors to be on the same device, found {device_of(arrays[0])} "
-                f"and {device_of(other)}: move them with .to(device) first"
+                f"expected all tensors to be on the same device, found {_where(arrays[0])} "
+                f"and {_where(other)}: move them with .to(device) first"
             )
     return xp
+
+
+def _where(array):
+    """The device of `array` and its array library, e.g. 'cuda:0 (cupy)' or 'cpu (numpy)'."""
+    return f"{device_of(array)} ({namespace(array).__name__.rsplit('.', 1)[-1]})"
 
 
 # ---------------------------------------------------------------------------------------------
 # dtypes
 
-_array_dtypes = {}  # the array library's dtype object -> tinyattn dtype
+_array_dtypes = {}  # (type, dtype object) of the array library -> tinyattn dtype
 
 
 def array_dtype(xp, dt):
@@ -176,14 +181,16 @@ def array_dtype(xp, dt):
 
 
 def dtype_of(array):
+    # keyed with the type first: array_api_strict's dtypes warn when compared with NumPy's
+    key = (type(array.dtype), array.dtype)
     try:
-        return _array_dtypes[array.dtype]
+        return _array_dtypes[key]
     except KeyError:
         pass
     name = str(array.dtype).rsplit(".", 1)[-1]
     if name not in dtypes.BY_NAME:
         raise TypeError(f"tinyattn has no dtype {name}: use float32, float64, int64 or bool")
-    _array_dtypes[array.dtype] = dtypes.BY_NAME[name]
+    _array_dtypes[key] = dtypes.BY_NAME[name]
     return dtypes.BY_NAME[name]
 
 
@@ -231,7 +238,7 @@ def index_key(xp, key, ndim):
     """Make an index key acceptable to `xp` (the standard wants an explicit trailing `...`)."""
     if xp is numpy_xp or not isinstance(key, tuple):
         return key
-    if Ellipsis not in key and sum(k is not None for k in key) < ndim:
+    if not any(k is Ellipsis for k in key) and sum(k is not None for k in key) < ndim:  # `is`: keys hold arrays
         key = key + (Ellipsis,)
     return key
 
@@ -248,12 +255,41 @@ def scatter_add(target, key, values):
         cupyx.scatter_add(target, key, values)
         return target
     # array_api_strict: no scatter in the standard, so do it on the host
-    host_key = tuple(to_host(k) if hasattr(k, "shape") else k for k in key) if isinstance(key, tuple) else (
-        to_host(key) if hasattr(key, "shape") else key
-    )
     host = to_host(target).copy()
-    np.add.at(host, host_key, to_host(values))
+    np.add.at(host, _host_key(key), to_host(values))
     return from_host(host, CPU)
+
+
+def _host_key(key):
+    if isinstance(key, tuple):
+        return tuple(to_host(k) if hasattr(k, "shape") else k for k in key)
+    return to_host(key) if hasattr(key, "shape") else key
+
+
+def getitem(array, key):
+    """`array[key]` with NumPy's indexing rules (index arrays and masks anywhere, as CuPy has them)."""
+    xp = namespace(array)
+    if xp is numpy_xp or xp is _ns.cuda:
+        return array[key]
+    try:
+        return array[index_key(xp, key, array.ndim)]
+    except IndexError:  # array_api_strict allows only part of NumPy's advanced indexing: use the host
+        return from_host(np.asarray(to_host(array)[_host_key(key)]), CPU)
+
+
+def setitem(array, key, value):
+    """`array[key] = value` with NumPy's indexing rules; returns the array (a new one on the host path)."""
+    xp = namespace(array)
+    if xp is numpy_xp or xp is _ns.cuda:
+        array[key] = value
+        return array
+    try:
+        array[index_key(xp, key, array.ndim)] = value
+        return array
+    except IndexError:  # as in getitem
+        host = to_host(array).copy()
+        host[_host_key(key)] = to_host(value) if hasattr(value, "shape") else value
+        return from_host(host, CPU)
 
 
 def is_contiguous(array):

@@ -278,7 +278,7 @@ class Maximum(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         xp = ctx.xp
-        share_a = xp.astype(xp.where(a > b, 1.0, xp.where(a == b, 0.5, 0.0)), grad.dtype)
+        share_a = xp.where(a > b, 1.0, xp.astype(a == b, grad.dtype) * 0.5)  # one scalar: Array API
         ga = unbroadcast(xp, grad * share_a, shape_of(a)) if ctx.needs_input_grad[0] else None
         gb = unbroadcast(xp, grad * (1 - share_a), shape_of(b)) if ctx.needs_input_grad[1] else None
         return ga, gb
@@ -294,7 +294,7 @@ class Minimum(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         xp = ctx.xp
-        share_a = xp.astype(xp.where(a < b, 1.0, xp.where(a == b, 0.5, 0.0)), grad.dtype)
+        share_a = xp.where(a < b, 1.0, xp.astype(a == b, grad.dtype) * 0.5)  # one scalar: Array API
         ga = unbroadcast(xp, grad * share_a, shape_of(a)) if ctx.needs_input_grad[0] else None
         gb = unbroadcast(xp, grad * (1 - share_a), shape_of(b)) if ctx.needs_input_grad[1] else None
         return ga, gb
@@ -357,6 +357,7 @@ class MaxAlongDim(Op):
     @staticmethod
     def forward(ctx, x, dim, keepdim, take_min):
         xp = ctx.xp
+        ctx.name_hint = "Min" if take_min else "Max"
         (axis,) = normalize_dims(dim, x.ndim)
         pick = xp.argmin if take_min else xp.argmax
         indices = pick(x, axis=axis, keepdims=True)
@@ -386,6 +387,7 @@ class MaxAll(Op):
     @staticmethod
     def forward(ctx, x, take_min):
         xp = ctx.xp
+        ctx.name_hint = "Min" if take_min else "Max"
         y = xp.min(x) if take_min else xp.max(x)
         ctx.save_for_backward(x == y)
         return y
@@ -420,6 +422,10 @@ class Matmul(Op):
     def forward(ctx, a, b):
         check_matmul_shapes(a.shape, b.shape)
         ctx.save_for_backward(a, b)
+        # PyTorch's grad_fn names: MmBackward0 for matrices, UnsafeViewBackward0 for batches, ...
+        ctx.name_hint = {(2, 2): "Mm", (2, 1): "Mv", (1, 1): "Dot"}.get(
+            (a.ndim, b.ndim), "UnsafeView" if a.ndim > 2 else None
+        )
         return ctx.xp.matmul(a, b)
 
     @staticmethod
@@ -430,10 +436,10 @@ class Matmul(Op):
         a2 = a[None, :] if a.ndim == 1 else a
         b2 = b[:, None] if b.ndim == 1 else b
         g2 = grad
+        if b.ndim == 1:  # first: for vector @ vector the gradient is 0-d, () -> (1,) -> (1, 1)
+            g2 = xp.expand_dims(g2, axis=-1)
         if a.ndim == 1:
             g2 = xp.expand_dims(g2, axis=-2)
-        if b.ndim == 1:
-            g2 = xp.expand_dims(g2, axis=-1)
         ga = gb = None
         if ctx.needs_input_grad[0]:
             ga = xp.reshape(unbroadcast(xp, xp.matmul(g2, b2.mT), a2.shape), a.shape)
@@ -452,6 +458,11 @@ class Reshape(Op):
     @staticmethod
     def forward(ctx, x, shape):
         ctx.in_shape = x.shape
+        y = backend.reshape_view(x, shape)  # a view when the memory layout allows it, as in PyTorch
+        if y is not None:
+            ctx.name_hint = "View"
+            return y
+        ctx.copied, ctx.name_hint = True, "UnsafeView"  # a copy: no longer shares x's memory
         try:
             return ctx.xp.reshape(x, shape)
         except ValueError:
@@ -538,7 +549,7 @@ class Clone(Op):
 class ToDtype(Op):
     @staticmethod
     def forward(ctx, x, dt):
-        ctx.in_dtype = x.dtype
+        ctx.in_dtype, ctx.name_hint = x.dtype, "ToCopy"
         return ctx.xp.astype(x, backend.array_dtype(ctx.xp, dt))
 
     @staticmethod
@@ -549,7 +560,7 @@ class ToDtype(Op):
 class ToDevice(Op):
     @staticmethod
     def forward(ctx, x, dev):
-        ctx.in_device = backend.device_of(x)
+        ctx.in_device, ctx.name_hint = backend.device_of(x), "ToCopy"
         return backend.to_device(x, dev)
 
     @staticmethod
@@ -557,9 +568,15 @@ class ToDevice(Op):
         return backend.to_device(grad, ctx.in_device), None
 
 
+def check_matrix(x, name):
+    if x.ndim < 2:
+        raise ShapeError(f"{name} needs a tensor with at least 2 dims, got shape {list(x.shape)}")
+
+
 class Tril(Op):
     @staticmethod
     def forward(ctx, x, diagonal):
+        check_matrix(x, "tril")
         ctx.diagonal = diagonal
         return ctx.xp.tril(x, k=diagonal)
 
@@ -571,6 +588,7 @@ class Tril(Op):
 class Triu(Op):
     @staticmethod
     def forward(ctx, x, diagonal):
+        check_matrix(x, "triu")
         ctx.diagonal = diagonal
         return ctx.xp.triu(x, k=diagonal)
 
@@ -589,23 +607,48 @@ def is_basic_key(key):
     return all(p is None or p is Ellipsis or isinstance(p, (int, slice)) for p in parts)
 
 
+def basic_index_name(key):
+    """PyTorch's name for the last step of a basic index: x[0] Select, x[1:] Slice, x[None] Unsqueeze."""
+    name = "Slice"
+    for part in key if isinstance(key, tuple) else (key,):
+        if isinstance(part, int):
+            name = "Select"
+        elif part is None:
+            name = "Unsqueeze"
+        elif isinstance(part, slice) and part != slice(None):
+            name = "Slice"
+    return name
+
+
 class Index(Op):
     """x[key]; the backward scatters the gradient back, adding where an index repeats."""
+
+    is_view = True  # for basic keys (ints, slices, None, ...); forward sets ctx.copied otherwise
 
     @staticmethod
     def forward(ctx, x, key):
         ctx.in_shape, ctx.in_dtype, ctx.key = x.shape, x.dtype, key
+        if is_basic_key(key):
+            ctx.name_hint = basic_index_name(key)
+            parts = key if isinstance(key, tuple) else (key,)
+            if not any(p is Ellipsis for p in parts):  # a trailing ... gives a 0-d view, not a scalar copy
+                key = parts + (Ellipsis,)
+        else:
+            ctx.copied = True  # advanced indexing (tensors, masks) copies, as in PyTorch
+            return backend.getitem(x, key)
         return x[backend.index_key(ctx.xp, key, x.ndim)]
 
     @staticmethod
     def backward(ctx, grad):
         xp = ctx.xp
         full = xp.zeros(ctx.in_shape, dtype=ctx.in_dtype, **backend.creation_kwargs(xp))
-        key = backend.index_key(xp, ctx.key, len(ctx.in_shape))
         if is_basic_key(ctx.key):
-            full[key] = grad
+            # None only added size-1 axes: write without it (the Array API's setitem takes no None)
+            parts = tuple(p for p in (ctx.key if isinstance(ctx.key, tuple) else (ctx.key,)) if p is not None)
+            key = parts if Ellipsis in parts else parts + (Ellipsis,)
+            full[key] = xp.reshape(grad, full[key].shape)
         else:
-            full = backend.scatter_add(full, key, grad)
+            full = backend.scatter_add(full, backend.index_key(xp, ctx.key, len(ctx.in_shape)), grad)
         return full, None
 
 
@@ -616,20 +659,16 @@ class IndexPut(Op):
     def forward(ctx, x, key, value):
         xp = ctx.xp
         ctx.key, ctx.value_shape = key, shape_of(value)
-        y = xp.asarray(x, copy=True)
-        y[backend.index_key(xp, key, x.ndim)] = value
-        return y
+        return backend.setitem(xp.asarray(x, copy=True), key, value)
 
     @staticmethod
     def backward(ctx, grad):
         xp = ctx.xp
-        key = backend.index_key(xp, ctx.key, grad.ndim)
         gx = gv = None
         if ctx.needs_input_grad[0]:
-            gx = xp.asarray(grad, copy=True)
-            gx[key] = 0
+            gx = backend.setitem(xp.asarray(grad, copy=True), ctx.key, 0)
         if ctx.needs_input_grad[2]:
-            gv = unbroadcast(xp, grad[key], ctx.value_shape)
+            gv = unbroadcast(xp, backend.getitem(grad, ctx.key), ctx.value_shape)
         return gx, None, gv
 
 
@@ -642,7 +681,9 @@ class Gather(Op):
         (axis,) = normalize_dims(dim, x.ndim)
         ctx.save_for_backward(index)
         ctx.axis, ctx.in_shape = axis, x.shape
-        return xp.take_along_axis(x, index, axis=axis)
+        # like PyTorch, the index may be smaller than x in the other dims: gather from that corner
+        corner = tuple(slice(None) if i == axis else slice(0, n) for i, n in enumerate(index.shape))
+        return xp.take_along_axis(x[backend.index_key(xp, corner, x.ndim)], index, axis=axis)
 
     @staticmethod
     def backward(ctx, grad):

@@ -1,0 +1,681 @@
+"""The tensor API: creation, dtypes and promotion, properties, conversions, printing, Python protocols,
+indexing and views, in-place ops, and the errors bad input gets.
+
+Expected values are PyTorch's (checked against PyTorch 2.x); the tests themselves need no PyTorch.
+"""
+
+import threading
+
+import numpy as np
+import pytest
+
+import tinyattn
+from tinyattn import backend
+from tinyattn.errors import BackwardError, DeviceError, ShapeError
+
+
+def host(t):
+    return backend.to_host(t.detach().array)
+
+
+def values(t):
+    return host(t).tolist()
+
+
+# ---------------------------------------------------------------------------------------------
+# creation
+
+
+def test_zeros_ones_empty_full_shapes_and_default_dtype():
+    for make in (tinyattn.zeros, tinyattn.ones, tinyattn.empty):
+        for args in [(2, 3), ((2, 3),), ([2, 3],), (tinyattn.Size([2, 3]),)]:
+            t = make(*args)
+            assert t.shape == (2, 3) and t.dtype is tinyattn.float32
+            assert t.device == "cpu" and t.is_leaf and not t.requires_grad
+    assert values(tinyattn.zeros(2)) == [0.0, 0.0]
+    assert values(tinyattn.ones(2, dtype=tinyattn.long)) == [1, 1]
+    assert tinyattn.zeros(()).shape == () and tinyattn.zeros(0, 3).shape == (0, 3)
+
+
+def test_full_infers_the_dtype_from_the_fill_value():
+    assert tinyattn.full((2, 2), 3).dtype is tinyattn.int64
+    assert tinyattn.full((2, 2), 3.0).dtype is tinyattn.float32
+    assert tinyattn.full((2,), True).dtype is tinyattn.bool
+    assert tinyattn.full((2,), 7, dtype=tinyattn.float64).dtype is tinyattn.float64
+    assert values(tinyattn.full((2,), -tinyattn.inf)) == [-np.inf, -np.inf]
+    assert tinyattn.full((), 2.5).item() == 2.5
+
+
+def test_arange():
+    assert values(tinyattn.arange(5)) == [0, 1, 2, 3, 4]
+    assert tinyattn.arange(5).dtype is tinyattn.int64
+    assert values(tinyattn.arange(2, 8, 2)) == [2, 4, 6]
+    assert tinyattn.arange(3.0).dtype is tinyattn.float32
+    np.testing.assert_allclose(host(tinyattn.arange(0, 1, 0.25)), [0, 0.25, 0.5, 0.75])
+    assert tinyattn.arange(3, dtype=tinyattn.float64).dtype is tinyattn.float64
+    assert values(tinyattn.arange(tinyattn.tensor(3))) == [0, 1, 2]
+    with pytest.raises(ValueError, match="step"):
+        tinyattn.arange(0, 3, 0)
+
+
+def test_eye_and_like_functions():
+    assert values(tinyattn.eye(2)) == [[1.0, 0.0], [0.0, 1.0]]
+    assert tinyattn.eye(2, 3).shape == (2, 3) and tinyattn.eye(2, dtype=tinyattn.long).dtype is tinyattn.int64
+    base = tinyattn.tensor([[1, 2, 3]])
+    assert tinyattn.zeros_like(base).dtype is tinyattn.int64 and values(tinyattn.zeros_like(base)) == [[0, 0, 0]]
+    assert values(tinyattn.ones_like(base, dtype=tinyattn.float32)) == [[1.0, 1.0, 1.0]]
+    like = tinyattn.ones_like(tinyattn.zeros(2), requires_grad=True)
+    assert like.requires_grad and like.is_leaf
+
+
+def test_random_creation_shapes_dtypes_and_seed():
+    assert tinyattn.rand(2, 3).shape == (2, 3) and tinyattn.rand(2, 3).dtype is tinyattn.float32
+    assert tinyattn.rand((4,)).shape == (4,)
+    assert tinyattn.randn(5, dtype=tinyattn.float64).dtype is tinyattn.float64
+    r = tinyattn.randint(0, 10, (50,))
+    assert r.dtype is tinyattn.int64 and 0 <= int(r.min()) and int(r.max()) < 10
+    assert tinyattn.randint(3, (2, 2)).shape == (2, 2)
+    u = host(tinyattn.rand(1000))
+    assert (u >= 0).all() and (u < 1).all()
+    tinyattn.manual_seed(123)
+    a = tinyattn.randn(3, 4)
+    tinyattn.manual_seed(123)
+    assert tinyattn.equal(a, tinyattn.randn(3, 4))
+    tinyattn.manual_seed(123)
+    assert values(tinyattn.rand(2)) == pytest.approx([0.2961, 0.5166], abs=1e-4)  # PyTorch's numbers
+    with pytest.raises(TypeError, match="floating point"):
+        tinyattn.rand(2, dtype=tinyattn.long)
+
+
+def test_tril_triu_with_diagonal():
+    ones = tinyattn.ones(3, 3)
+    assert values(tinyattn.tril(ones)) == [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
+    assert values(tinyattn.tril(ones, diagonal=-1)) == [[0, 0, 0], [1, 0, 0], [1, 1, 0]]
+    assert values(tinyattn.triu(ones, diagonal=1)) == [[0, 1, 1], [0, 0, 1], [0, 0, 0]]
+    assert values(ones.triu()) == [[1, 1, 1], [0, 1, 1], [0, 0, 1]]
+    assert values(tinyattn.arange(9).reshape(3, 3).tril()) == [[0, 0, 0], [3, 4, 0], [6, 7, 8]]
+    batch = tinyattn.ones(2, 2, 3).tril(1)  # batches of matrices: the last two dims
+    assert values(batch[1]) == [[1, 1, 0], [1, 1, 1]]
+    with pytest.raises(ShapeError, match="2 dims"):
+        tinyattn.tril(tinyattn.ones(3))
+
+
+# ---------------------------------------------------------------------------------------------
+# dtypes: inference and promotion
+
+
+def test_dtype_inference_like_pytorch():
+    assert tinyattn.tensor(1.5).dtype is tinyattn.float32
+    assert tinyattn.tensor([1, 2.5]).dtype is tinyattn.float32
+    assert tinyattn.tensor([1, 2]).dtype is tinyattn.int64
+    assert tinyattn.tensor([True, False]).dtype is tinyattn.bool
+    assert tinyattn.tensor(np.zeros(2)).dtype is tinyattn.float64  # NumPy float64 keeps float64
+    assert tinyattn.tensor(np.zeros(2, np.float32)).dtype is tinyattn.float32
+    assert tinyattn.tensor(np.zeros(2, np.int32)).dtype is tinyattn.int32
+    assert tinyattn.tensor(np.arange(3)).dtype is tinyattn.int64
+    assert tinyattn.tensor(np.float64(2.0)).dtype is tinyattn.float64
+    assert tinyattn.tensor([1.5], dtype=tinyattn.float64).dtype is tinyattn.float64
+    assert tinyattn.tensor([1.7, -1.7], dtype=tinyattn.long).tolist() == [1, -1]
+    assert tinyattn.tensor([]).shape == (0,) and tinyattn.tensor([]).dtype is tinyattn.float32
+    assert tinyattn.tensor([tinyattn.tensor(1.0), tinyattn.tensor(2.0)]).tolist() == [1.0, 2.0]
+    with pytest.raises(TypeError):
+        tinyattn.tensor("abc")
+
+
+def test_dtype_names_and_aliases():
+    assert repr(tinyattn.float32) == "tinyattn.float32"
+    assert tinyattn.long is tinyattn.int64 and tinyattn.float is tinyattn.float32
+    assert tinyattn.double is tinyattn.float64
+    assert tinyattn.get_default_dtype() is tinyattn.float32
+
+
+i64 = tinyattn.tensor([1, 2])
+f32 = tinyattn.tensor([1.0, 2.0])
+f64 = tinyattn.tensor([1.0, 2.0], dtype=tinyattn.float64)
+i32 = tinyattn.tensor([1, 2], dtype=tinyattn.int32)
+b = tinyattn.tensor([True, False])
+f64_0d = tinyattn.tensor(2.0, dtype=tinyattn.float64)
+f32_0d = tinyattn.tensor(2.0)
+i64_0d = tinyattn.tensor(2)
+
+PROMOTION = [  # (expression, PyTorch's result dtype)
+    (lambda: i64 * 0.5, tinyattn.float32),
+    (lambda: i64 / i64, tinyattn.float32),
+    (lambda: i64 / 2, tinyattn.float32),
+    (lambda: f32 + f64_0d, tinyattn.float32),  # a 0-d tensor of the same category does not upcast
+    (lambda: i64 + f64_0d, tinyattn.float64),  # ... but one of a higher category decides
+    (lambda: i64 * f32_0d, tinyattn.float32),
+    (lambda: b + 1, tinyattn.int64),
+    (lambda: b + True, tinyattn.bool),
+    (lambda: b * 1.5, tinyattn.float32),
+    (lambda: f32 * 2.0, tinyattn.float32),
+    (lambda: f32 * 2, tinyattn.float32),
+    (lambda: f32 * np.float64(2.0), tinyattn.float32),
+    (lambda: np.float64(2.0) * f32, tinyattn.float32),
+    (lambda: f32 + f64, tinyattn.float64),  # two dimensioned tensors: the wider dtype
+    (lambda: i32 + i64_0d, tinyattn.int32),
+    (lambda: i32 + i64, tinyattn.int64),
+    (lambda: i64 + i64_0d, tinyattn.int64),
+    (lambda: f32 + i64, tinyattn.float32),
+    (lambda: i64**2, tinyattn.int64),
+    (lambda: i64**0.5, tinyattn.float32),
+    (lambda: 2**i64, tinyattn.int64),
+    (lambda: 1 - i64, tinyattn.int64),
+    (lambda: 1 / i64, tinyattn.float32),
+    (lambda: i64 // 2, tinyattn.int64),
+    (lambda: tinyattn.where(b, i64, 0.5), tinyattn.float32),
+    (lambda: tinyattn.cat([f32, i64]), tinyattn.float32),
+    (lambda: tinyattn.stack([f32, f64]), tinyattn.float64),
+    (lambda: i64.sum(), tinyattn.int64),
+    (lambda: b.sum(), tinyattn.int64),
+    (lambda: i64.exp(), tinyattn.float32),
+    (lambda: f32.mean(), tinyattn.float32),
+    (lambda: i64.float().mean(), tinyattn.float32),
+    (lambda: f32 > 1, tinyattn.bool),
+]
+
+
+@pytest.mark.parametrize("case", range(len(PROMOTION)))
+def test_type_promotion_like_pytorch(case):
+    expression, want = PROMOTION[case]
+    assert expression().dtype is want
+
+
+def test_promotion_values():
+    assert values(i64 / i64) == [1.0, 1.0]
+    assert values(i64 * 0.5) == [0.5, 1.0]
+    assert values(tinyattn.tensor([5, -5]) // 2) == [2, -3]
+    assert values(tinyattn.tensor([5, -5]) % 2) == [1, 1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Size and the other properties
+
+
+def test_size_prints_and_compares_like_a_tuple():
+    s = tinyattn.zeros(2, 3, 4).shape
+    assert isinstance(s, tuple) and isinstance(s, tinyattn.Size)
+    assert s == (2, 3, 4) and s != [2, 3, 4] and hash(s) == hash((2, 3, 4))
+    assert repr(s) == "tinyattn.Size([2, 3, 4])" and str(s) == repr(s)
+    assert f"{s}" == "tinyattn.Size([2, 3, 4])"
+    assert s[0] == 2 and s[-1] == 4 and isinstance(s[0], int)
+    assert isinstance(s[1:], tinyattn.Size) and s[1:] == (3, 4)
+    assert isinstance(s + (5,), tinyattn.Size) and s + (5,) == (2, 3, 4, 5)
+    batch, tokens, dim = s
+    assert (batch, tokens, dim) == (2, 3, 4)
+    assert s.numel() == 24 and repr(tinyattn.tensor(1.0).shape) == "tinyattn.Size([])"
+
+
+def test_properties():
+    x = tinyattn.zeros(2, 3)
+    assert x.size() == (2, 3) and x.size(1) == 3 and x.size(-1) == 3
+    assert x.dim() == 2 and x.ndim == 2 and x.numel() == 6
+    assert x.T.shape == (3, 2) and x.mT.shape == (3, 2)
+    assert x.dtype is tinyattn.float32 and x.is_floating_point()
+    assert x.device == tinyattn.device("cpu") and str(x.device) == "cpu" and not x.is_cuda
+    assert repr(x.device) == "device(type='cpu')"
+    assert x.grad is None and x.grad_fn is None and x.is_leaf and not x.requires_grad
+    assert x.element_size() == 4 and tinyattn.zeros(1, dtype=tinyattn.float64).element_size() == 8
+    with pytest.raises(IndexError, match="out of range"):
+        x.size(2)
+
+
+# ---------------------------------------------------------------------------------------------
+# conversions
+
+
+def test_item_tolist_numpy():
+    assert tinyattn.tensor([2.5]).item() == 2.5 and isinstance(tinyattn.tensor([2.5]).item(), float)
+    assert tinyattn.tensor(3).item() == 3 and isinstance(tinyattn.tensor(3).item(), int)
+    assert tinyattn.tensor(True).item() is True
+    assert tinyattn.tensor([[1, 2]]).tolist() == [[1, 2]] and tinyattn.tensor(1.5).tolist() == 1.5
+    with pytest.raises((ValueError, RuntimeError), match="2 elements"):
+        tinyattn.tensor([1, 2]).item()
+    x = tinyattn.zeros(2)
+    array = x.numpy()
+    assert isinstance(array, np.ndarray) and array.dtype == np.float32
+    array[0] = 9  # numpy() shares memory, as in PyTorch
+    assert x.tolist() == [9.0, 0.0]
+    assert np.asarray(tinyattn.tensor([1, 2])).dtype == np.int64
+
+
+def test_numpy_on_a_tensor_that_requires_grad_raises():
+    w = tinyattn.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"detach\(\)\.numpy\(\)"):
+        w.numpy()
+    with pytest.raises(RuntimeError, match="requires grad"):
+        (w * 2).numpy()
+    assert w.detach().numpy().tolist() == [1.0, 1.0]
+
+
+def test_from_numpy_shares_memory():
+    a = np.zeros(3)
+    t = tinyattn.from_numpy(a)
+    assert t.dtype is tinyattn.float64
+    t[0] = 5.0
+    assert a[0] == 5.0
+
+
+def test_to_and_the_conversion_methods():
+    x = tinyattn.tensor([1.7, -0.2, 0.0])
+    assert x.to(tinyattn.float32) is x and x.to("cpu") is x and x.cpu() is x
+    assert x.to(tinyattn.float64).dtype is tinyattn.float64
+    assert x.to("cpu", tinyattn.float64).dtype is tinyattn.float64
+    assert x.to(dtype=tinyattn.float64).dtype is tinyattn.float64
+    assert x.to(device="cpu").device == "cpu"
+    assert x.to(tinyattn.zeros(1, dtype=tinyattn.float64)).dtype is tinyattn.float64
+    assert x.double().dtype is tinyattn.float64 and x.double().float().dtype is tinyattn.float32
+    assert x.long().tolist() == [1, 0, 0] and x.long().dtype is tinyattn.int64
+    assert x.bool().tolist() == [True, True, False]
+    assert x.int().dtype is tinyattn.int32
+    assert tinyattn.tensor([1, 2]).float().tolist() == [1.0, 2.0]
+    assert x.type_as(tinyattn.tensor([1])).dtype is tinyattn.int64
+    # to() is differentiable
+    w = tinyattn.ones(2, requires_grad=True)
+    (w.double() * 3).sum().backward()
+    assert w.grad.dtype is tinyattn.float32 and w.grad.tolist() == [3.0, 3.0]
+
+
+@pytest.mark.skipif(tinyattn.cuda.is_available(), reason="tests the error without a GPU")
+def test_cuda_without_a_gpu_raises_a_device_error():
+    assert tinyattn.cuda.is_available() is False
+    with pytest.raises(DeviceError, match="cuda"):
+        tinyattn.zeros(2).cuda()
+    with pytest.raises(DeviceError):
+        tinyattn.zeros(2, device="cuda")
+    with pytest.raises(DeviceError, match="unknown device"):
+        tinyattn.device("tpu")
+
+
+def test_contiguous_and_clone():
+    x = tinyattn.arange(6).reshape(2, 3)
+    assert x.is_contiguous() and x.contiguous() is x
+    t = x.T
+    assert not t.is_contiguous()
+    c = t.contiguous()
+    assert c.is_contiguous() and c.tolist() == t.tolist()
+    copy = x.clone()
+    copy[0, 0] = 100
+    assert x[0, 0].item() == 0  # a clone owns its memory
+
+
+# ---------------------------------------------------------------------------------------------
+# printing
+
+
+def test_repr_like_pytorch():
+    assert repr(tinyattn.tensor([[0.2961, 0.5166]])) == "tensor([[0.2961, 0.5166]])"
+    assert repr(tinyattn.tensor([1.0, 2.0], requires_grad=True)) == "tensor([1., 2.], requires_grad=True)"
+    assert repr(tinyattn.tensor([1.0, 2.0], requires_grad=True) * 2) == "tensor([2., 4.], grad_fn=<MulBackward0>)"
+    assert repr(tinyattn.tensor([1.0, 2.0], dtype=tinyattn.float64)) == "tensor([1., 2.], dtype=tinyattn.float64)"
+    assert repr(tinyattn.tensor([1, 2])) == "tensor([1, 2])"
+    assert repr(tinyattn.tensor([True, False])) == "tensor([ True, False])"
+    assert repr(tinyattn.tensor(3.5)) == "tensor(3.5000)" and str(tinyattn.tensor(2)) == "tensor(2)"
+    assert repr(tinyattn.tensor([tinyattn.inf, -tinyattn.inf])) == "tensor([inf, -inf])"
+    assert repr(tinyattn.eye(2)) == "tensor([[1., 0.],\n        [0., 1.]])"
+
+
+def test_format_of_a_0d_tensor_gives_the_number():
+    assert f"{tinyattn.tensor(2.5)}" == "2.5"
+    assert f"{tinyattn.tensor(3)}" == "3"
+    assert f"{tinyattn.tensor(2.5):.3f}" == "2.500"
+    loss = (tinyattn.ones(2, requires_grad=True) * 1.25).sum()
+    assert f"loss {loss:.2f}" == "loss 2.50"
+    assert f"{tinyattn.tensor([1.0, 2.0])}" == "tensor([1., 2.])"
+
+
+# ---------------------------------------------------------------------------------------------
+# Python protocols
+
+
+def test_iteration_len_bool_and_numbers():
+    x = tinyattn.tensor([[1, 2], [3, 4]])
+    rows = list(x)
+    assert len(rows) == 2 and rows[1].tolist() == [3, 4] and len(x) == 2
+    assert [int(v) for v in x[0]] == [1, 2]
+    with pytest.raises(TypeError, match="0-d"):
+        len(tinyattn.tensor(1.0))
+    with pytest.raises(TypeError, match="0-d"):
+        iter(tinyattn.tensor(1.0))
+    assert bool(tinyattn.tensor([1])) and not bool(tinyattn.tensor(0.0))
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        bool(tinyattn.tensor([1, 2]))
+    assert float(tinyattn.tensor([2.5])) == 2.5 and int(tinyattn.tensor(3.7)) == 3
+    assert [10, 20, 30][tinyattn.tensor(1)] == 20 and list(range(tinyattn.tensor(3))) == [0, 1, 2]
+    with pytest.raises(TypeError):
+        [10, 20][tinyattn.tensor(1.0)]
+
+
+# ---------------------------------------------------------------------------------------------
+# indexing: views, writes through views, masks, integer tensors
+
+
+def test_basic_indexing_gives_views_that_share_memory():
+    x = tinyattn.arange(12).reshape(3, 4)
+    row = x[1]
+    row[0] = 100
+    assert x[1, 0].item() == 100
+    col = x[:, 2]
+    col += 1000
+    assert x[:, 2].tolist() == [1002, 1006, 1010]
+    element = x[0, 0]  # even a 0-d element is a view, as in PyTorch
+    element += 7
+    assert x[0, 0].item() == 7
+    v = x.view(12)
+    v[-1] = -1
+    assert x[2, 3].item() == -1
+    x.T[0, 1] = 55
+    assert x[1, 0].item() == 55
+    assert x[None].shape == (1, 3, 4) and x[..., None].shape == (3, 4, 1) and x[:, None, 1].shape == (3, 1)
+
+
+def test_advanced_indexing_copies():
+    x = tinyattn.arange(6)
+    picked = x[tinyattn.tensor([0, 2])]
+    picked[0] = 100
+    assert x[0].item() == 0
+    masked = x[x > 3]
+    masked[0] = 100
+    assert x.tolist() == [0, 1, 2, 3, 4, 5]
+
+
+def test_setitem_writes_through():
+    x = tinyattn.zeros(2, 3)
+    x[0] = 5
+    x[:, 1] = tinyattn.tensor([7.0, 8.0])
+    x[1, 2] = 9
+    x[-1, 0] = -1
+    assert x.tolist() == [[5, 7, 5], [-1, 8, 9]]
+    x[x > 6] = 0
+    assert x.tolist() == [[5, 0, 5], [-1, 0, 0]]
+    x[tinyattn.tensor([0, 1]), tinyattn.tensor([1, 2])] = 3.0
+    assert x.tolist() == [[5, 3, 5], [-1, 0, 3]]
+    x[[1]] = 4.0
+    assert x[1].tolist() == [4, 4, 4]
+    x[:] = tinyattn.tensor([1.0, 2.0, 3.0])  # broadcast
+    assert x.tolist() == [[1, 2, 3], [1, 2, 3]]
+    x[0] = tinyattn.tensor(7)  # an int tensor into a float tensor
+    assert x[0].tolist() == [7.0, 7.0, 7.0]
+
+
+def test_boolean_masks_and_integer_tensors():
+    x = tinyattn.arange(6).reshape(2, 3)
+    assert x[tinyattn.tensor([[True, False, True], [False, True, False]])].tolist() == [0, 2, 4]
+    assert x[tinyattn.tensor([False, True])].tolist() == [[3, 4, 5]]
+    assert tinyattn.arange(10)[tinyattn.tensor([1, 1, 3])].tolist() == [1, 1, 3]
+    assert x[tinyattn.tensor([[0, 1], [1, 1]])].shape == (2, 2, 3)
+    assert x[:, tinyattn.tensor([0, 2])].tolist() == [[0, 2], [3, 5]]
+    assert x[[0, 1], [2, 0]].tolist() == [2, 3]
+    assert tinyattn.arange(5)[tinyattn.tensor([-1])].tolist() == [4]
+    assert tinyattn.arange(5)[np.array([1, 2])].tolist() == [1, 2]
+
+
+def test_negative_indices_and_0d_tensors_as_bounds():
+    data = tinyattn.arange(20)
+    assert data[-1].item() == 19 and data[-3:].tolist() == [17, 18, 19]
+    i = tinyattn.tensor(3)
+    assert data[i : i + 8].tolist() == list(range(3, 11))  # as in get_batch of "Let's build GPT"
+    assert data[i].item() == 3
+    starts = tinyattn.tensor([0, 5])
+    batch = tinyattn.stack([data[s : s + 4] for s in starts])
+    assert batch.tolist() == [[0, 1, 2, 3], [5, 6, 7, 8]]
+    assert data[np.int64(2)].item() == 2
+
+
+def test_index_out_of_range_raises():
+    x = tinyattn.arange(5)
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[7]
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[tinyattn.tensor([1, 7])]
+    with pytest.raises(IndexError):
+        x[tinyattn.tensor([True, False])]  # mask of the wrong length
+    with pytest.raises(IndexError, match="long, int or bool"):
+        x[tinyattn.tensor(1.0)]
+    with pytest.raises(IndexError):
+        x[1.0]
+
+
+# ---------------------------------------------------------------------------------------------
+# in-place ops
+
+
+def test_inplace_ops_change_the_tensor_and_its_views():
+    x = tinyattn.zeros(2, 3)
+    row = x[1]
+    row += 1
+    alias = x
+    alias += 2
+    assert alias is x
+    assert x.tolist() == [[2, 2, 2], [3, 3, 3]]
+    assert x.add_(1) is x and x.mul_(2) is x and x.sub_(1) is x and x.div_(2) is x
+    assert x.tolist() == [[2.5] * 3, [3.5] * 3]
+    x.add_(tinyattn.ones(3), alpha=2)
+    assert x[0].tolist() == [4.5] * 3
+    x.zero_()
+    assert x.tolist() == [[0] * 3] * 2
+    x.fill_(7)
+    assert x.tolist() == [[7] * 3] * 2
+    x.copy_(tinyattn.arange(3))
+    assert x.tolist() == [[0, 1, 2]] * 2 and x.dtype is tinyattn.float32
+    f = tinyattn.ones(3)
+    f *= tinyattn.tensor([1, 2, 3])  # int into float: fine
+    assert f.tolist() == [1, 2, 3]
+
+
+def test_inplace_ops_keep_the_dtype():
+    x = tinyattn.arange(3)
+    with pytest.raises((TypeError, RuntimeError), match="float"):
+        x += 1.5  # PyTorch: result type Float can't be cast to Long
+    with pytest.raises((TypeError, RuntimeError)):
+        x *= tinyattn.tensor([0.5, 0.5, 0.5])
+    x += 1
+    assert x.tolist() == [1, 2, 3] and x.dtype is tinyattn.int64
+
+
+def test_version_counter_is_shared_by_views():
+    x = tinyattn.zeros(3)
+    v, w = x[1:], x.view(3)
+    v.add_(1)
+    assert x._version is v._version is w._version and x._version[0] == 1
+
+
+def test_inplace_on_a_leaf_that_requires_grad():
+    w = tinyattn.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf"):
+        w.add_(1)
+    with pytest.raises(RuntimeError, match="leaf"):
+        w[0] = 3.0
+    with pytest.raises(RuntimeError, match="no_grad"):
+        w *= 2
+    with tinyattn.no_grad():
+        w.add_(1)  # how optimizers update parameters
+        w[1] = 5.0
+    assert w.tolist() == [2.0, 5.0] and w.requires_grad and w.is_leaf
+
+
+# ---------------------------------------------------------------------------------------------
+# comparisons and logic
+
+
+def test_comparisons_and_logic_return_bool_tensors():
+    x = tinyattn.tensor([1, 2, 3])
+    for result, want in [
+        (x > 1, [False, True, True]),
+        (x >= 2, [False, True, True]),
+        (x < 2, [True, False, False]),
+        (x <= 1, [True, False, False]),
+        (x == tinyattn.tensor([1, 0, 3]), [True, False, True]),
+        (x != 2, [True, False, True]),
+        (tinyattn.tensor([1.0, 2.5]) == 2.5, [False, True]),
+        (2 < x, [False, False, True]),
+    ]:
+        assert result.dtype is tinyattn.bool and result.tolist() == want
+    a, c = tinyattn.tensor([True, False, True]), tinyattn.tensor([True, True, False])
+    assert (a & c).tolist() == [True, False, False]
+    assert (a | c).tolist() == [True, True, True]
+    assert (a ^ c).tolist() == [False, True, True]
+    assert (~a).tolist() == [False, True, False] and a.logical_not().tolist() == [False, True, False]
+    assert (x > 1).any().item() is True and (x > 1).all().item() is False
+    assert (x > 0).all(dim=0).tolist() is True
+    assert tinyattn.tensor([1.0, np.nan]).isnan().tolist() == [False, True]
+    assert tinyattn.equal(x, tinyattn.tensor([1, 2, 3])) and not tinyattn.equal(x, tinyattn.tensor([1, 2]))
+    assert tinyattn.allclose(tinyattn.tensor([1.0, 2.0]), tinyattn.tensor([1.0, 2.0 + 1e-7]))
+
+
+# ---------------------------------------------------------------------------------------------
+# split, chunk, cat, stack
+
+
+def test_split_chunk_cat_stack():
+    x = tinyattn.arange(7)
+    assert [p.tolist() for p in x.split(3)] == [[0, 1, 2], [3, 4, 5], [6]]
+    assert [p.tolist() for p in x.split([2, 5])] == [[0, 1], [2, 3, 4, 5, 6]]
+    assert [p.tolist() for p in x.chunk(3)] == [[0, 1, 2], [3, 4, 5], [6]]
+    assert [p.tolist() for p in tinyattn.arange(6).chunk(4)] == [[0, 1], [2, 3], [4, 5]]
+    m = tinyattn.arange(12).reshape(3, 4)
+    q, k, v = m.split(1, dim=0)
+    assert q.shape == (1, 4) and v.tolist() == [[8, 9, 10, 11]]
+    halves = tinyattn.split(m, 2, dim=-1)
+    assert [h.shape for h in halves] == [(3, 2), (3, 2)]
+    assert tinyattn.cat(halves, dim=-1).tolist() == m.tolist()
+    assert tinyattn.cat([tinyattn.zeros(2, 1), tinyattn.ones(2, 2)], dim=1).tolist() == [[0, 1, 1], [0, 1, 1]]
+    assert tinyattn.stack([tinyattn.zeros(2), tinyattn.ones(2)], dim=1).tolist() == [[0, 1], [0, 1]]
+    assert tinyattn.stack([tinyattn.zeros(2, 3)] * 4, dim=-1).shape == (2, 3, 4)
+    assert tinyattn.stack((m, m)).shape == (2, 3, 4)
+    with pytest.raises(ShapeError, match="add up"):
+        x.split([2, 2])
+
+
+# ---------------------------------------------------------------------------------------------
+# masked_fill and where
+
+
+def test_masked_fill_returns_a_new_tensor_and_masked_fill__changes_in_place():
+    x = tinyattn.ones(2, 2)
+    mask = tinyattn.tensor([[True, False], [False, True]])
+    y = x.masked_fill(mask, -tinyattn.inf)
+    assert y is not x and x.tolist() == [[1, 1], [1, 1]]
+    assert y.tolist() == [[-np.inf, 1], [1, -np.inf]]
+    z = x.masked_fill_(mask, 0.0)
+    assert z is x and x.tolist() == [[0, 1], [1, 0]]
+    # the mask broadcasts
+    assert tinyattn.ones(2, 3).masked_fill(tinyattn.tensor([True, False, True]), 0.0).tolist() == [[0, 1, 0]] * 2
+    causal = tinyattn.tril(tinyattn.ones(3, 3))
+    scores = tinyattn.zeros(2, 3, 3).masked_fill(causal == 0, float("-inf"))
+    assert np.isinf(host(scores[1])).tolist() == [[False, True, True], [False, False, True], [False, False, False]]
+    assert tinyattn.masked_fill(tinyattn.zeros(2), tinyattn.tensor([True, False]), tinyattn.tensor(3.0)).tolist() == [3, 0]
+    with pytest.raises(TypeError, match="bool"):
+        x.masked_fill(tinyattn.tensor([[1, 0], [0, 1]]), 0.0)
+    with pytest.raises(ShapeError, match=r"\[3\].*\[2, 2\]"):
+        x.masked_fill(tinyattn.tensor([True, False, True]), 0.0)
+
+
+def test_where():
+    c = tinyattn.tensor([True, False])
+    assert tinyattn.where(c, tinyattn.tensor([1.0, 2.0]), 0.0).tolist() == [1.0, 0.0]
+    assert tinyattn.tensor([1.0, 2.0]).where(c, -1.0).tolist() == [1.0, -1.0]
+    with pytest.raises(TypeError, match="bool"):
+        tinyattn.where(tinyattn.tensor([1, 0]), 1.0, 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# errors: the exception type and the words that say what went wrong
+
+
+def test_shape_mismatch_in_binary_ops_names_both_shapes():
+    for op in (lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a - b, lambda a, b: a / b):
+        with pytest.raises(ShapeError, match=r"\[2, 3\].*\[4\]"):
+            op(tinyattn.ones(2, 3), tinyattn.ones(4))
+    with pytest.raises(ValueError):  # ShapeError is also a ValueError and a RuntimeError
+        tinyattn.ones(2, 3) * tinyattn.ones(3, 2)
+    with pytest.raises(RuntimeError):
+        tinyattn.ones(2, 3) * tinyattn.ones(3, 2)
+
+
+def test_matmul_errors():
+    with pytest.raises(ShapeError, match=r"\[2, 3\].*\[2, 3\]"):
+        tinyattn.ones(2, 3) @ tinyattn.ones(2, 3)
+    with pytest.raises(ShapeError, match=r"\[3\].*\[2\]"):
+        tinyattn.dot(tinyattn.ones(3), tinyattn.ones(2))
+    with pytest.raises(ShapeError, match="1-D"):
+        tinyattn.dot(tinyattn.ones(2, 2), tinyattn.ones(2))
+    with pytest.raises(ShapeError, match="at least 1 dim"):
+        tinyattn.ones(2) @ tinyattn.tensor(1.0)
+    with pytest.raises(TypeError, match="bool"):
+        tinyattn.ones(2, 2).bool() @ tinyattn.ones(2, 2).bool()
+    assert (tinyattn.ones(2, 2, dtype=tinyattn.long) @ tinyattn.ones(2, 2, dtype=tinyattn.long)).tolist() == [[2, 2], [2, 2]]
+
+
+def test_shape_op_errors():
+    with pytest.raises(ShapeError, match=r"\[2, 3\].*6 elements.*\[4\]"):
+        tinyattn.ones(2, 3).reshape(4)
+    with pytest.raises(ShapeError, match=r"\.contiguous\(\).*\.reshape"):
+        tinyattn.ones(2, 3).T.view(6)  # as PyTorch: view needs a compatible memory layout
+    assert tinyattn.ones(2, 3).T.reshape(6).shape == (6,)
+    assert tinyattn.ones(2, 3).T.contiguous().view(6).shape == (6,)
+    with pytest.raises(ShapeError, match="expand"):
+        tinyattn.ones(2, 3).expand(4, 3)
+    with pytest.raises(ShapeError, match="permutation"):
+        tinyattn.ones(2, 3, 4).permute(0, 0, 1)
+    with pytest.raises(ShapeError, match=r"\[2, 3\].*\[3, 2\]"):
+        tinyattn.cat([tinyattn.ones(2, 3), tinyattn.ones(3, 2)])
+    with pytest.raises(ShapeError, match=r"\[2, 3\].*\[3, 2\]"):
+        tinyattn.stack([tinyattn.ones(2, 3), tinyattn.ones(3, 2)])
+    with pytest.raises(IndexError, match=r"dimension 2 is out of range.*\[-2, 1\]"):
+        tinyattn.ones(2, 3).sum(dim=2)
+    with pytest.raises(IndexError, match="out of range"):
+        tinyattn.ones(2, 3).softmax(dim=3)
+    with pytest.raises(ValueError, match="empty"):
+        tinyattn.cat([])
+
+
+def test_dtype_errors():
+    with pytest.raises(TypeError, match="floating point"):
+        tinyattn.tensor([1, 2], requires_grad=True)
+    with pytest.raises(TypeError, match="floating point"):
+        tinyattn.zeros(2, dtype=tinyattn.long, requires_grad=True)
+    with pytest.raises(TypeError, match="floating point"):
+        tinyattn.tensor([1, 2]).requires_grad_()
+    with pytest.raises(TypeError, match=r"mean.*float"):
+        tinyattn.tensor([1, 2]).mean()
+    assert tinyattn.tensor([1, 2]).mean(dtype=tinyattn.float32).item() == 1.5
+
+
+def test_mixing_devices_raises_a_device_error():
+    numpy_backed = tinyattn.ones(2)
+    backend.use_array_api_strict(True)
+    try:
+        other = tinyattn.ones(2)
+        for op in (
+            lambda: numpy_backed + other,
+            lambda: other * numpy_backed,
+            lambda: numpy_backed @ other,
+            lambda: tinyattn.cat([numpy_backed, other]),
+            lambda: tinyattn.where(other > 0, numpy_backed, other),
+            lambda: numpy_backed[tinyattn.tensor([0])],
+            lambda: numpy_backed.masked_fill(other > 0, 0.0),
+            lambda: numpy_backed.add_(other),
+            lambda: numpy_backed.__setitem__(0, other[0]),
+            lambda: (numpy_backed.clone().requires_grad_() * 2).backward(other),
+        ):
+            with pytest.raises(DeviceError, match=r"same device.*numpy.*array_api_strict|same device.*array_api_strict.*numpy"):
+                op()
+        with pytest.raises(DeviceError, match=r"\.to\(device\)"):
+            numpy_backed - other
+    finally:
+        backend.use_array_api_strict(False)
+
+
+def test_no_grad_is_thread_local_for_tensor_ops():
+    seen = {}
+
+    def worker():
+        with tinyattn.no_grad():
+            seen["worker"] = (tinyattn.ones(1, requires_grad=True) * 2).requires_grad
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert seen["worker"] is False
+    assert (tinyattn.ones(1, requires_grad=True) * 2).requires_grad
