@@ -357,11 +357,6 @@ def basic_keys(draw, shape):
     return tuple(parts) if len(parts) > 1 or draw(st.booleans()) else parts[0]
 
 
-def skip_on_strict(xp_backend, what):
-    if xp_backend == "array_api_strict":
-        pytest.skip(f"array_api_strict has no {what} (the Array API leaves it out; NumPy and CuPy have it)")
-
-
 @property_test
 @given(data=st.data())
 def test_index_basic(xp_backend, data):
@@ -381,7 +376,6 @@ def test_index_bool_mask(xp_backend, data):
 @property_test
 @given(data=st.data())
 def test_index_int_tensor_with_repeats(xp_backend, data):
-    skip_on_strict(xp_backend, "integer-array indexing of a leading dim alone")
     values = data.draw(arrays(shapes()), label="x")
     n = values.shape[0]
     rows = data.draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=4), label="rows")
@@ -400,7 +394,6 @@ def test_index_put(xp_backend, data):
     elif kind == "mask":
         key = mask(data.draw(hnp.arrays(bool, values.shape), label="mask"))
     else:
-        skip_on_strict(xp_backend, "integer-array __setitem__")
         n = values.shape[0]
         key = ids(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True), label="rows"))
     target_shape = values[key.numpy() if isinstance(key, tinyattn.Tensor) else key].shape
@@ -587,17 +580,11 @@ def test_grad_accumulates_over_two_backward_calls(xp_backend, name, data):
 # every entry of the `tinyattn gradcheck` table (ops and layers), on both backends
 
 ENTRIES = [c.name for c in gradient_check.op_checks() + gradient_check.module_checks()]
-NEEDS_INTEGER_ARRAY_INDEXING = {"index int tensor (repeats)", "index int tensor and slice",
-                                "index_put int tensor broadcast"}
-
-
 _table = {}  # backend name -> {entry name: Check}, built once per backend (tensors live on it)
 
 
 @pytest.mark.parametrize("name", ENTRIES)
 def test_table_entry(xp_backend, name):
-    if name in NEEDS_INTEGER_ARRAY_INDEXING:
-        skip_on_strict(xp_backend, "integer-array indexing of a leading dim alone, or integer-array __setitem__")
     if xp_backend not in _table:
         state = tinyattn.get_rng_state()
         try:
