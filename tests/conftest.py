@@ -10,13 +10,10 @@ CuPy would.
 
 import os
 
-# notebooks executed by the suite (nbmake) run their short versions; the kernel inherits this
-os.environ.setdefault("TINYATTN_NOTEBOOK_QUICK", "1")
+import pytest
+from hypothesis import HealthCheck, settings
 
-import pytest  # noqa: E402
-from hypothesis import HealthCheck, settings  # noqa: E402
-
-from tinyattn import backend  # noqa: E402
+from tinyattn import backend
 
 settings.register_profile(
     "ci",
