@@ -1,0 +1,172 @@
+"""The `tinyattn` command: train, resume, generate, and clear one-line messages for bad input."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tinyattn import cli
+
+TEXT = "When forty winters shall besiege thy brow,\nAnd dig deep trenches in thy beauty's field,\n" * 10
+SMALL = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4",
+         "--eval-iters", "2", "--eval-interval", "3", "--sample-tokens", "20"]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    path = tmp_path / "input.txt"
+    path.write_text(TEXT, encoding="utf-8")
+    return path
+
+
+def run(capsys, *argv):
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_bad_input(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], err
+    assert "Traceback" not in err and out == ""  # nothing on stdout: no half-started run
+
+
+def test_train_then_generate(capsys, tmp_path, corpus):
+    out_dir = tmp_path / "out"
+    code, out, err = run(capsys, "train", "--data", corpus, "--steps", 6, "--out", out_dir, *SMALL)
+    assert code == 0, err
+    assert "step 6: train loss" in out and "--- sample ---" in out
+    assert (out_dir / "ckpt" / "meta.json").exists()
+    code, first, _ = run(capsys, "generate", "--ckpt", out_dir, "--prompt", "When", "--tokens", 30, "--seed", 3)
+    assert code == 0 and first.startswith("When") and len(first.rstrip("\n")) >= 30
+    code, second, _ = run(capsys, "generate", "--ckpt", out_dir / "ckpt", "--prompt", "When", "--tokens", 30,
+                          "--seed", 3, "--temperature", 0.8, "--top-k", 5)
+    assert code == 0 and second.startswith("When")
+    assert run(capsys, "generate", "--ckpt", out_dir, "--prompt", "When", "--tokens", 30, "--seed", 3)[1] == first
+
+
+def test_resume_continues_and_refuses_changes(capsys, tmp_path, corpus):
+    out_dir = tmp_path / "out"
+    assert run(capsys, "train", "--data", corpus, "--steps", 3, "--out", out_dir, *SMALL)[0] == 0
+    assert_bad_input(capsys, ["train", "--data", corpus, "--steps", 3, "--out", out_dir, *SMALL],
+                     "already holds a checkpoint: pass --resume")
+    assert_bad_input(capsys, ["train", "--resume", "--out", out_dir, "--n-embd", 32],
+                     "--n-embd 32 differs from the checkpoint's 16")
+    assert_bad_input(capsys, ["train", "--resume", "--out", out_dir], "already done 3 of 3 steps")
+    other = tmp_path / "other.txt"
+    other.write_text(TEXT.upper())
+    assert_bad_input(capsys, ["train", "--resume", "--out", out_dir, "--data", other, "--steps", 6],
+                     "is not the text this run was trained on")
+    code, out, err = run(capsys, "train", "--resume", "--out", out_dir, "--steps", 6, "--sample-tokens", 0)
+    assert code == 0, err
+    assert out.startswith("resuming at step 3") and "step 6: train loss" in out
+    code, out, err = run(capsys, "train", "--data", corpus, "--steps", 3, "--out", out_dir, "--force", "--quiet", *SMALL)
+    assert code == 0 and "step" not in out
+
+
+def test_train_without_data_uses_the_bundled_sonnets(capsys, tmp_path, monkeypatch):
+    monkeypatch.setitem(cli.TRAIN_DEFAULTS, "steps", 2)
+    monkeypatch.setitem(cli.TRAIN_DEFAULTS, "eval_iters", 1)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "train", "--n-layer", 1, "--n-embd", 16, "--sample-tokens", 10)
+    assert code == 0, err
+    assert "on the bundled sonnets" in out and (tmp_path / "out" / "ckpt" / "meta.json").exists()
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "does not exist"),
+    (b"", "is empty"),
+    ("caf\xe9".encode("latin-1"), "is not UTF-8 text"),
+    (b"short text", "has 9 characters but each training example needs block_size + 1 = 17"),
+])
+def test_bad_data_files(capsys, tmp_path, content, message):
+    path = tmp_path / "data.txt"
+    if content is not None:
+        path.write_bytes(content)
+    assert_bad_input(capsys, ["train", "--data", path, "--out", tmp_path / "out", *SMALL], message)
+    assert not (tmp_path / "out" / "ckpt").exists()
+
+
+def test_bad_prompt_and_bad_checkpoints(capsys, tmp_path, corpus):
+    out_dir = tmp_path / "out"
+    assert run(capsys, "train", "--data", corpus, "--steps", 3, "--out", out_dir, *SMALL)[0] == 0
+    assert_bad_input(capsys, ["generate", "--ckpt", out_dir, "--prompt", "Zebra€"],
+                     "2 character(s) that are not in the model's vocabulary: 'Z' '€'")
+    assert_bad_input(capsys, ["generate", "--ckpt", tmp_path / "nowhere"], "does not exist")
+    assert_bad_input(capsys, ["generate", "--ckpt", tmp_path], "is not a checkpoint")
+
+    model = out_dir / "ckpt" / "model.npz"
+    model.write_bytes(model.read_bytes()[:100])
+    snapshot = {name: (out_dir / "ckpt" / name).read_bytes() for name in os.listdir(out_dir / "ckpt")}
+    assert_bad_input(capsys, ["generate", "--ckpt", out_dir], "does not match the hash")
+    assert_bad_input(capsys, ["train", "--resume", "--out", out_dir, "--steps", 9], "does not match the hash")
+    assert {name: (out_dir / "ckpt" / name).read_bytes() for name in os.listdir(out_dir / "ckpt")} == snapshot
+    assert_bad_input(capsys, ["train", "--resume", "--out", tmp_path / "empty"], "nothing to resume")
+
+
+@pytest.mark.parametrize("argv", [["train", "--steps", "0"], ["train", "--model", "rnn"], ["generate", "--top-k", "x"],
+                                  ["train", "--dropout", "1.5"], ["frobnicate"]])
+def test_argument_errors_exit_2(capsys, argv):
+    code = None
+    try:
+        code = cli.main(argv)
+    except SystemExit as exit:
+        code = exit.code
+    assert code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_bad_option_values_get_one_line(capsys, tmp_path, corpus):
+    assert_bad_input(capsys, ["train", "--data", corpus, "--n-embd", 10, "--n-head", 3, "--out", tmp_path / "o"],
+                     "must be divisible by n_head")
+    assert_bad_input(capsys, ["train", "--data", corpus, "--device", "cuda", "--out", tmp_path / "o"],
+                     "device 'cuda' is not available")
+
+
+def test_commands_of_other_modules_are_delegated(capsys):
+    assert cli._delegate("tinyattn.no_such_module", []) == 2
+    assert "lacks the module tinyattn.no_such_module" in capsys.readouterr().err
+
+
+def test_python_dash_m_help():
+    result = subprocess.run([sys.executable, "-m", "tinyattn", "train", "--help"], capture_output=True, text=True)
+    assert result.returncode == 0
+    assert "--resume" in result.stdout and "--block-size" in result.stdout
+
+
+class FakeTerminal:
+    def __init__(self, tty):
+        self.tty, self.text = tty, ""
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, text):
+        self.text += text
+
+    def flush(self):
+        pass
+
+
+def test_progress_bar_draws_one_line_on_a_terminal_and_nothing_elsewhere():
+    from tinyattn.progress import ProgressBar
+
+    terminal = FakeTerminal(True)
+    bar = ProgressBar(10, stream=terminal, min_interval=0.0)
+    for step in range(1, 11):
+        bar.update(step, 2.5)
+    bar.write("step 10: val loss 2.0")
+    bar.close()
+    assert "\rstep 10/10 [####################]  loss 2.5000 |" in terminal.text and "ETA" in terminal.text
+    assert "step 10: val loss 2.0\n" in terminal.text and terminal.text.count("\n") == 1
+
+    log = FakeTerminal(False)
+    bar = ProgressBar(10, stream=log)
+    for step in range(1, 11):
+        bar.update(step, 2.5)
+    bar.write("step 10: val loss 2.0")
+    bar.close()
+    assert log.text == "step 10: val loss 2.0\n"

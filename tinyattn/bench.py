@@ -1,0 +1,392 @@
+"""`tinyattn bench`: time tinyattn against a hand-derived NumPy version and PyTorch, side by side.
+
+Everything is measured in one process, interleaved (each round runs every contender once), after a
+warm-up, and reported as medians and ratios, so a busy machine slows all contenders alike:
+
+  (a) the causal MultiHeadAttention forward + backward at several (batch, tokens, d, heads) sizes;
+  (b) one GPT training step (forward, backward, AdamW) at nanoGPT's CPU configuration;
+  (c) the engine's own cost per op on tiny tensors;
+  (d) peak memory of (a) at the largest size, each contender in a fresh subprocess.
+
+PyTorch is used only when it is installed (it is passed to the twin builders in
+`tinyattn.torch_twins`; nothing else in tinyattn imports it). On `--device cuda` the CuPy backend is
+timed against PyTorch CUDA eager with CUDA events.
+"""
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from . import backend
+
+MHA_SIZES = [(2, 6, 4, 2), (8, 64, 64, 4), (8, 128, 256, 8), (8, 256, 768, 12), (4, 1024, 768, 12)]
+GPU_EXTRA_SIZES = [(8, 1024, 768, 12)]  # the book's benchmark size
+GPT_CONFIG = dict(block_size=64, batch_size=12, n_layer=4, n_head=4, n_embd=128, dropout=0.0, vocab_size=65)
+
+
+# ---------------------------------------------------------------------------------------------
+# timing
+
+
+def interleaved(contenders, rounds, warmup=2):
+    """Median seconds per contender: every round runs each contender once, in turn."""
+    for _ in range(warmup):
+        for run in contenders.values():
+            run()
+    samples = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, run in contenders.items():
+            samples[name].append(run())
+    return {name: statistics.median(times) for name, times in samples.items()}
+
+
+def _rounds_for(seconds_per_call, budget=2.0, low=5, high=200):
+    return int(min(high, max(low, budget / max(seconds_per_call, 1e-6))))
+
+
+def cpu_timer(fn):
+    def run():
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
+
+    return run
+
+
+def cupy_timer(fn):
+    import cupy
+
+    def run():
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return cupy.cuda.get_elapsed_time(start, end) / 1e3
+
+    return run
+
+
+def torch_cuda_timer(torch, fn):
+    def run():
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+
+    return run
+
+
+def _import_torch():
+    try:
+        import torch  # the benchmark's yardstick; the library never needs it
+    except ImportError:
+        return None
+    return torch
+
+
+# ---------------------------------------------------------------------------------------------
+# (a) multi-head attention forward + backward
+
+
+def numpy_mha_forward_backward(x, wq, wk, wv, wo, bo, num_heads):
+    """The causal MultiHeadAttention forward and the backward of out.sum(), derived by hand in NumPy."""
+    b, t, d = x.shape
+    hd = d // num_heads
+    rows = x.reshape(b * t, d)
+
+    def heads(m):  # (b*t, d) -> (b, h, t, hd)
+        return m.reshape(b, t, num_heads, hd).transpose(0, 2, 1, 3)
+
+    q, k, v = heads(rows @ wq.T), heads(rows @ wk.T), heads(rows @ wv.T)
+    scores = (q @ k.transpose(0, 1, 3, 2)) * (1 / math.sqrt(hd))
+    scores[..., np.triu(np.ones((t, t), dtype=bool), 1)] = -np.inf
+    scores -= scores.max(axis=-1, keepdims=True)
+    weights = np.exp(scores)
+    weights /= weights.sum(axis=-1, keepdims=True)
+    context = np.ascontiguousarray((weights @ v).transpose(0, 2, 1, 3)).reshape(b * t, d)
+    out = context @ wo.T + bo
+
+    grad_out = np.ones_like(out)  # d(out.sum())/d(out)
+    grad_wo, grad_bo = grad_out.T @ context, grad_out.sum(axis=0)
+    grad_context = heads(grad_out @ wo)
+    grad_weights = grad_context @ v.transpose(0, 1, 3, 2)
+    grad_v = weights.transpose(0, 1, 3, 2) @ grad_context
+    grad_scores = weights * (grad_weights - (grad_weights * weights).sum(axis=-1, keepdims=True))
+    grad_scores *= 1 / math.sqrt(hd)
+    grad_q, grad_k = grad_scores @ k, grad_scores.transpose(0, 1, 3, 2) @ q
+
+    def merge(g):  # (b, h, t, hd) -> (b*t, d)
+        return np.ascontiguousarray(g.transpose(0, 2, 1, 3)).reshape(b * t, d)
+
+    gq, gk, gv = merge(grad_q), merge(grad_k), merge(grad_v)
+    grad_x = gq @ wq + gk @ wk + gv @ wv
+    return out, grad_x.reshape(b, t, d), gq.T @ rows, gk.T @ rows, gv.T @ rows, grad_wo, grad_bo
+
+
+def mha_contenders(size, device, torch):
+    import tinyattn
+    from . import nn, torch_twins
+
+    b, t, d, h = size
+    tinyattn.manual_seed(0)
+    module = nn.MultiHeadAttention(d, d, t, 0.0, h).to(device)
+    x = tinyattn.randn(b, t, d, device=device, requires_grad=True)
+
+    def run_tinyattn():
+        module.zero_grad()
+        x.grad = None
+        module(x).sum().backward()
+
+    contenders = {}
+    timer = cpu_timer if device == "cpu" else cupy_timer
+    contenders["tinyattn"] = timer(run_tinyattn)
+    if device == "cpu":
+        weights = [p.detach().numpy() for p in (module.W_query.weight, module.W_key.weight,
+                                                 module.W_value.weight, module.out_proj.weight,
+                                                 module.out_proj.bias)]
+        x_np = x.detach().numpy()
+        contenders["numpy"] = cpu_timer(lambda: numpy_mha_forward_backward(x_np, *weights, h))
+    if torch is not None:
+        twin = torch_twins.multihead_attention(torch, module)
+        tx = torch.from_numpy(backend.to_host(x.array).copy()).to(device).requires_grad_()
+
+        def run_torch():
+            twin.zero_grad()
+            tx.grad = None
+            twin(tx).sum().backward()
+
+        contenders["torch"] = cpu_timer(run_torch) if device == "cpu" else torch_cuda_timer(torch, run_torch)
+    return contenders
+
+
+# ---------------------------------------------------------------------------------------------
+# (b) one GPT training step
+
+
+def gpt_contenders(device, torch):
+    import tinyattn
+    from . import models, optim, torch_twins
+    from .nn.utils import clip_grad_norm_
+
+    config = dict(GPT_CONFIG)
+    batch_size = config.pop("batch_size")
+    tinyattn.manual_seed(0)
+    model = models.GPT(models.GPTConfig(**config)).to(device)
+    opt = optim.AdamW(models.parameter_groups(model, 0.1), lr=1e-3, betas=(0.9, 0.95))
+    idx = tinyattn.randint(0, config["vocab_size"], (batch_size, config["block_size"]), device=device)
+    targets = tinyattn.randint(0, config["vocab_size"], (batch_size, config["block_size"]), device=device)
+
+    def step_tinyattn():
+        _, loss = model(idx, targets)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+
+    timer = cpu_timer if device == "cpu" else cupy_timer
+    contenders = {"tinyattn": timer(step_tinyattn)}
+    if torch is not None:
+        twin = torch_twins.gpt(torch, model)
+        decay = [p for n, p in twin.named_parameters() if p.dim() >= 2]
+        no_decay = [p for n, p in twin.named_parameters() if p.dim() < 2]
+        topt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                                 lr=1e-3, betas=(0.9, 0.95))
+        tidx = torch.from_numpy(backend.to_host(idx.array)).to(device)
+        ttargets = torch.from_numpy(backend.to_host(targets.array)).to(device)
+
+        def step_torch():
+            _, loss = twin(tidx, ttargets)
+            topt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(twin.parameters(), 1.0)
+            topt.step()
+
+        contenders["torch"] = cpu_timer(step_torch) if device == "cpu" else torch_cuda_timer(torch, step_torch)
+    return contenders
+
+
+# ---------------------------------------------------------------------------------------------
+# (c) per-op overhead on tiny tensors
+
+
+def overhead_contenders(torch, repeat=200):
+    import tinyattn
+
+    a = tinyattn.randn(4, 4, requires_grad=True)
+    b = tinyattn.randn(4, 4, requires_grad=True)
+    an, bn = a.detach().numpy(), b.detach().numpy()
+    cases = {
+        "add": (lambda: a + b, lambda: an + bn),
+        "mul": (lambda: a * b, lambda: an * bn),
+        "matmul": (lambda: a @ b, lambda: an @ bn),
+        "sum": (lambda: a.sum(), lambda: an.sum()),
+        "softmax": (lambda: a.softmax(-1), lambda: np.exp(an) / np.exp(an).sum(-1, keepdims=True)),
+        "add+backward": (lambda: (a + b).sum().backward(), None),
+    }
+    if torch is not None:
+        ta, tb = torch.randn(4, 4, requires_grad=True), torch.randn(4, 4, requires_grad=True)
+        torch_cases = {
+            "add": lambda: ta + tb, "mul": lambda: ta * tb, "matmul": lambda: ta @ tb,
+            "sum": lambda: ta.sum(), "softmax": lambda: ta.softmax(-1),
+            "add+backward": lambda: (ta + tb).sum().backward(),
+        }
+    result = {}
+    for name, (ours, numpy_version) in cases.items():
+        contenders = {"tinyattn": cpu_timer(lambda f=ours: [f() for _ in range(repeat)])}
+        if numpy_version is not None:
+            contenders["numpy"] = cpu_timer(lambda f=numpy_version: [f() for _ in range(repeat)])
+        if torch is not None:
+            contenders["torch"] = cpu_timer(lambda f=torch_cases[name]: [f() for _ in range(repeat)])
+        result[name] = {k: v / repeat for k, v in interleaved(contenders, rounds=15).items()}
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# (d) peak memory, each contender alone in a fresh process
+
+def peak_memory_mb(contender, size):
+    """Peak resident memory (MB) of one forward + backward above the process's size before it."""
+    code = (
+        "import resource, tinyattn.bench as bench\n"
+        f"torch = bench._import_torch() if {contender!r} == 'torch' else None\n"
+        f"runs = bench.mha_contenders({tuple(size)!r}, 'cpu', torch)\n"
+        "import gc; gc.collect()\n"
+        "before = open('/proc/self/statm').read().split()[1]\n"
+        "import os; page = os.sysconf('SC_PAGE_SIZE')\n"
+        "before = int(before) * page\n"
+        f"runs[{contender!r}]()\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+        "print((peak - before) / 2**20)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if result.returncode != 0:
+        return None
+    return float(result.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------------------------------
+# report
+
+
+def _fmt_time(seconds):
+    if seconds is None:
+        return "-"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} us"
+    return f"{seconds * 1e3:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _ratio(a, b):
+    return None if a is None or b is None else a / b
+
+
+def _fmt_ratio(r):
+    return "-" if r is None else f"{r:.2f}"
+
+
+def machine_description(device):
+    if device == "cuda":
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        return f"{props['name'].decode()} (CuPy {cupy.__version__})"
+    import os
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, NumPy {np.__version__}"
+
+
+def run(args):
+    torch = None if args.no_torch else _import_torch()
+    device = args.device
+    report = {"machine": machine_description(device), "device": device,
+              "torch": None if torch is None else torch.__version__, "mha": [], "gpt": None,
+              "overhead": None, "memory": None}
+    lines = [f"tinyattn benchmark on {report['machine']}" + (f", PyTorch {torch.__version__}" if torch else ", no PyTorch")]
+
+    if "mha" in args.what:
+        sizes = [tuple(s) for s in args.sizes] if args.sizes else MHA_SIZES + (GPU_EXTRA_SIZES if device == "cuda" else [])
+        lines.append("")
+        lines.append("(a) causal MultiHeadAttention forward + backward (median per call)")
+        lines.append(f"{'(batch, tokens, d, heads)':<26} {'tinyattn':>10} {'numpy':>10} {'torch':>10} {'ta/numpy':>9} {'ta/torch':>9}")
+        for size in sizes:
+            contenders = mha_contenders(size, device, torch)
+            probe = contenders["tinyattn"]()
+            medians = interleaved(contenders, rounds=args.rounds or _rounds_for(probe))
+            row = {"size": list(size), **{k: medians.get(k) for k in ("tinyattn", "numpy", "torch")}}
+            row["ratio_numpy"] = _ratio(row["tinyattn"], row["numpy"])
+            row["ratio_torch"] = _ratio(row["tinyattn"], row["torch"])
+            report["mha"].append(row)
+            lines.append(f"{str(size):<26} {_fmt_time(row['tinyattn']):>10} {_fmt_time(row['numpy']):>10} "
+                         f"{_fmt_time(row['torch']):>10} {_fmt_ratio(row['ratio_numpy']):>9} {_fmt_ratio(row['ratio_torch']):>9}")
+
+    if "gpt" in args.what:
+        contenders = gpt_contenders(device, torch)
+        probe = contenders["tinyattn"]()
+        medians = interleaved(contenders, rounds=args.rounds or _rounds_for(probe, budget=5.0, high=50))
+        report["gpt"] = {**medians, "ratio_torch": _ratio(medians["tinyattn"], medians.get("torch")),
+                         "config": GPT_CONFIG}
+        lines.append("")
+        lines.append("(b) one GPT training step (forward, backward, clip, AdamW), nanoGPT's CPU configuration")
+        lines.append(f"    tinyattn {_fmt_time(medians['tinyattn'])}   torch {_fmt_time(medians.get('torch'))}"
+                     f"   ta/torch {_fmt_ratio(report['gpt']['ratio_torch'])}")
+
+    if "overhead" in args.what and device == "cpu":
+        report["overhead"] = overhead_contenders(torch)
+        lines.append("")
+        lines.append("(c) cost per op on 4x4 tensors (median)")
+        lines.append(f"{'op':<14} {'tinyattn':>10} {'numpy':>10} {'torch':>10} {'ta/torch':>9}")
+        for name, row in report["overhead"].items():
+            lines.append(f"{name:<14} {_fmt_time(row.get('tinyattn')):>10} {_fmt_time(row.get('numpy')):>10} "
+                         f"{_fmt_time(row.get('torch')):>10} {_fmt_ratio(_ratio(row.get('tinyattn'), row.get('torch'))):>9}")
+
+    if "memory" in args.what and device == "cpu":
+        size = tuple(args.memory_size)
+        memory = {name: peak_memory_mb(name, size) for name in ("tinyattn", "numpy") + (("torch",) if torch else ())}
+        report["memory"] = {"size": list(size), **memory}
+        lines.append("")
+        lines.append(f"(d) peak memory of one forward + backward at {size} (MB above the set-up process)")
+        lines.append("    " + "   ".join(f"{k} {v:.0f} MB" if v is not None else f"{k} -" for k, v in memory.items())
+                     + f"   ta/torch {_fmt_ratio(_ratio(memory.get('tinyattn'), memory.get('torch')))}")
+
+    return report, "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="tinyattn bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--what", nargs="+", default=["mha", "gpt", "overhead", "memory"],
+                        choices=["mha", "gpt", "overhead", "memory"], help="which benchmarks to run")
+    parser.add_argument("--sizes", nargs=4, type=int, action="append", metavar=("B", "T", "D", "H"),
+                        help="an MHA size to time (repeatable); default: the standard list")
+    parser.add_argument("--memory-size", nargs=4, type=int, default=list(MHA_SIZES[-1]), metavar=("B", "T", "D", "H"))
+    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per size (default: by duration)")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("--no-torch", action="store_true", help="do not compare with PyTorch")
+    args = parser.parse_args(argv)
+    if args.device == "cuda" and not backend.cuda_is_available():
+        print("tinyattn bench: --device cuda needs CuPy and a CUDA GPU", file=sys.stderr)
+        return 2
+    report, text = run(args)
+    print(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+        print(f"\nwrote {args.json}")
+    return 0

@@ -1,0 +1,319 @@
+"""The `tinyattn` command (also `python -m tinyattn`).
+
+    tinyattn train                           # a small GPT on the bundled sonnets, under a minute
+    tinyattn train --data input.txt --steps 2000 --out out-shakespeare
+    tinyattn train --resume --out out-shakespeare --steps 4000
+    tinyattn generate --ckpt out-shakespeare --prompt "ROMEO:" --tokens 500 --temperature 0.8
+    tinyattn gradcheck ... | demo ... | bench ...
+
+Bad input (a missing data file, a prompt with unknown characters, a corrupt checkpoint) exits with
+status 2 and a one-line message on stderr.
+"""
+
+import argparse
+import dataclasses
+import importlib
+import pathlib
+import sys
+
+from .checkpoint import CheckpointError
+from .data import DataError
+from .training import TrainConfig
+
+EXIT_BAD_INPUT = 2
+
+# commands that other modules implement: name -> the module whose main(argv) runs it
+DELEGATED = {"gradcheck": "tinyattn.gradient_check", "demo": "tinyattn.demo", "bench": "tinyattn.bench"}
+DELEGATED_HELP = {"gradcheck": "check gradients by finite differences (see `tinyattn gradcheck --help`)",
+                  "demo": "attention demos with traced shapes (see `tinyattn demo --help`)",
+                  "bench": "micro-benchmarks against NumPy and PyTorch (see `tinyattn bench --help`)"}
+
+# what `tinyattn train` uses for an option the command line does not give
+TRAIN_DEFAULTS = {field.name: field.default for field in dataclasses.fields(TrainConfig)}
+
+# options that define the model or the data: a resumed run must keep the checkpoint's
+ARCHITECTURE = ("model", "block_size", "n_layer", "n_head", "n_embd", "train_fraction")
+
+
+class UsageError(Exception):
+    """Bad command-line input: printed as one line, exit status 2."""
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _non_negative_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+    return value
+
+
+def _probability(text):
+    value = _non_negative_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1), got {text}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # argparse's own errors: the usage line, then our one-line message, exit status 2
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def build_parser():
+    parser = _Parser(prog="tinyattn", description="tinyattn: tensors, autograd and attention from scratch.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    t = commands.add_parser(
+        "train", help="train a character-level language model (bigram or GPT)",
+        description="Train a character-level language model. Without --data it trains a small GPT on "
+                    "Shakespeare's sonnets, which ship with tinyattn. Checkpoints go to OUT/ckpt every "
+                    "--eval-interval steps; Ctrl-C saves one and stops; --resume continues exactly.",
+        epilog="nanoGPT's CPU run: tinyattn train --data input.txt --steps 2000 --eval-interval 250 "
+               "(the defaults are its model: block 64, batch 12, 4 layers, 4 heads, 128 embedding)")
+    def option(flag, text, **kwargs):
+        """A training option whose default (shown in --help) is TRAIN_DEFAULTS'."""
+        default = TRAIN_DEFAULTS[flag[2:].replace("-", "_")]
+        t.add_argument(flag, help=f"{text} (default {default})", **kwargs)
+
+    t.add_argument("--data", metavar="FILE", help="UTF-8 text file to train on (default: the bundled sonnets)")
+    option("--model", "model kind", choices=("bigram", "gpt"))
+    option("--steps", "optimizer steps in total", type=_positive_int)
+    option("--batch-size", "sequences per step", type=_positive_int)
+    option("--block-size", "context length in characters", type=_positive_int)
+    option("--n-layer", "transformer blocks", type=_positive_int)
+    option("--n-head", "attention heads per block", type=_positive_int)
+    option("--n-embd", "embedding size", type=_positive_int)
+    option("--dropout", "dropout probability", type=_probability)
+    option("--lr", "peak learning rate", type=_non_negative_float)
+    option("--min-lr", "learning rate at the end of the cosine", type=_non_negative_float)
+    option("--warmup-steps", "linear warmup steps", type=int)
+    option("--lr-schedule", "learning-rate schedule", choices=("cosine", "constant"))
+    option("--weight-decay", "AdamW weight decay", type=_non_negative_float)
+    option("--grad-clip", "max gradient norm, 0 = off", type=_non_negative_float)
+    option("--eval-interval", "steps between loss estimates and checkpoints", type=_positive_int)
+    option("--eval-iters", "batches per loss estimate", type=_positive_int)
+    option("--device", "'cpu' or 'cuda'")
+    option("--seed", "random seed for weights and batches", type=int)
+    t.add_argument("--out", metavar="DIR", default="out", help="output directory (default: out)")
+    t.add_argument("--resume", action="store_true", help="continue the run saved in --out")
+    t.add_argument("--force", action="store_true", help="start a new run even if --out holds a checkpoint")
+    t.add_argument("--sample-tokens", type=int, default=300,
+                   help="characters to generate at the end (default 300, 0 = none)")
+    t.add_argument("--quiet", action="store_true", help="no progress bar and no loss lines")
+
+    g = commands.add_parser("generate", help="generate text from a trained checkpoint",
+                            description="Sample text from a checkpoint written by `tinyattn train`.")
+    g.add_argument("--ckpt", metavar="DIR", default="out",
+                   help="checkpoint (or the train --out directory; default: out)")
+    g.add_argument("--prompt", default="", help="text to continue (default: a newline)")
+    g.add_argument("--tokens", type=int, default=500, help="characters to generate (default 500)")
+    g.add_argument("--temperature", type=float, default=1.0, help="< 1 safer, > 1 more surprising (default 1.0)")
+    g.add_argument("--top-k", type=_positive_int, help="sample only among the k most likely characters")
+    g.add_argument("--seed", type=int, help="random seed (the same seed gives the same text)")
+    g.add_argument("--device", default="cpu", help="'cpu' or 'cuda' (default cpu)")
+
+    # listed in --help; main() hands their arguments to the module that owns them
+    for name, text in DELEGATED_HELP.items():
+        commands.add_parser(name, help=text, add_help=False)
+    return parser
+
+
+# ---------------------------------------------------------------------------------------------
+# train
+
+
+def _train_config(args, base):
+    """A TrainConfig from `base` (defaults or a checkpoint's) updated with the options given."""
+    values = dict(base)
+    for name in TRAIN_DEFAULTS:
+        given = getattr(args, name, None)
+        if given is not None:
+            values[name] = given
+    try:
+        return TrainConfig(**values)
+    except (TypeError, ValueError) as error:
+        raise UsageError(str(error)) from None
+
+
+def _read_data(args, resume_meta=None):
+    """(text, source) for --data, the checkpoint's data on --resume, or the bundled corpus."""
+    from .data import default_corpus, load_text
+
+    if args.data is not None:
+        return load_text(args.data), str(pathlib.Path(args.data).resolve())
+    source = (resume_meta or {}).get("data", {}).get("source", "bundled")
+    if source in (None, "bundled"):
+        return default_corpus(), "bundled"
+    return load_text(source), source
+
+
+def command_train(args):
+    from . import checkpoint as ckpt
+    from .training import check_text, sample, text_fingerprint, train
+
+    out = pathlib.Path(args.out)
+    resume = None
+    if args.resume:
+        if not out.exists():
+            raise UsageError(f"nothing to resume: {str(out)!r} does not exist (train without --resume first)")
+        resume = ckpt.load_checkpoint(out)
+        saved = resume.meta.get("train")
+        if not isinstance(saved, dict):
+            raise CheckpointError(f"{str(resume.path / ckpt.META_FILE)!r} has no training configuration to resume")
+        for name in ARCHITECTURE:
+            given = getattr(args, name, None)
+            if given is not None and given != saved.get(name):
+                raise UsageError(
+                    f"--{name.replace('_', '-')} {given} differs from the checkpoint's {saved.get(name)}: "
+                    "a resumed run keeps its model; start a new run with another --out to change it"
+                )
+        config = _train_config(args, {**TRAIN_DEFAULTS, **saved})
+        text, source = _read_data(args, resume.meta)
+        if text_fingerprint(text) != resume.meta.get("data", {}).get("sha256"):
+            raise UsageError(
+                f"the data ({source}) is not the text this run was trained on: resume with the same "
+                "file, or start a new run with another --out"
+            )
+        if resume.step >= config.steps:
+            raise UsageError(
+                f"the run in {str(out)!r} has already done {resume.step} of {config.steps} steps: "
+                f"pass --steps larger than {resume.step} to train longer"
+            )
+    else:
+        existing = out / "ckpt" / ckpt.META_FILE
+        if existing.exists() and not args.force:
+            raise UsageError(
+                f"{str(out)!r} already holds a checkpoint: pass --resume to continue it, --force to "
+                "replace it, or --out DIR for a new run"
+            )
+        config = _train_config(args, TRAIN_DEFAULTS)
+        text, source = _read_data(args)
+
+    if config.device != "cpu":
+        from . import backend
+
+        try:
+            backend.namespace_for(config.device)
+        except Exception as error:
+            raise UsageError(f"device {config.device!r} is not available: {error}") from None
+
+    check_text(config, text)  # before anything is printed or written
+    quiet = args.quiet
+    if not quiet:
+        where = "the bundled sonnets" if source == "bundled" else source
+        what = f"{config.model}" if config.model == "bigram" else (
+            f"GPT ({config.n_layer} layers, {config.n_head} heads, {config.n_embd} embedding, block {config.block_size})")
+        start = f"resuming at step {resume.step}" if resume else "training"
+        print(f"{start}: {what} on {where} ({len(text):,} characters), {config.steps} steps, "
+              f"batch {config.batch_size}, device {config.device}", flush=True)
+    result = train(config, text, out=out, resume=resume, data_source=source, quiet=quiet)
+    if result.interrupted:
+        print(f"\nstopped at step {result.step} of {config.steps}; the checkpoint is in {out / 'ckpt'}. "
+              f"Continue with: tinyattn train --resume --out {out}", file=sys.stderr)
+        return 130
+    if not quiet:
+        final = result.history[-1] if result.history else None
+        if final is not None:
+            print(f"done: {result.step} steps, val loss {final['val_loss']:.4f}; checkpoint in {out / 'ckpt'}"
+                  + (f", loss curve in {out / 'loss.png'}" if (out / "loss.png").exists() else ""))
+    if args.sample_tokens > 0:
+        text_out = sample(result.model, result.tokenizer, tokens=args.sample_tokens, seed=config.seed)
+        if not quiet:
+            print("\n--- sample ---")
+        print(text_out)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# generate
+
+
+def command_generate(args):
+    from . import checkpoint as ckpt
+    from .data import CharTokenizer
+    from .models import build_model
+    from .training import sample
+
+    checkpoint = ckpt.load_checkpoint(args.ckpt)
+    if args.tokens < 0:
+        raise UsageError(f"--tokens must be >= 0, got {args.tokens}")
+    if not args.temperature > 0:
+        raise UsageError(f"--temperature must be > 0, got {args.temperature}")
+    try:
+        tokenizer = CharTokenizer.from_dict(checkpoint.meta["tokenizer"])
+        model = build_model(checkpoint.meta["model"]["kind"], **checkpoint.meta["model"]["config"])
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"{str(checkpoint.path / ckpt.META_FILE)!r}: cannot rebuild the model ({error})") from None
+    unknown = tokenizer.unknown(args.prompt)
+    if unknown:
+        shown = " ".join(repr(c) for c in unknown[:10])
+        raise UsageError(
+            f"the prompt has {len(unknown)} character(s) that are not in the model's vocabulary: {shown} "
+            f"(the model knows: {''.join(tokenizer.chars)!r})"
+        )
+    ckpt.load_model_state(checkpoint, model)
+    try:
+        model.to(args.device)
+    except Exception as error:
+        raise UsageError(f"device {args.device!r} is not available: {error}") from None
+    print(sample(model, tokenizer, prompt=args.prompt, tokens=args.tokens, temperature=args.temperature,
+                 top_k=args.top_k, seed=args.seed))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _delegate(module_name, argv):
+    """Run another module's main(argv) (gradcheck, demo, bench), imported only when asked for."""
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name != module_name:
+            raise
+        command = module_name.rsplit(".", 1)[-1]
+        print(f"tinyattn {command}: error: this installation lacks the module {module_name} that the "
+              f"command needs (reinstall tinyattn, or use `tinyattn train` / `tinyattn generate`)",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return module.main(argv)
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    # the delegated commands parse their own options, so pass everything after the name through
+    if argv and argv[0] in DELEGATED:
+        return _delegate(DELEGATED[argv[0]], argv[1:])
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        if args.command == "train":
+            return command_train(args)
+        return command_generate(args)
+    except (UsageError, DataError, CheckpointError) as error:
+        print(f"tinyattn {args.command}: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""Optimizers: SGD, Adam and AdamW, with PyTorch's arguments, defaults and update formulas.
+
+An optimizer holds `param_groups` (a list of dicts: the parameters and their options, such as `lr`)
+and a `state` per parameter (momentum buffers, moment estimates). `step()` reads each parameter's
+`.grad` and changes the parameter's numbers in place, without recording a graph. The formulas follow
+`torch.optim`'s single-tensor code line by line, so that the same gradients give the same weights.
+"""
+
+import math
+
+from .. import backend
+from ..autograd import enable_grad, no_grad
+from ..tensor import Tensor
+
+_required = object()  # a default meaning "no default: every group must give this option"
+
+
+class Optimizer:
+    """The base class: parameter groups, `zero_grad`, `state_dict` and `load_state_dict`."""
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self.state = {}  # parameter -> dict of its state (keyed by the Parameter object, like torch)
+        self.param_groups = []
+        if isinstance(params, Tensor):
+            raise TypeError("params must be an iterable of tensors (e.g. model.parameters()), not a tensor")
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group):
+        """Add a dict {"params": [...], option: value, ...}; missing options take the defaults."""
+        group = dict(param_group)
+        params = group["params"]
+        group["params"] = [params] if isinstance(params, Tensor) else list(params)
+        for p in group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"an optimizer can only optimize tensors, got {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf tensor (one made by an op): optimize the leaves")
+            if not p.dtype.is_floating_point:
+                raise TypeError(f"can only optimize floating point tensors, got {p.dtype}")
+        for name, default in self.defaults.items():
+            if default is _required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required option {name!r}")
+            group.setdefault(name, default)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none=True):
+        """Forget the gradients (set_to_none=True, the default) or fill them with zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if set_to_none:
+                    p.grad = None
+                elif p.grad is not None:
+                    p.grad.array[...] = 0
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient. `closure` re-evaluates the loss."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state.setdefault(p, {})
+                    self._update(p, p.grad.array, state, group)
+                    p._version[0] += 1
+        return loss
+
+    def _update(self, p, grad, state, group):
+        raise NotImplementedError
+
+    # --- saving and loading (the layout of torch.optim: parameters by index, not by object) ---
+
+    def state_dict(self):
+        """{"state": {index: {name: value}}, "param_groups": [{options..., "params": [index, ...]}]}.
+
+        Arrays in the state are Tensors that share memory with the optimizer's own; `step` is an int.
+        """
+        index = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            packed["params"] = []
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+                packed["params"].append(index[id(p)])
+            groups.append(packed)
+        state = {}
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p in self.state:
+                    state[index[id(p)]] = {
+                        k: Tensor._wrap(v) if _is_array(v) else v for k, v in self.state[p].items()
+                    }
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Take the state and options of `state_dict` (checked first: nothing changes on an error)."""
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ValueError(
+                f"loaded state dict has {len(groups)} parameter groups, this optimizer has "
+                f"{len(self.param_groups)}: the model or its grouping differs"
+            )
+        by_index = {}
+        for i, (saved, own) in enumerate(zip(groups, self.param_groups)):
+            if len(saved["params"]) != len(own["params"]):
+                raise ValueError(
+                    f"loaded state dict's group {i} has {len(saved['params'])} parameters, this "
+                    f"optimizer's has {len(own['params'])}: the model differs"
+                )
+            by_index.update(zip(saved["params"], own["params"]))
+        new_state = {}
+        for key, values in state_dict["state"].items():
+            key = int(key)
+            if key not in by_index:
+                raise ValueError(f"loaded state dict has state for parameter {key}, which no group holds")
+            p = by_index[key]
+            converted = {}
+            for name, value in values.items():
+                if isinstance(value, Tensor) or hasattr(value, "shape") and getattr(value, "ndim", 0) > 0:
+                    host = backend.to_host(value.array) if isinstance(value, Tensor) else value
+                    if tuple(host.shape) != tuple(p.shape):
+                        raise ValueError(
+                            f"loaded state {name!r} of parameter {key} has shape {list(host.shape)}, "
+                            f"the parameter has shape {list(p.shape)}"
+                        )
+                    converted[name] = backend.from_host(host.copy(), p.device, p.dtype)
+                else:
+                    converted[name] = value.item() if hasattr(value, "item") else value
+            new_state[p] = converted
+        self.state = new_state
+        for saved, own in zip(groups, self.param_groups):
+            for k, v in saved.items():
+                if k != "params":
+                    own[k] = tuple(v) if isinstance(v, list) and k == "betas" else v
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for k in sorted(k for k in group if k != "params"):
+                lines.append(f"    {k}: {group[k]}")
+        return "\n".join(lines) + "\n)"
+
+
+def _is_array(value):
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def _zeros_like(array):
+    xp = backend.namespace(array)
+    return xp.zeros(array.shape, dtype=array.dtype, **backend.creation_kwargs(xp))
+
+
+def _check(name, value, low=0.0):
+    if not value >= low:
+        raise ValueError(f"Invalid {name}: {value}")
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent, optionally with momentum (heavy ball or Nesterov) and weight decay.
+
+    With momentum m:  buf = m * buf + (1 - dampening) * grad  (buf = grad at the first step)
+                      p  -= lr * buf          (or lr * (grad + m * buf) with nesterov=True)
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
+                 maximize=False):
+        _check("learning rate", lr)
+        _check("momentum value", momentum)
+        _check("weight_decay value", weight_decay)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _update(self, p, grad, state, group):
+        lr, momentum, weight_decay = group["lr"], group["momentum"], group["weight_decay"]
+        d_p = -grad if group["maximize"] else grad
+        if weight_decay != 0:
+            d_p = d_p + weight_decay * p.array
+        if momentum != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = backend.namespace(d_p).asarray(d_p, copy=True)
+            else:
+                buf *= momentum
+                buf += (1 - group["dampening"]) * d_p
+            d_p = d_p + momentum * buf if group["nesterov"] else buf
+        p.array -= lr * d_p
+
+
+class Adam(Optimizer):
+    """Adam: per-parameter steps from running averages of the gradient (m) and its square (v).
+
+    m = b1 * m + (1 - b1) * g;  v = b2 * v + (1 - b2) * g^2
+    p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)     (t = the step count)
+    weight_decay adds weight_decay * p to the gradient (L2 regularisation, coupled to the moments).
+    """
+
+    decoupled = False  # AdamW sets this: weight decay shrinks p directly instead of entering g
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 maximize=False):
+        _check("learning rate", lr)
+        _check("epsilon value", eps)
+        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
+            raise ValueError(f"Invalid beta parameters: {betas} (each must be in [0, 1))")
+        _check("weight_decay value", weight_decay)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _update(self, p, grad, state, group):
+        xp = backend.namespace(grad)
+        lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+        beta1, beta2 = group["betas"]
+        if group["maximize"]:
+            grad = -grad
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = _zeros_like(p.array)
+            state["exp_avg_sq"] = _zeros_like(p.array)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = _zeros_like(p.array)
+        state["step"] += 1
+        step = state["step"]
+
+        if weight_decay != 0:
+            if self.decoupled:
+                p.array *= 1 - lr * weight_decay  # AdamW: shrink the weights, apart from the gradient
+            else:
+                grad = grad + weight_decay * p.array  # Adam: L2 penalty folded into the gradient
+
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg += (1 - beta1) * (grad - exp_avg)  # torch's lerp: m + (1 - b1) * (g - m)
+        exp_avg_sq *= beta2
+        exp_avg_sq += (1 - beta2) * grad * grad
+
+        bias_correction1 = 1 - beta1**step  # the averages start at 0: divide that bias out
+        bias_correction2 = 1 - beta2**step
+        step_size = lr / bias_correction1
+        if group["amsgrad"]:
+            max_sq = state["max_exp_avg_sq"]
+            max_sq[...] = xp.maximum(max_sq, exp_avg_sq)
+            exp_avg_sq = max_sq
+        denom = xp.sqrt(exp_avg_sq) / math.sqrt(bias_correction2) + eps
+        p.array += (-step_size * exp_avg) / denom  # in torch's order of operations (addcdiv)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter): p *= 1 - lr * weight_decay each step,
+    outside the moment estimates. PyTorch's default weight_decay for AdamW is 1e-2."""
+
+    decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)

@@ -1,0 +1,316 @@
+"""The training loop that `tinyattn train`, the benchmark and notebooks share.
+
+    config = TrainConfig(model="gpt", steps=2000)
+    result = train(config, text, out="out")     # checkpoints in out/ckpt, loss curve in out/loss.png
+    print(sample(result.model, result.tokenizer, tokens=300))
+
+One step: a random batch from the training split (a seeded `tinyattn.Generator`), forward, backward,
+gradient clipping, AdamW with a warmup + cosine learning rate. Every `eval_interval` steps the mean
+loss over `eval_iters` batches of each split is estimated (no graph, dropout off) and a checkpoint is
+written. A resumed run reloads the weights, the optimizer's moments and every random generator, so it
+continues exactly as if it had never stopped.
+"""
+
+import dataclasses
+import hashlib
+import pathlib
+import signal
+import threading
+import time
+
+import numpy as np
+
+from . import checkpoint as ckpt
+from . import dtypes, functions
+from . import random as trandom
+from .autograd import no_grad
+from .data import CharTokenizer, DataError, check_length, get_batch, train_val_split
+from .models import GPTConfig, build_model, parameter_groups
+from .nn.utils import clip_grad_norm_
+from .optim import AdamW
+from .optim.lr_scheduler import warmup_cosine
+from .progress import ProgressBar, format_duration
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    model: str = "gpt"  # 'gpt' or 'bigram'
+    steps: int = 300  # optimizer steps in total (the bundled sonnets: about half a minute)
+    batch_size: int = 12
+    block_size: int = 64  # context length (tokens)
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    dropout: float = 0.0
+    lr: float = 1e-3  # peak learning rate
+    min_lr: float = 1e-4  # the cosine decays to this
+    warmup_steps: int = 100
+    lr_schedule: str = "cosine"  # 'cosine' (warmup, then cosine decay) or 'constant'
+    weight_decay: float = 0.1  # AdamW's, on weight matrices and embeddings only
+    beta1: float = 0.9
+    beta2: float = 0.99
+    grad_clip: float = 1.0  # max gradient norm; 0 turns clipping off
+    eval_interval: int = 100
+    eval_iters: int = 20
+    seed: int = 1337
+    device: str = "cpu"
+    train_fraction: float = 0.9
+
+    def __post_init__(self):
+        if self.model not in ("gpt", "bigram"):
+            raise ValueError(f"model must be 'gpt' or 'bigram', got {self.model!r}")
+        if self.lr_schedule not in ("cosine", "constant"):
+            raise ValueError(f"lr_schedule must be 'cosine' or 'constant', got {self.lr_schedule!r}")
+        for name in ("steps", "batch_size", "block_size", "eval_interval", "eval_iters"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be positive, got {self.lr}")
+        if self.model == "gpt":  # the model's own checks (heads divide the embedding, ...), before any work
+            GPTConfig(**self.model_config(vocab_size=1))
+
+    def model_config(self, vocab_size):
+        if self.model == "bigram":
+            return {"vocab_size": vocab_size}
+        return dict(vocab_size=vocab_size, block_size=self.block_size, n_layer=self.n_layer,
+                    n_head=self.n_head, n_embd=self.n_embd, dropout=self.dropout)
+
+    def lr_at(self, step):
+        """The learning rate of step `step` (counting from 0)."""
+        if self.lr_schedule == "constant":
+            return self.lr
+        return warmup_cosine(step, self.lr, self.min_lr, self.warmup_steps, self.steps)
+
+
+@dataclasses.dataclass
+class TrainResult:
+    model: object
+    tokenizer: CharTokenizer
+    optimizer: object
+    config: TrainConfig
+    step: int  # optimizer steps done
+    history: list  # one dict per evaluation: step, train_loss, val_loss, lr, elapsed
+    losses: list  # the training loss of every step
+    interrupted: bool = False
+    seconds: float = 0.0  # time spent in this call
+
+
+def check_text(config, text):
+    """A DataError unless both the training and the validation part hold a block plus one character."""
+    train_part, val_part = train_val_split(text, config.train_fraction)
+    check_length(train_part, config.block_size, "the training part of the text")
+    check_length(val_part, config.block_size,
+                 f"the validation part of the text (the last {1 - config.train_fraction:.0%})")
+
+
+def text_fingerprint(text):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _rng_to_json(state):
+    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in state.items()}
+
+
+@no_grad()
+def estimate_loss(model, splits, batch_size, block_size, eval_iters, generator, device="cpu"):
+    """The mean loss over `eval_iters` random batches of each split, with dropout off."""
+    was_training = model.training
+    model.eval()
+    out = {}
+    for name, data in splits.items():
+        losses = np.empty(eval_iters)
+        for i in range(eval_iters):
+            xb, yb = get_batch(data, batch_size, block_size, generator, device)
+            _, loss = model(xb, yb)
+            losses[i] = loss.item()
+        out[name] = float(losses.mean())
+    model.train(was_training)
+    return out
+
+
+class _DeferredInterrupt:
+    """Ctrl-C sets a flag that the loop checks between steps (so a checkpoint is never half a step);
+    a second Ctrl-C interrupts at once."""
+
+    def __init__(self):
+        self.requested = False
+        self.previous = None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        self.requested = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+        return False
+
+
+def train(config, text, *, out=None, resume=None, data_source=None, quiet=False, stream=None,
+          stop_at=None, log=None, callback=None):
+    """Train a model on `text` as `config` says; return a TrainResult.
+
+    out: directory for checkpoints (out/ckpt) and the loss curve (out/loss.png), or None.
+    resume: a loaded `checkpoint.Checkpoint` to continue from (its tokenizer and weights are used).
+    data_source: how to find the text again on resume (a path, or 'bundled'); stored in checkpoints.
+    stop_at: stop after this many steps (with a checkpoint), as if interrupted.
+    quiet: no progress bar and no messages. log: a function for messages (default: the bar's write).
+    callback: called as callback(step, loss) after every step (for measurements).
+    """
+    started = time.perf_counter()
+    if resume is not None:
+        tokenizer = CharTokenizer.from_dict(resume.meta["tokenizer"])
+        missing = tokenizer.unknown(text)
+        if missing:
+            raise DataError(
+                f"the data has {len(missing)} character(s) that the checkpoint's vocabulary lacks "
+                f"({' '.join(repr(c) for c in missing[:10])}): resume with the text the run started with"
+            )
+    else:
+        tokenizer = CharTokenizer.from_text(text)
+    check_text(config, text)
+    data = tokenizer.encode_array(text)
+    train_data, val_data = train_val_split(data, config.train_fraction)
+
+    functions.manual_seed(config.seed)  # the model's initial weights (and dropout masks) come from here
+    model = build_model(config.model, **config.model_config(tokenizer.vocab_size)).to(config.device)
+    optimizer = AdamW(parameter_groups(model, config.weight_decay), lr=config.lr,
+                      betas=(config.beta1, config.beta2))
+    batches = trandom.Generator().manual_seed(config.seed)  # training batches
+    evals = trandom.Generator().manual_seed(config.seed + 1)  # evaluation batches
+    step, history, losses = 0, [], []
+    if resume is not None:
+        ckpt.load_model_state(resume, model)
+        optimizer.load_state_dict(ckpt.optimizer_state_dict(resume, optimizer))
+        rng = resume.meta.get("rng", {})
+        try:
+            batches.set_state(rng["batches"])
+            evals.set_state(rng["evals"])
+            trandom.default_generator.set_state(rng["default"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise ckpt.CheckpointError(
+                f"{str(resume.path / ckpt.META_FILE)!r}: the random generator states are missing or "
+                f"invalid ({error}), so the run cannot continue exactly"
+            ) from None
+        step = resume.step
+        history = list(resume.meta.get("history", []))
+        losses = list(resume.meta.get("losses", []))
+        elapsed_before = float(resume.meta.get("elapsed", 0.0))
+    else:
+        elapsed_before = 0.0
+
+    bar = ProgressBar(config.steps, start=step, stream=stream, enabled=not quiet)
+    say = log or bar.write
+    splits = {"train": train_data, "val": val_data}
+    data_info = {"source": data_source, "sha256": text_fingerprint(text), "chars": len(text)}
+
+    def evaluate():
+        estimate = estimate_loss(model, splits, config.batch_size, config.block_size, config.eval_iters,
+                                 evals, config.device)
+        elapsed = elapsed_before + time.perf_counter() - started
+        history.append({"step": step, "train_loss": estimate["train"], "val_loss": estimate["val"],
+                        "lr": config.lr_at(min(step, config.steps - 1)), "elapsed": elapsed})
+        if not quiet:
+            say(f"step {step:>{len(str(config.steps))}}: train loss {estimate['train']:.4f}, "
+                f"val loss {estimate['val']:.4f}  ({format_duration(elapsed)})")
+
+    def save():
+        if out is None:
+            return
+        meta = {
+            "model": {"kind": model.kind, "config": dataclasses.asdict(model.config)},
+            "tokenizer": tokenizer.to_dict(),
+            "train": dataclasses.asdict(config),
+            "step": step,
+            "data": data_info,
+            "rng": {"batches": _rng_to_json(batches.get_state()), "evals": _rng_to_json(evals.get_state()),
+                    "default": _rng_to_json(trandom.default_generator.get_state())},
+            "history": history,
+            "losses": losses,
+            "elapsed": elapsed_before + time.perf_counter() - started,
+        }
+        ckpt.save_checkpoint(pathlib.Path(out) / "ckpt", model, optimizer, meta)
+
+    if step == 0:
+        evaluate()
+    interrupted = False
+    model.train()
+    with _DeferredInterrupt() as interrupt:
+        while step < config.steps:
+            lr = config.lr_at(step)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            xb, yb = get_batch(train_data, config.batch_size, config.block_size, batches, config.device)
+            _, loss = model(xb, yb)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if config.grad_clip > 0:
+                clip_grad_norm_(model.parameters(), config.grad_clip)
+            optimizer.step()
+            step += 1
+            losses.append(loss.item())
+            del loss, xb, yb  # no graph or batch outlives its step
+            bar.update(step, losses[-1])
+            if callback is not None:
+                callback(step, losses[-1])
+            if step % config.eval_interval == 0 or step == config.steps:
+                evaluate()
+                save()
+            elif interrupt.requested or step == stop_at:
+                save()
+            if interrupt.requested or step == stop_at:
+                interrupted = step < config.steps
+                break
+    bar.close()
+    if out is not None:
+        plot_losses(history, losses, pathlib.Path(out) / "loss.png")
+    return TrainResult(model, tokenizer, optimizer, config, step, history, losses, interrupted,
+                       time.perf_counter() - started)
+
+
+
+def plot_losses(history, losses, path):
+    """Save the loss curves as a PNG (when matplotlib is installed); return the path or None."""
+    try:
+        from matplotlib.figure import Figure  # the object API: no pyplot state, no GUI backend
+    except ImportError:
+        return None
+    figure = Figure(figsize=(7, 4), dpi=100)
+    axes = figure.add_subplot()
+    if losses:
+        axes.plot(range(1, len(losses) + 1), losses, color="0.75", linewidth=0.8, label="train (each step)")
+    if history:
+        steps = [h["step"] for h in history]
+        axes.plot(steps, [h["train_loss"] for h in history], "o-", label="train (estimate)")
+        axes.plot(steps, [h["val_loss"] for h in history], "o-", label="validation (estimate)")
+    axes.set_xlabel("step")
+    axes.set_ylabel("cross-entropy loss")
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    return path
+
+
+def sample(model, tokenizer, prompt="\n", tokens=300, temperature=1.0, top_k=None, seed=None, device=None):
+    """Text generated by `model` after `prompt` (the prompt included), with dropout off.
+
+    With a seed, the draws come from a generator of their own, so the same seed gives the same text.
+    """
+    if prompt == "" or prompt is None:
+        prompt = "\n" if "\n" in tokenizer.stoi else tokenizer.chars[0]
+    ids = tokenizer.encode(prompt)  # a DataError names the characters outside the vocabulary
+    generator = None if seed is None else trandom.Generator().manual_seed(seed)
+    device = device or next(model.parameters()).device
+    idx = functions.tensor([ids], dtype=dtypes.int64, device=device)
+    was_training = model.training
+    model.eval()
+    out = model.generate(idx, tokens, temperature=temperature, top_k=top_k, generator=generator)
+    model.train(was_training)
+    return tokenizer.decode(out[0].tolist())
