@@ -55,8 +55,7 @@ from tinyattn import data as tdata  # noqa: E402
 from tinyattn import training  # noqa: E402
 from tinyattn.models import build_model  # noqa: E402
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from torch_gpt import torch_gpt_class  # noqa: E402
+from tinyattn.torch_twins import torch_gpt_class  # noqa: E402
 
 SEED = 1337
 

@@ -2,8 +2,6 @@
 
 import dataclasses
 import math
-import pathlib
-import sys
 
 import numpy as np
 import pytest
@@ -171,8 +169,7 @@ def test_parameter_groups_decay_matrices_only():
 
 def test_gpt_matches_its_pytorch_twin(torch):
     """Same weights: the same logits, loss and gradients as the PyTorch GPT of the benchmark."""
-    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "benchmarks"))
-    from torch_gpt import torch_gpt_class
+    from tinyattn.torch_twins import torch_gpt_class
 
     model = tiny_gpt(seed=3)
     twin = torch_gpt_class(torch)(dataclasses.asdict(model.config))

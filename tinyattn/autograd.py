@@ -189,9 +189,11 @@ class Function:
     @classmethod
     def apply(cls, *args):
         node = Node(cls)
-        tensors = [a for a in args if type(a) is Tensor or isinstance(a, Tensor)]
+        tensors = [a for a in args if isinstance(a, Tensor)]
         xp = node.xp = backend.same_device([t.array for t in tensors]) if tensors else None
         record = grad_mode.enabled and any(t.requires_grad for t in tensors)
+        # known before forward runs, so that forward saves only what the needed gradients use
+        node.needs_input_grad = tuple(record and isinstance(a, Tensor) and a.requires_grad for a in args)
 
         if cls.takes_arrays:
             forward_args = [a.array if isinstance(a, Tensor) else a for a in args]
@@ -207,7 +209,6 @@ class Function:
 
         if record:
             node.sequence = next(_sequence)
-            node.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
             node.edges = tuple(_edge_to(a) if isinstance(a, Tensor) else None for a in args)
             node.input_meta = tuple(
                 (a.array.shape, a.array.dtype) if isinstance(a, Tensor) else None for a in args
@@ -433,6 +434,8 @@ def _call_backward(node, grads):
             result = function.backward(node, *[Tensor._wrap(g) for g in grads])
     if not isinstance(result, tuple):
         result = (result,)
+    if len(result) > len(node.edges) and all(r is None for r in result[len(node.edges):]):
+        result = result[: len(node.edges)]  # trailing Nones for optional arguments not given: fine
     if len(result) != len(node.edges):
         raise BackwardError(
             f"{node.name()}: backward returned {len(result)} gradients but forward took "

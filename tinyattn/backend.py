@@ -292,6 +292,19 @@ def setitem(array, key, value):
         return from_host(host, CPU)
 
 
+def masked_assign(target, mask, value):
+    """`target[mask] = value` in place, the mask broadcast to the target's shape (masked_fill_)."""
+    xp = namespace(target)
+    if xp is numpy_xp:
+        np.copyto(target, value, where=mask)
+    elif xp is _ns.cuda:
+        import cupy
+
+        cupy.copyto(target, value, where=mask)
+    else:
+        target[...] = xp.where(mask, value, target)
+
+
 def is_contiguous(array):
     xp = namespace(array)
     if xp is numpy_xp or xp is _ns.cuda:

@@ -35,53 +35,93 @@ GPT_CONFIG = dict(block_size=64, batch_size=12, n_layer=4, n_head=4, n_embd=128,
 # timing
 
 
+SETTLE_SECONDS = 0.3
+
+
 def interleaved(contenders, rounds, warmup=2):
-    """Median seconds per contender: every round runs each contender once, in turn."""
+    """Median seconds per contender: every round runs each contender once, in turn.
+
+    Between two contenders the process sleeps briefly (untimed): OpenBLAS's and PyTorch's thread
+    pools spin for a while after their work (OpenBLAS for about 0.1 s), and a pool still spinning steals
+    the cores of the next contender (PyTorch's GPT step measured 3x slower without the pause).
+    """
     for _ in range(warmup):
         for run in contenders.values():
             run()
+            time.sleep(SETTLE_SECONDS)
     samples = {name: [] for name in contenders}
     for _ in range(rounds):
         for name, run in contenders.items():
             samples[name].append(run())
+            time.sleep(SETTLE_SECONDS)
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
-def _rounds_for(seconds_per_call, budget=2.0, low=5, high=200):
+def _rounds_for(seconds_per_call, budget=2.0, low=5, high=30):
     return int(min(high, max(low, budget / max(seconds_per_call, 1e-6))))
 
 
-def cpu_timer(fn):
-    def run():
-        start = time.perf_counter()
+SAMPLE_SECONDS = 0.05  # each timed sample repeats a fast call until it lasts about this long
+
+
+def _repeats(fn):
+    """How many calls make one sample: estimated from warm calls (a first call can be much slower)."""
+    fn()
+    start = time.perf_counter()
+    for _ in range(3):
         fn()
-        return time.perf_counter() - start
+    per_call = (time.perf_counter() - start) / 3
+    return max(1, int(SAMPLE_SECONDS / max(per_call, 1e-7)))
+
+
+def cpu_timer(fn):
+    """Seconds per call of fn, on the wall clock."""
+    repeat = None
+
+    def run():
+        nonlocal repeat
+        repeat = repeat or _repeats(fn)
+        start = time.perf_counter()
+        for _ in range(repeat):
+            fn()
+        return (time.perf_counter() - start) / repeat
 
     return run
 
 
 def cupy_timer(fn):
+    """Seconds per call of fn, between CUDA events (GPU work is asynchronous)."""
     import cupy
 
+    repeat = None
+
     def run():
+        nonlocal repeat
+        repeat = repeat or _repeats(lambda: (fn(), cupy.cuda.Device().synchronize()))
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
-        fn()
+        for _ in range(repeat):
+            fn()
         end.record()
         end.synchronize()
-        return cupy.cuda.get_elapsed_time(start, end) / 1e3
+        return cupy.cuda.get_elapsed_time(start, end) / 1e3 / repeat
 
     return run
 
 
 def torch_cuda_timer(torch, fn):
+    repeat = None
+
     def run():
+        nonlocal repeat
+        repeat = repeat or _repeats(lambda: (fn(), torch.cuda.synchronize()))
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        for _ in range(repeat):
+            fn()
         end.record()
         end.synchronize()
-        return start.elapsed_time(end) / 1e3
+        return start.elapsed_time(end) / 1e3 / repeat
 
     return run
 
@@ -219,7 +259,7 @@ def gpt_contenders(device, torch):
 # (c) per-op overhead on tiny tensors
 
 
-def overhead_contenders(torch, repeat=200):
+def overhead_contenders(torch):
     import tinyattn
 
     a = tinyattn.randn(4, 4, requires_grad=True)
@@ -242,12 +282,12 @@ def overhead_contenders(torch, repeat=200):
         }
     result = {}
     for name, (ours, numpy_version) in cases.items():
-        contenders = {"tinyattn": cpu_timer(lambda f=ours: [f() for _ in range(repeat)])}
+        contenders = {"tinyattn": cpu_timer(ours)}
         if numpy_version is not None:
-            contenders["numpy"] = cpu_timer(lambda f=numpy_version: [f() for _ in range(repeat)])
+            contenders["numpy"] = cpu_timer(numpy_version)
         if torch is not None:
-            contenders["torch"] = cpu_timer(lambda f=torch_cases[name]: [f() for _ in range(repeat)])
-        result[name] = {k: v / repeat for k, v in interleaved(contenders, rounds=15).items()}
+            contenders["torch"] = cpu_timer(torch_cases[name])
+        result[name] = interleaved(contenders, rounds=15)
     return result
 
 

@@ -93,28 +93,32 @@ class Sub(Op):
 class Mul(Op):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+        # d(ab)/da = b and d(ab)/db = a: keep only what the needed gradients use
+        ctx.shapes = shape_of(a), shape_of(b)
+        ctx.save_for_backward(b if ctx.needs_input_grad[0] else None, a if ctx.needs_input_grad[1] else None)
         return a * b
 
     @staticmethod
     def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        ga = unbroadcast(ctx.xp, grad * b, shape_of(a)) if ctx.needs_input_grad[0] else None
-        gb = unbroadcast(ctx.xp, grad * a, shape_of(b)) if ctx.needs_input_grad[1] else None
+        b, a = ctx.saved_tensors
+        ga = unbroadcast(ctx.xp, grad * b, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(ctx.xp, grad * a, ctx.shapes[1]) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
 class Div(Op):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+        # d(a/b)/da = 1/b needs only b; d(a/b)/db = -a/b^2 needs a too
+        ctx.shapes = shape_of(a), shape_of(b)
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
         return a / b
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        ga = unbroadcast(ctx.xp, grad / b, shape_of(a)) if ctx.needs_input_grad[0] else None
-        gb = unbroadcast(ctx.xp, -grad * a / (b * b), shape_of(b)) if ctx.needs_input_grad[1] else None
+        ga = unbroadcast(ctx.xp, grad / b, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(ctx.xp, -grad * a / (b * b), ctx.shapes[1]) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -702,18 +706,24 @@ class Gather(Op):
 
 
 class MaskedFill(Op):
-    """Where `mask` is True, `value`; elsewhere x. No gradient flows through the filled places."""
+    """Where `mask` is True, `value`; elsewhere x. No gradient flows through the filled places.
+
+    With inplace=True (`masked_fill_`) the value is written straight into x's memory.
+    """
 
     @staticmethod
-    def forward(ctx, x, mask, value):
+    def forward(ctx, x, mask, value, inplace=False):
         ctx.in_shape = x.shape
         ctx.save_for_backward(mask)
+        if inplace:
+            backend.masked_assign(x, mask, value)
+            return x
         return ctx.xp.where(mask, value, x)
 
     @staticmethod
     def backward(ctx, grad):
         (mask,) = ctx.saved_tensors
-        return unbroadcast(ctx.xp, ctx.xp.where(mask, 0, grad), ctx.in_shape), None, None
+        return unbroadcast(ctx.xp, ctx.xp.where(mask, 0, grad), ctx.in_shape), None, None, None
 
 
 class Where(Op):

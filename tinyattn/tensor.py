@@ -726,7 +726,7 @@ class Tensor:
         return ops.MaskedFill.apply(self, _mask_array(mask, self), _scalar(value))
 
     def masked_fill_(self, mask, value):
-        return self._inplace(ops.MaskedFill, _mask_array(mask, self), _scalar(value))
+        return self._inplace(ops.MaskedFill, _mask_array(mask, self), _scalar(value), True)
 
     def where(self, condition, other):
         return where(condition, self, other)
@@ -796,7 +796,8 @@ class Tensor:
                 f"an in-place op would change this {self.dtype} tensor into {result.dtype}: "
                 "use the out-of-place op instead"
             )
-        self.array[...] = result.array
+        if result.array is not self.array:  # ops that wrote in place already did
+            self.array[...] = result.array
         self._version[0] += 1
         if self._base is not None:
             self._view_version = self._version[0]  # not a stale view: it saw this change itself

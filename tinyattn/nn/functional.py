@@ -187,31 +187,54 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 class GeluOp(Op):
-    """x * Phi(x), Phi the standard normal CDF ('none'), or GPT-2's tanh approximation ('tanh')."""
+    """x * Phi(x), Phi the standard normal CDF ('none'), or GPT-2's tanh approximation ('tanh').
+
+    The forward keeps Phi(x) for the backward, d/dx x Phi(x) = Phi(x) + x Phi'(x), and works in
+    place on its own temporaries: this op runs on the largest activations of a GPT.
+    """
 
     @staticmethod
     def forward(ctx, x, approximate):
         xp = ctx.xp
+        if approximate == "tanh":  # Phi(x) ~ (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2
+            inner = x * x
+            inner *= 0.044715
+            inner += 1.0
+            inner *= x
+            inner *= SQRT_2_OVER_PI
+            cdf = xp.tanh(inner)
+        else:
+            cdf = backend.erf(x * (1 / math.sqrt(2)))
+        cdf += 1.0
+        cdf *= 0.5
+        ctx.save_for_backward(x, cdf)
         ctx.approximate = approximate
-        ctx.save_for_backward(x)
-        if approximate == "tanh":
-            inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
-            return 0.5 * x * (1 + xp.tanh(inner))
-        return 0.5 * x * (1 + backend.erf(x * (1 / math.sqrt(2))))
+        return x * cdf
 
     @staticmethod
     def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
+        x, cdf = ctx.saved_tensors
         xp = ctx.xp
         if ctx.approximate == "tanh":
-            k = math.sqrt(2 / math.pi)
-            t = xp.tanh(k * (x + 0.044715 * x * x * x))
-            slope = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x)
-        else:
-            cdf = 0.5 * (1 + backend.erf(x * (1 / math.sqrt(2))))
-            pdf = xp.exp(-0.5 * x * x) * (1 / math.sqrt(2 * math.pi))
-            slope = cdf + x * pdf
-        return grad * slope, None
+            # with t = tanh(...) = 2 Phi - 1: Phi' = (1 - t^2)/2 * k (1 + 3 c x^2) = 2 Phi (1 - Phi) k (1 + 3 c x^2)
+            slope = x * x
+            slope *= 3 * 0.044715
+            slope += 1.0
+            slope *= 2 * SQRT_2_OVER_PI
+            slope *= cdf
+            slope *= 1.0 - cdf
+        else:  # Phi' is the standard normal density
+            slope = x * x
+            slope *= -0.5
+            slope = xp.exp(slope)
+            slope *= 1 / math.sqrt(2 * math.pi)
+        slope *= x
+        slope += cdf
+        slope *= grad
+        return slope, None
+
+
+SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 
 
 def gelu(input, approximate="none"):

@@ -1,18 +1,28 @@
-"""The PyTorch twin of `tinyattn.models.GPT`: the same layers, names and math, op for op.
+"""PyTorch twins of tinyattn's MultiHeadAttention and GPT: the same layers, names and math, op for op.
 
-It uses the book's MultiHeadAttention (separate query/key/value projections, an explicit causal mask
-and softmax) rather than PyTorch's fused attention, so that both libraries do the same arithmetic.
-A tinyattn GPT's state_dict loads into it unchanged:
+They are what the benchmarks and parity tests compare against. The twins use the book's
+MultiHeadAttention (separate query/key/value projections, an explicit causal mask and softmax) rather
+than PyTorch's fused attention, so that both libraries do the same arithmetic, and a tinyattn
+state_dict loads into them unchanged.
 
-    TorchGPT = torch_gpt_class(torch)
-    twin = TorchGPT(dataclasses.asdict(model.config))
-    twin.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in model.state_dict().items()})
-
-Used by benchmarks/train_shakespeare.py and tests/test_models.py.
+PyTorch is passed in as an argument: tinyattn never imports it (these functions are only called by
+code that has imported torch itself).
 """
 
+import dataclasses
 
-def torch_gpt_class(torch):
+from . import backend
+
+
+def _with_weights_of(torch, twin, module):
+    """Copy a tinyattn module's state_dict into its PyTorch twin, on the module's device."""
+    state = module.state_dict()
+    twin.load_state_dict({k: torch.from_numpy(backend.to_host(v.array).copy()) for k, v in state.items()})
+    return twin.to(str(next(iter(state.values())).device))
+
+
+def torch_classes(torch):
+    """The twin classes, built on the given torch module: (MultiHeadAttention, GPT)."""
     nn, F = torch.nn, torch.nn.functional
 
     class MultiHeadAttention(nn.Module):
@@ -82,4 +92,21 @@ def torch_gpt_class(torch):
             loss = None if targets is None else F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
             return logits, loss
 
-    return GPT
+    return MultiHeadAttention, GPT
+
+
+def torch_gpt_class(torch):
+    return torch_classes(torch)[1]
+
+
+def multihead_attention(torch, module):
+    """A PyTorch copy of a tinyattn MultiHeadAttention, with the same weights, on the same device."""
+    attention_class, _ = torch_classes(torch)
+    twin = attention_class(module.d_out, module.context_length, module.dropout.p, module.num_heads,
+                           module.W_query.bias is not None)
+    return _with_weights_of(torch, twin, module)
+
+
+def gpt(torch, model):
+    """A PyTorch copy of a tinyattn GPT, with the same weights, on the same device."""
+    return _with_weights_of(torch, torch_gpt_class(torch)(dataclasses.asdict(model.config)), model)
