@@ -790,13 +790,23 @@ class Stack(Op):
 
 
 class Softmax(Op):
+    """exp(x) / sum(exp(x)) along `dim`, numerically stable.
+
+    With safe=True, a row that is entirely -inf (a query that may attend to nothing) gives zeros
+    instead of PyTorch's NaN: what the attention modules and scaled_dot_product_attention use.
+    """
+
     @staticmethod
-    def forward(ctx, x, dim):
+    def forward(ctx, x, dim, safe=False):
         xp = ctx.xp
         (axis,) = normalize_dims(dim, x.ndim)
         # subtracting the row max keeps exp() from overflowing; the result is the same
-        e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
-        y = e / xp.sum(e, axis=axis, keepdims=True)
+        row_max = xp.max(x, axis=axis, keepdims=True)
+        if safe:  # an all -inf row: shift by 0 instead, so that exp() gives zeros, not NaN
+            row_max = xp.where(xp.isinf(row_max), 0.0, row_max)
+        y = xp.exp(x - row_max)
+        total = xp.sum(y, axis=axis, keepdims=True)
+        y /= xp.where(total == 0, 1.0, total) if safe else total
         ctx.save_for_backward(y)
         ctx.axis = axis
         return y
@@ -804,8 +814,12 @@ class Softmax(Op):
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        # J^T g for J = diag(y) - y y^T, without building J
-        return y * (grad - ctx.xp.sum(grad * y, axis=ctx.axis, keepdims=True)), None
+        xp = ctx.xp
+        # J^T g for J = diag(y) - y y^T, without building J: y * (g - <g, y>) along the row
+        axis = ctx.axis - y.ndim  # the standard's vecdot wants a negative axis
+        g = grad - xp.expand_dims(xp.vecdot(grad, y, axis=axis), axis=axis)
+        g *= y
+        return g, None, None
 
 
 class LogSoftmax(Op):

@@ -121,14 +121,14 @@ def short_path(path):
 
 _OP_NAMES = {
     "LinearOp": "linear", "EmbeddingOp": "embedding", "DropoutOp": "dropout", "LayerNormOp": "layer_norm",
-    "GeluOp": "gelu", "SafeSoftmaxOp": "softmax", "CrossEntropyOp": "cross_entropy", "MaxAlongDim": "max",
+    "GeluOp": "gelu", "CrossEntropyOp": "cross_entropy", "MaxAlongDim": "max",
     "MaxAll": "max", "Index": "getitem", "IndexPut": "index_put", "ToDtype": "to", "ToDevice": "to",
 }
 _op_name_cache = {}
 
 
 def op_name(function):
-    """`SafeSoftmaxOp` -> "softmax", `Matmul` -> "matmul", `MyFunction` -> "my_function"."""
+    """`GeluOp` -> "gelu", `Matmul` -> "matmul", `MyFunction` -> "my_function"."""
     name = _op_name_cache.get(function)
     if name is None:
         cls = function.__name__

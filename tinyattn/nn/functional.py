@@ -12,7 +12,7 @@ from .. import backend, dtypes
 from ..autograd import Function
 from ..errors import ShapeError
 from ..functions import generator_or_default, tril, ones
-from ..ops import normalize_dims
+from ..ops import Softmax
 from ..tensor import Tensor
 
 
@@ -267,31 +267,9 @@ def log_softmax(input, dim=None, dtype=None):
     return (input if dtype is None else input.to(dtype)).log_softmax(dim)
 
 
-class SafeSoftmaxOp(Op):
-    """Softmax where a row that is entirely -inf (fully masked) gives zeros instead of NaN."""
-
-    @staticmethod
-    def forward(ctx, x, dim):
-        xp = ctx.xp
-        (axis,) = normalize_dims(dim, x.ndim)
-        row_max = xp.max(x, axis=axis, keepdims=True)
-        row_max = xp.where(xp.isinf(row_max), 0.0, row_max)  # an all -inf row: exp() gives all 0
-        e = xp.exp(x - row_max)
-        total = xp.sum(e, axis=axis, keepdims=True)
-        y = e / xp.where(total == 0, 1.0, total)
-        ctx.save_for_backward(y)
-        ctx.axis = axis
-        return y
-
-    @staticmethod
-    def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
-        return y * (grad - ctx.xp.sum(grad * y, axis=ctx.axis, keepdims=True)), None
-
-
 def safe_softmax(input, dim=-1):
     """Softmax that maps fully masked rows to zeros (what the attention modules use)."""
-    return SafeSoftmaxOp.apply(input if input.dtype.is_floating_point else input.float(), dim)
+    return Softmax.apply(input if input.dtype.is_floating_point else input.float(), dim, True)
 
 
 # ---------------------------------------------------------------------------------------------
