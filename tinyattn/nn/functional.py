@@ -146,33 +146,48 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 
 class LayerNormOp(Op):
-    """(x - mean) / sqrt(var + eps) * weight + bias over the last dims, with a closed-form backward."""
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last dims, with a closed-form backward.
+
+    The input is seen as rows, one per normalised group. Row means are matrix-vector products with
+    a vector of 1/n: on short rows (a GPT's 128 channels) BLAS does them several times faster than
+    a sum over the last axis.
+    """
 
     @staticmethod
     def forward(ctx, x, weight, bias, axes, eps):
         xp = ctx.xp
-        centered = x - xp.mean(x, axis=axes, keepdims=True)
-        inv_std = 1.0 / xp.sqrt(xp.mean(centered * centered, axis=axes, keepdims=True) + eps)
-        normalized = centered * inv_std
-        ctx.save_for_backward(normalized, inv_std, weight)
-        ctx.axes = axes
-        y = normalized * weight if weight is not None else normalized
-        return y + bias if bias is not None else y
+        n = math.prod(x.shape[a] for a in axes)
+        rows = xp.reshape(x, (-1, n))
+        averager = xp.full((n,), 1.0 / n, dtype=x.dtype, **backend.creation_kwargs(xp))
+        normalized = rows - (rows @ averager)[:, None]  # centred
+        inv_std = 1.0 / xp.sqrt(((normalized * normalized) @ averager)[:, None] + eps)
+        normalized *= inv_std
+        flat_weight = None if weight is None else xp.reshape(weight, (n,))
+        ctx.save_for_backward(normalized, inv_std, flat_weight, averager)
+        ctx.in_shape, ctx.normalized_dims = x.shape, len(axes)
+        y = normalized * flat_weight if weight is not None else xp.asarray(normalized, copy=True)
+        if bias is not None:
+            y += xp.reshape(bias, (n,))
+        return xp.reshape(y, x.shape)
 
     @staticmethod
     def backward(ctx, grad):
-        normalized, inv_std, weight = ctx.saved_tensors
-        xp, axes = ctx.xp, ctx.axes
-        batch_axes = tuple(range(grad.ndim - len(axes)))
-        gw = xp.sum(grad * normalized, axis=batch_axes) if ctx.needs_input_grad[1] else None
-        gb = xp.sum(grad, axis=batch_axes) if ctx.needs_input_grad[2] else None
-        g = grad * weight if weight is not None else grad
+        normalized, inv_std, weight, averager = ctx.saved_tensors
+        xp = ctx.xp
+        n = normalized.shape[1]
+        grad_rows = xp.reshape(grad, (-1, n))
+        gw = gb = None
+        if ctx.needs_input_grad[1]:
+            gw = xp.reshape(xp.sum(grad_rows * normalized, axis=0), ctx.in_shape[len(ctx.in_shape) - ctx.normalized_dims:])
+        if ctx.needs_input_grad[2]:
+            gb = xp.reshape(xp.sum(grad_rows, axis=0), ctx.in_shape[len(ctx.in_shape) - ctx.normalized_dims:])
+        g = grad_rows * weight if weight is not None else grad_rows
         # d/dx of (x - mu) * inv_std, with mu and inv_std depending on x too:
-        gx = inv_std * (
-            g - xp.mean(g, axis=axes, keepdims=True)
-            - normalized * xp.mean(g * normalized, axis=axes, keepdims=True)
-        )
-        return gx, gw, gb, None, None
+        # inv_std * (g - mean(g) - normalized * mean(g * normalized)), means along each row
+        gx = g - (g @ averager)[:, None]
+        gx -= normalized * ((g * normalized) @ averager)[:, None]
+        gx *= inv_std
+        return xp.reshape(gx, ctx.in_shape), gw, gb, None, None
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
