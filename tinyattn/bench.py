@@ -173,7 +173,8 @@ def numpy_mha_forward_backward(x, wq, wk, wv, wo, bo, num_heads):
     return out, grad_x.reshape(b, t, d), gq.T @ rows, gk.T @ rows, gv.T @ rows, grad_wo, grad_bo
 
 
-def mha_contenders(size, device, torch):
+def mha_contenders(size, device, torch, only=None):
+    """Zero-argument functions, one per contender, that run forward + backward at `size`."""
     import tinyattn
     from . import nn, torch_twins
 
@@ -189,14 +190,15 @@ def mha_contenders(size, device, torch):
 
     contenders = {}
     timer = cpu_timer if device == "cpu" else cupy_timer
-    contenders["tinyattn"] = timer(run_tinyattn)
-    if device == "cpu":
+    if only in (None, "tinyattn"):
+        contenders["tinyattn"] = timer(run_tinyattn)
+    if device == "cpu" and only in (None, "numpy"):
         weights = [p.detach().numpy() for p in (module.W_query.weight, module.W_key.weight,
                                                  module.W_value.weight, module.out_proj.weight,
                                                  module.out_proj.bias)]
         x_np = x.detach().numpy()
         contenders["numpy"] = cpu_timer(lambda: numpy_mha_forward_backward(x_np, *weights, h))
-    if torch is not None:
+    if torch is not None and only in (None, "torch"):
         twin = torch_twins.multihead_attention(torch, module)
         tx = torch.from_numpy(backend.to_host(x.array).copy()).to(device).requires_grad_()
 
@@ -295,18 +297,18 @@ def overhead_contenders(torch):
 # (d) peak memory, each contender alone in a fresh process
 
 def peak_memory_mb(contender, size):
-    """Peak resident memory (MB) of one forward + backward above the process's size before it."""
+    """Peak resident memory (MB) of one forward + backward, above the process's size before it.
+
+    Each contender runs alone in a fresh interpreter: the peak (ru_maxrss) covers a whole process.
+    """
     code = (
-        "import resource, tinyattn.bench as bench\n"
+        "import os, resource, tinyattn.bench as bench\n"
         f"torch = bench._import_torch() if {contender!r} == 'torch' else None\n"
-        f"runs = bench.mha_contenders({tuple(size)!r}, 'cpu', torch)\n"
-        "import gc; gc.collect()\n"
-        "before = open('/proc/self/statm').read().split()[1]\n"
-        "import os; page = os.sysconf('SC_PAGE_SIZE')\n"
-        "before = int(before) * page\n"
-        f"runs[{contender!r}]()\n"
+        f"run = bench.mha_contenders({tuple(size)!r}, 'cpu', torch, only={contender!r})[{contender!r}]\n"
+        "resident = int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE')\n"
+        "run()\n"
         "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
-        "print((peak - before) / 2**20)\n"
+        "print((peak - resident) / 2**20)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if result.returncode != 0:
