@@ -16,6 +16,7 @@ timed against PyTorch CUDA eager with CUDA events.
 import argparse
 import json
 import math
+import os
 import platform
 import statistics
 import subprocess
@@ -299,7 +300,9 @@ def overhead_contenders(torch):
 def peak_memory_mb(contender, size):
     """Peak resident memory (MB) of one forward + backward, above the process's size before it.
 
-    Each contender runs alone in a fresh interpreter: the peak (ru_maxrss) covers a whole process.
+    Each contender runs alone in a fresh interpreter (the peak, ru_maxrss, covers a whole process),
+    with the C library's default allocator settings: keeping freed memory for reuse (see
+    backend.reuse_freed_memory) raises PyTorch's peak, and this compares the libraries' own needs.
     """
     code = (
         "import os, resource, tinyattn.bench as bench\n"
@@ -310,7 +313,8 @@ def peak_memory_mb(contender, size):
         "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
         "print((peak - resident) / 2**20)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    environment = dict(os.environ, TINYATTN_REUSE_MEMORY="0")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment)
     if result.returncode != 0:
         return None
     return float(result.stdout.strip().splitlines()[-1])
@@ -342,7 +346,6 @@ def machine_description(device):
 
         props = cupy.cuda.runtime.getDeviceProperties(0)
         return f"{props['name'].decode()} (CuPy {cupy.__version__})"
-    import os
 
     cpu = platform.processor() or platform.machine()
     try:
