@@ -1023,7 +1023,37 @@ def _array_key(key, tensor):
         elif isinstance(part, np.integer):
             part = int(part)
         converted.append(part)
+    _check_index_bounds(converted, tensor.array.shape)
     return tuple(converted) if isinstance(key, tuple) else converted[0]
+
+
+def _check_index_bounds(parts, shape):
+    """An integer index array out of range is an IndexError here: CuPy would silently wrap it."""
+    consumed = [_dims_indexed(part) for part in parts]
+    dim = 0
+    for part, width in zip(parts, consumed):
+        if part is Ellipsis:
+            dim += len(shape) - sum(consumed)
+        elif _is_index_array(part) and part.size and dim < len(shape):
+            xp, size = backend.namespace(part), shape[dim]
+            low, high = int(xp.min(part)), int(xp.max(part))
+            if low < -size or high >= size:
+                bad = high if high >= size else low
+                raise IndexError(f"index {bad} is out of bounds for dim {dim} with size {size}")
+        dim += width
+
+
+def _is_index_array(part):
+    return hasattr(part, "dtype") and backend.dtype_of(part) is not dtypes.bool_
+
+
+def _dims_indexed(part):
+    """How many dims of the indexed tensor one part of a key uses up."""
+    if part is None or part is Ellipsis:
+        return 0
+    if hasattr(part, "dtype") and not _is_index_array(part):  # a boolean mask
+        return part.ndim
+    return 1
 
 
 def _int_index(value):

@@ -1,0 +1,85 @@
+"""The CuPy backend on a real GPU (skipped without CuPy and a CUDA device).
+
+The same ops run under array_api_strict in the rest of the suite; these tests check what only a GPU
+shows: results equal to the CPU's, errors instead of CuPy's silent wrap-around, training on cuda.
+"""
+
+import numpy as np
+import pytest
+
+import tinyattn
+from tinyattn import models, nn, optim
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not tinyattn.cuda.is_available(), reason="needs CuPy and a CUDA GPU"),
+]
+
+
+def host(t):
+    return t.detach().cpu().numpy()
+
+
+def test_multihead_attention_forward_and_backward_match_the_cpu():
+    tinyattn.manual_seed(0)
+    mha = nn.MultiHeadAttention(16, 16, 12, 0.0, 4)
+    x = tinyattn.randn(3, 12, 16, requires_grad=True)
+    mha(x).sum().backward()
+    cpu_grads = [host(p.grad) for p in mha.parameters()] + [host(x.grad)]
+    cpu_out = host(mha(x))
+
+    mha.zero_grad()
+    mha.to("cuda")
+    xc = x.detach().to("cuda").requires_grad_()
+    out = mha(xc)
+    assert out.device == "cuda:0"
+    out.sum().backward()
+    np.testing.assert_allclose(host(out), cpu_out, rtol=1e-4, atol=1e-5)
+    for got, want in zip([host(p.grad) for p in mha.parameters()] + [host(xc.grad)], cpu_grads):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+
+
+def test_seeded_initialisation_is_the_same_on_both_devices():
+    tinyattn.manual_seed(789)
+    cpu = nn.Linear(3, 2)
+    tinyattn.manual_seed(789)
+    gpu = nn.Linear(3, 2, device="cuda")
+    np.testing.assert_array_equal(host(gpu.weight), host(cpu.weight))
+
+
+def test_dropout_on_the_gpu_keeps_about_1_minus_p():
+    tinyattn.manual_seed(0)
+    y = nn.functional.dropout(tinyattn.ones(1000, 1000, device="cuda"), 0.3)
+    kept = float((y != 0).float().mean())
+    assert abs(kept - 0.7) < 0.01
+    assert np.allclose(np.unique(host(y)), [0.0, 1 / 0.7])
+
+
+def test_out_of_range_ids_and_indices_raise_instead_of_wrapping():
+    emb = nn.Embedding(5, 3).to("cuda")
+    with pytest.raises(IndexError, match="out of range"):
+        emb(tinyattn.tensor([[1, 5]], device="cuda"))
+    x = tinyattn.zeros(3, device="cuda")
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[tinyattn.tensor([3], device="cuda")]
+
+
+def test_mixing_devices_is_an_error():
+    with pytest.raises(tinyattn.DeviceError, match="same device"):
+        tinyattn.ones(2) + tinyattn.ones(2, device="cuda")
+
+
+def test_a_gpt_trains_on_the_gpu():
+    tinyattn.manual_seed(0)
+    config = models.GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.1)
+    model = models.GPT(config).to("cuda")
+    opt = optim.AdamW(model.parameters(), lr=1e-2)
+    x = tinyattn.randint(0, 11, (4, 8), device="cuda")
+    losses = []
+    for _ in range(30):
+        _, loss = model(x, x)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] - 0.5
