@@ -194,14 +194,14 @@ def command_train(args):
                 f"pass --steps larger than {resume.step} to train longer"
             )
     else:
+        config = _train_config(args, TRAIN_DEFAULTS)
+        text, source = _read_data(args)  # a bad data file is the first thing to report
         existing = out / "ckpt" / ckpt.META_FILE
         if existing.exists() and not args.force:
             raise UsageError(
                 f"{str(out)!r} already holds a checkpoint: pass --resume to continue it, --force to "
                 "replace it, or --out DIR for a new run"
             )
-        config = _train_config(args, TRAIN_DEFAULTS)
-        text, source = _read_data(args)
 
     if config.device != "cpu":
         from . import backend
