@@ -53,3 +53,15 @@ def test_get_submodule():
     assert mha.get_submodule("heads.1.W_query") is mha.heads[1].W_query
     with pytest.raises(AttributeError, match="no submodule"):
         mha.get_submodule("heads.1.nope")
+
+
+def test_tensor_copies_its_data_and_from_numpy_shares_it():
+    values = np.zeros(3, dtype=np.float32)
+    copied, shared = tinyattn.tensor(values), tinyattn.from_numpy(values)
+    values[0] = 5
+    assert copied.tolist() == [0.0, 0.0, 0.0]
+    assert shared.tolist() == [5.0, 0.0, 0.0]
+    source = tinyattn.ones(2)
+    clone = tinyattn.tensor(source)
+    source.array[0] = 7
+    assert clone.tolist() == [1.0, 1.0]

@@ -33,8 +33,6 @@ def _from_host(values, dtype, device, requires_grad):
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new leaf tensor holding a copy of `data` (nested lists, numbers, NumPy arrays, tensors)."""
-    if isinstance(data, Tensor):
-        data = backend.to_host(data.array).copy()
     return Tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
 
 

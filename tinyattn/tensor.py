@@ -46,11 +46,14 @@ _NUMPY_SCALARS = {np.float32, np.float64, np.int32, np.int64, np.bool_}
 
 
 def _host_values(data):
-    """Python/NumPy data as a NumPy array with PyTorch's dtype inference (floats -> float32)."""
+    """Python/NumPy data as a new NumPy array with PyTorch's dtype inference (floats -> float32).
+
+    Always a copy: a tensor made from data owns its numbers (`from_numpy` is the sharing one).
+    """
     if isinstance(data, Tensor):
-        return backend.to_host(data.array)
+        return np.array(backend.to_host(data.array))
     is_numpy = isinstance(data, (np.ndarray, np.generic))
-    values = np.asarray(data)
+    values = np.array(data)
     if values.dtype.kind == "f":
         if not is_numpy or values.dtype == np.float16:
             values = values.astype(np.float32)
