@@ -34,7 +34,7 @@ def unbroadcast(xp, grad, shape):
         lead + i for i, n in enumerate(shape) if n == 1 and grad.shape[lead + i] != 1
     )
     if axes:
-        grad = xp.sum(grad, axis=axes, keepdims=True)
+        grad = backend.sum_along(grad, axes, keepdims=True)
     return xp.reshape(grad, shape)
 
 
@@ -313,7 +313,7 @@ class Sum(Op):
     def forward(ctx, x, dim, keepdim):
         axes = normalize_dims(dim, x.ndim)
         ctx.in_shape, ctx.axes = x.shape, axes
-        return ctx.xp.sum(x, axis=axes, keepdims=keepdim)
+        return backend.sum_along(x, axes, keepdim)
 
     @staticmethod
     def backward(ctx, grad):
@@ -801,11 +801,11 @@ class Softmax(Op):
         xp = ctx.xp
         (axis,) = normalize_dims(dim, x.ndim)
         # subtracting the row max keeps exp() from overflowing; the result is the same
-        row_max = xp.max(x, axis=axis, keepdims=True)
+        row_max = backend.max_for_shift(x, axis)
         if safe:  # an all -inf row: shift by 0 instead, so that exp() gives zeros, not NaN
             row_max = xp.where(xp.isinf(row_max), 0.0, row_max)
         y = xp.exp(x - row_max)
-        total = xp.sum(y, axis=axis, keepdims=True)
+        total = backend.sum_along(y, (axis,), keepdims=True)
         y /= xp.where(total == 0, 1.0, total) if safe else total
         ctx.save_for_backward(y)
         ctx.axis = axis
@@ -827,8 +827,8 @@ class LogSoftmax(Op):
     def forward(ctx, x, dim):
         xp = ctx.xp
         (axis,) = normalize_dims(dim, x.ndim)
-        shifted = x - xp.max(x, axis=axis, keepdims=True)
-        y = shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
+        shifted = x - backend.max_for_shift(x, axis)
+        y = shifted - xp.log(backend.sum_along(xp.exp(shifted), (axis,), keepdims=True))
         ctx.save_for_backward(y)
         ctx.axis = axis
         return y
@@ -837,4 +837,4 @@ class LogSoftmax(Op):
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
         xp = ctx.xp
-        return grad - xp.exp(y) * xp.sum(grad, axis=ctx.axis, keepdims=True), None
+        return grad - xp.exp(y) * backend.sum_along(grad, (ctx.axis,), keepdims=True), None

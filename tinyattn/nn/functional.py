@@ -45,7 +45,7 @@ class LinearOp(Op):
         grad_rows = xp.reshape(grad, (-1, weight.shape[0]))
         gx = xp.reshape(grad_rows @ weight, ctx.in_shape) if ctx.needs_input_grad[0] else None
         gw = grad_rows.mT @ rows if ctx.needs_input_grad[1] else None
-        gb = xp.sum(grad_rows, axis=0) if ctx.needs_input_grad[2] else None
+        gb = backend.sum_along(grad_rows, (0,)) if ctx.needs_input_grad[2] else None
         return gx, gw, gb
 
 
@@ -76,7 +76,7 @@ class EmbeddingOp(Op):
         xp = ctx.xp
         full = xp.zeros(ctx.weight_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
         rows = xp.reshape(grad, (-1, ctx.weight_shape[1]))
-        return None, backend.scatter_add(full, flat, rows)
+        return None, backend.index_add_rows(full, flat, rows)
 
 
 def embedding(input, weight):
@@ -178,9 +178,9 @@ class LayerNormOp(Op):
         grad_rows = xp.reshape(grad, (-1, n))
         gw = gb = None
         if ctx.needs_input_grad[1]:
-            gw = xp.reshape(xp.sum(grad_rows * normalized, axis=0), ctx.in_shape[len(ctx.in_shape) - ctx.normalized_dims:])
+            gw = xp.reshape(backend.sum_along(grad_rows * normalized, (0,)), ctx.in_shape[len(ctx.in_shape) - ctx.normalized_dims:])
         if ctx.needs_input_grad[2]:
-            gb = xp.reshape(xp.sum(grad_rows, axis=0), ctx.in_shape[len(ctx.in_shape) - ctx.normalized_dims:])
+            gb = xp.reshape(backend.sum_along(grad_rows, (0,)), ctx.in_shape[len(ctx.in_shape) - ctx.normalized_dims:])
         g = grad_rows * weight if weight is not None else grad_rows
         # d/dx of (x - mu) * inv_std, with mu and inv_std depending on x too:
         # inv_std * (g - mean(g) - normalized * mean(g * normalized)), means along each row
@@ -297,8 +297,8 @@ class CrossEntropyOp(Op):
     @staticmethod
     def forward(ctx, logits, target, ignore_index, reduction):
         xp = ctx.xp
-        shifted = logits - xp.max(logits, axis=1, keepdims=True)
-        log_total = xp.log(xp.sum(xp.exp(shifted), axis=1, keepdims=True))
+        shifted = logits - backend.max_for_shift(logits, 1)
+        log_total = xp.log(backend.sum_along(xp.exp(shifted), (1,), keepdims=True))
         valid = target != ignore_index
         safe_target = xp.where(valid, target, 0)
         picked = xp.take_along_axis(shifted, safe_target[:, None], axis=1)[:, 0] - log_total[:, 0]
