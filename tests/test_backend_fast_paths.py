@@ -20,3 +20,52 @@ def test_index_add_rows_adds_repeated_ids_like_add_at(vocab, width, data):
     expected = start.copy()
     np.add.at(expected, ids, rows)  # one row at a time; the fast path adds up each run first: other rounding
     np.testing.assert_allclose(backend.index_add_rows(start.copy(), ids, rows), expected, rtol=1e-6, atol=1e-4)
+
+
+@st.composite
+def big_float_arrays(draw):
+    """Arrays big enough (>= 1024 elements) to take the fast paths, in float32 or float64."""
+    ndim = draw(st.integers(2, 4))
+    shape = draw(st.lists(st.integers(1, 12), min_size=ndim, max_size=ndim))
+    shape[-1] = draw(st.integers(1024 // max(1, int(np.prod(shape[:-1]))) + 1, 1200))
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+@given(x=big_float_arrays(), keepdims=st.booleans())
+def test_sum_along_the_last_axis_and_leading_axes(x, keepdims):
+    tolerance = dict(rtol=1e-4, atol=1e-3) if x.dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    last = (x.ndim - 1,)
+    for axes in (last, (0,), tuple(range(x.ndim - 1)), (0, x.ndim - 1)):
+        result = backend.sum_along(x, axes, keepdims)
+        expected = np.sum(x, axis=axes, keepdims=keepdims)
+        assert result.shape == expected.shape and result.dtype == expected.dtype
+        np.testing.assert_allclose(result, expected, **tolerance)
+    # a non-contiguous view takes NumPy's own sum, with the same result
+    view = x[..., ::2]
+    np.testing.assert_allclose(backend.sum_along(view, last, keepdims), np.sum(view, axis=last, keepdims=keepdims), **tolerance)
+
+
+def test_sum_along_keeps_integers_and_small_arrays_exact():
+    ints = np.arange(4096, dtype=np.int64).reshape(64, 64)
+    assert backend.sum_along(ints, (1,)).dtype == np.int64
+    np.testing.assert_array_equal(backend.sum_along(ints, (1,)), ints.sum(axis=1))
+    small = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(backend.sum_along(small, (0,), True), small.sum(axis=0, keepdims=True))
+
+
+def test_max_for_shift_is_the_row_max_and_softmax_still_spreads_nan():
+    x = np.random.default_rng(0).standard_normal((50, 64)).astype(np.float32)
+    x[3, 5] = np.nan
+    x[7, :] = -np.inf
+    x[9, 2] = np.inf
+    shift = backend.max_for_shift(x, 1)
+    expected = np.max(np.where(np.isnan(x), -np.inf, x), axis=1, keepdims=True)
+    np.testing.assert_array_equal(shift, expected)  # NaNs skipped, -inf and inf rows kept
+    import tinyattn
+
+    with np.errstate(invalid="ignore"):  # inf - inf in row 9
+        weights = tinyattn.softmax(tinyattn.tensor(x), dim=1).numpy()
+    assert np.isnan(weights[3]).all()  # a NaN anywhere in a row makes the whole row NaN, as in PyTorch
+    assert np.isfinite(weights[[0, 1, 2, 4]]).all()
