@@ -188,38 +188,44 @@ class Function:
 
     @classmethod
     def apply(cls, *args):
+        # This runs for every op, so it walks the arguments once and keeps to plain loops.
         node = Node(cls)
-        tensors = [a for a in args if isinstance(a, Tensor)]
+        tensors, arrays, needs = [], [], []
+        for a in args:
+            if isinstance(a, Tensor):
+                tensors.append(a)
+                arrays.append(a.array)
+                needs.append(a._requires_grad)
+            else:
+                arrays.append(a)
+                needs.append(False)
         xp = node.xp = backend.same_device([t.array for t in tensors]) if tensors else None
-        record = grad_mode.enabled and any(t.requires_grad for t in tensors)
+        record = grad_mode.enabled and any(needs)
         # known before forward runs, so that forward saves only what the needed gradients use
-        node.needs_input_grad = tuple(record and isinstance(a, Tensor) and a.requires_grad for a in args)
+        node.needs_input_grad = tuple(needs) if record else (False,) * len(args)
 
         if cls.takes_arrays:
-            forward_args = [a.array if isinstance(a, Tensor) else a for a in args]
-            result = cls.forward(node, *forward_args)
+            result = cls.forward(node, *arrays)
         else:
             with no_grad():
                 result = cls.forward(node, *args)
         single = not isinstance(result, tuple)
         results = (result,) if single else result
-        arrays = [r.array if isinstance(r, Tensor) else r for r in results]
+        out_arrays = [r.array if isinstance(r, Tensor) else r for r in results]
         if xp is None:
-            xp = node.xp = backend.namespace(arrays[0])
+            xp = node.xp = backend.namespace(out_arrays[0])
 
         if record:
             node.sequence = next(_sequence)
             node.edges = tuple(_edge_to(a) if isinstance(a, Tensor) else None for a in args)
             node.input_meta = tuple(
-                (a.array.shape, a.array.dtype) if isinstance(a, Tensor) else None for a in args
+                (x.shape, x.dtype) if isinstance(a, Tensor) else None for a, x in zip(args, arrays)
             )
-            node.output_meta = tuple((a.shape, a.dtype) for a in arrays)
-            outputs = [
-                Tensor._wrap(a, backend.is_float(a), node, i) for i, a in enumerate(arrays)
-            ]
+            node.output_meta = tuple((a.shape, a.dtype) for a in out_arrays)
+            outputs = [Tensor._wrap(a, backend.is_float(a), node, i) for i, a in enumerate(out_arrays)]
         else:
             node.saved = ()
-            outputs = [Tensor._wrap(a) for a in arrays]
+            outputs = [Tensor._wrap(a) for a in out_arrays]
         if cls.is_view and not getattr(node, "copied", False):
             _mark_views(args[0], outputs)
         if node.saved:

@@ -908,9 +908,18 @@ def _as_operand(value, like):
     return Tensor(value, device=like.device)
 
 
+def _float_tensor_and_number(t, number):
+    return (isinstance(t, Tensor) and type(number) in (int, float)
+            and backend.dtype_of(t.array).is_floating_point)
+
+
 def _promote(a, b, true_division=False):
     if isinstance(a, Tensor) and isinstance(b, Tensor) and a.array.dtype is b.array.dtype:
         target = a.dtype
+        if target.is_floating_point or not true_division:
+            return a, b  # the common case: nothing to convert
+    elif _float_tensor_and_number(a, b) or _float_tensor_and_number(b, a):
+        return a, b  # a float tensor keeps its dtype next to a Python number, as in PyTorch
     else:
         target = result_dtype(a, b)
     if true_division and not target.is_floating_point:

@@ -246,10 +246,16 @@ class Adam(Optimizer):
             else:
                 grad = grad + weight_decay * p.array  # Adam: L2 penalty folded into the gradient
 
+        # Each formula is written as a few in-place steps on one temporary array: the same arithmetic
+        # in the same order as the one-line form, without an array for every intermediate value.
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg += (1 - beta1) * (grad - exp_avg)  # torch's lerp: m + (1 - b1) * (g - m)
-        exp_avg_sq *= beta2
-        exp_avg_sq += (1 - beta2) * grad * grad
+        step_m = grad - exp_avg  # torch's lerp: m += (1 - b1) * (g - m)
+        step_m *= 1 - beta1
+        exp_avg += step_m
+        exp_avg_sq *= beta2  # v = b2 * v + (1 - b2) * g * g
+        step_v = (1 - beta2) * grad
+        step_v *= grad
+        exp_avg_sq += step_v
 
         bias_correction1 = 1 - beta1**step  # the averages start at 0: divide that bias out
         bias_correction2 = 1 - beta2**step
@@ -258,8 +264,12 @@ class Adam(Optimizer):
             max_sq = state["max_exp_avg_sq"]
             max_sq[...] = xp.maximum(max_sq, exp_avg_sq)
             exp_avg_sq = max_sq
-        denom = xp.sqrt(exp_avg_sq) / math.sqrt(bias_correction2) + eps
-        p.array += (-step_size * exp_avg) / denom  # in torch's order of operations (addcdiv)
+        denom = xp.sqrt(exp_avg_sq)  # sqrt(v) / sqrt(1 - b2^t) + eps
+        denom /= math.sqrt(bias_correction2)
+        denom += eps
+        update = -step_size * exp_avg  # p += (-step_size * m) / denom, torch's order (addcdiv)
+        update /= denom
+        p.array += update
 
 
 class AdamW(Adam):
