@@ -69,3 +69,13 @@ def test_max_for_shift_is_the_row_max_and_softmax_still_spreads_nan():
         weights = tinyattn.softmax(tinyattn.tensor(x), dim=1).numpy()
     assert np.isnan(weights[3]).all()  # a NaN anywhere in a row makes the whole row NaN, as in PyTorch
     assert np.isfinite(weights[[0, 1, 2, 4]]).all()
+
+
+def test_masked_fill_copies_and_fills_like_where():
+    x = np.random.default_rng(1).standard_normal((3, 4, 5)).astype(np.float32)
+    mask = np.triu(np.ones((4, 5), dtype=bool), 1)
+    result = backend.masked_fill(x, mask, -np.inf)
+    np.testing.assert_array_equal(result, np.where(mask, -np.inf, x))
+    assert result.dtype == x.dtype and not np.shares_memory(result, x)
+    grad = np.full_like(x, np.inf)  # a filled place gets exactly 0, even next to an infinite gradient
+    np.testing.assert_array_equal(backend.masked_fill(grad, mask, 0), np.where(mask, 0, grad))

@@ -331,6 +331,16 @@ def setitem(array, key, value):
         return from_host(host, CPU)
 
 
+def masked_fill(x, mask, value):
+    """A copy of x with `value` where `mask` is True (the mask broadcasts to x's shape)."""
+    xp = namespace(x)
+    if xp is numpy_xp:  # a copy, then a masked write: about 2x faster than np.where with a scalar
+        result = np.array(x, copy=True)
+        np.copyto(result, value, where=mask)
+        return result
+    return xp.where(mask, value, x)
+
+
 def masked_assign(target, mask, value):
     """`target[mask] = value` in place, the mask broadcast to the target's shape (masked_fill_)."""
     xp = namespace(target)

@@ -718,12 +718,12 @@ class MaskedFill(Op):
         if inplace:
             backend.masked_assign(x, mask, value)
             return x
-        return ctx.xp.where(mask, value, x)
+        return backend.masked_fill(x, mask, value)
 
     @staticmethod
     def backward(ctx, grad):
         (mask,) = ctx.saved_tensors
-        return unbroadcast(ctx.xp, ctx.xp.where(mask, 0, grad), ctx.in_shape), None, None, None
+        return unbroadcast(ctx.xp, backend.masked_fill(grad, mask, 0), ctx.in_shape), None, None, None
 
 
 class Where(Op):
