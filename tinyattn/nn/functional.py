@@ -211,12 +211,11 @@ class GeluOp(Op):
     @staticmethod
     def forward(ctx, x, approximate):
         xp = ctx.xp
-        if approximate == "tanh":  # Phi(x) ~ (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2
+        if approximate == "tanh":  # Phi(x) ~ (1 + tanh(k (x + c x^3))) / 2, k = sqrt(2/pi), c = 0.044715
             inner = x * x
-            inner *= 0.044715
-            inner += 1.0
-            inner *= x
-            inner *= SQRT_2_OVER_PI
+            inner *= GELU_C * SQRT_2_OVER_PI
+            inner += SQRT_2_OVER_PI
+            inner *= x  # k (1 + c x^2) x
             cdf = xp.tanh(inner)
         else:
             cdf = backend.erf(x * (1 / math.sqrt(2)))
@@ -233,9 +232,8 @@ class GeluOp(Op):
         if ctx.approximate == "tanh":
             # with t = tanh(...) = 2 Phi - 1: Phi' = (1 - t^2)/2 * k (1 + 3 c x^2) = 2 Phi (1 - Phi) k (1 + 3 c x^2)
             slope = x * x
-            slope *= 3 * 0.044715
-            slope += 1.0
-            slope *= 2 * SQRT_2_OVER_PI
+            slope *= 3 * GELU_C * 2 * SQRT_2_OVER_PI
+            slope += 2 * SQRT_2_OVER_PI  # 2 k (1 + 3 c x^2)
             slope *= cdf
             slope *= 1.0 - cdf
         else:  # Phi' is the standard normal density
@@ -250,6 +248,7 @@ class GeluOp(Op):
 
 
 SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+GELU_C = 0.044715
 
 
 def gelu(input, approximate="none"):
