@@ -149,8 +149,8 @@ class LayerNormOp(Op):
     """(x - mean) / sqrt(var + eps) * weight + bias over the last dims, with a closed-form backward.
 
     The input is seen as rows, one per normalised group. Row means are matrix-vector products with
-    a vector of 1/n: on short rows (a GPT's 128 channels) BLAS does them several times faster than
-    a sum over the last axis.
+    a vector of 1/n, and means of products are row-wise dot products (vecdot): on short rows (a GPT's
+    128 channels) both run several times faster than NumPy's sum over the last axis.
     """
 
     @staticmethod
@@ -160,7 +160,7 @@ class LayerNormOp(Op):
         rows = xp.reshape(x, (-1, n))
         averager = xp.full((n,), 1.0 / n, dtype=x.dtype, **backend.creation_kwargs(xp))
         normalized = rows - (rows @ averager)[:, None]  # centred
-        inv_std = 1.0 / xp.sqrt(((normalized * normalized) @ averager)[:, None] + eps)
+        inv_std = 1.0 / xp.sqrt(xp.vecdot(normalized, normalized)[:, None] / n + eps)
         normalized *= inv_std
         flat_weight = None if weight is None else xp.reshape(weight, (n,))
         ctx.save_for_backward(normalized, inv_std, flat_weight, averager)
@@ -185,7 +185,7 @@ class LayerNormOp(Op):
         # d/dx of (x - mu) * inv_std, with mu and inv_std depending on x too:
         # inv_std * (g - mean(g) - normalized * mean(g * normalized)), means along each row
         gx = g - (g @ averager)[:, None]
-        gx -= normalized * ((g * normalized) @ averager)[:, None]
+        gx -= normalized * (xp.vecdot(g, normalized)[:, None] / n)
         gx *= inv_std
         return xp.reshape(gx, ctx.in_shape), gw, gb, None, None
 
