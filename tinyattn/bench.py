@@ -298,26 +298,49 @@ def overhead_contenders(torch):
 # (d) peak memory, each contender alone in a fresh process
 
 def peak_memory_mb(contender, size):
-    """Peak resident memory (MB) of one forward + backward, above the process's size before it.
+    """Peak resident memory (MB) of one forward + backward, above the process's size before it (Linux).
 
     Each contender runs alone in a fresh interpreter (the peak, ru_maxrss, covers a whole process),
     with the C library's default allocator settings: keeping freed memory for reuse (see
     backend.reuse_freed_memory) raises PyTorch's peak, and this compares the libraries' own needs.
     """
     code = (
-        "import os, resource, tinyattn.bench as bench\n"
+        "import tinyattn.bench as bench\n"
         f"torch = bench._import_torch() if {contender!r} == 'torch' else None\n"
         f"run = bench.mha_contenders({tuple(size)!r}, 'cpu', torch, only={contender!r})[{contender!r}]\n"
-        "resident = int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE')\n"
+        "resident = bench.reset_peak_memory()\n"
         "run()\n"
-        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
-        "print((peak - resident) / 2**20)\n"
+        "print((bench.peak_memory() - resident) / 2**20)\n"
     )
     environment = dict(os.environ, TINYATTN_REUSE_MEMORY="0")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment)
     if result.returncode != 0:
         return None
     return float(result.stdout.strip().splitlines()[-1])
+
+
+def reset_peak_memory():
+    """Start the count of peak memory afresh; returns the resident memory now, in bytes (Linux)."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # sets the kernel's high-water mark of resident memory to the current size
+    return _status_bytes("VmRSS")
+
+
+def peak_memory():
+    """The peak resident memory in bytes since the reset: the process's own high-water mark (VmHWM).
+
+    Not ru_maxrss: on Linux that keeps the parent's resident size at the moment of the fork, so a
+    subprocess started by a big benchmark process would report the parent's size as its own peak.
+    """
+    return _status_bytes("VmHWM")
+
+
+def _status_bytes(field):
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024  # the kernel writes kB
+    raise OSError(f"no {field} in /proc/self/status")
 
 
 # ---------------------------------------------------------------------------------------------

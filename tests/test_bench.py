@@ -1,0 +1,87 @@
+"""The benchmark harness: its hand-derived NumPy reference is right, and a quick run reports sane numbers."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tinyattn
+from tinyattn import bench, nn
+
+
+@pytest.mark.parametrize("size", [(2, 6, 8, 2), (3, 5, 12, 3)])
+def test_the_numpy_reference_computes_what_tinyattn_computes(size):
+    b, t, d, h = size
+    tinyattn.manual_seed(0)
+    module = nn.MultiHeadAttention(d, d, t, 0.0, h).double()
+    with tinyattn.no_grad():
+        module.out_proj.bias.normal_()  # a bias that is not zero, so that its gradient is checked
+    x = tinyattn.randn(b, t, d, dtype=tinyattn.float64, requires_grad=True)
+    out = module(x)
+    out.sum().backward()
+
+    weights = [p.detach().numpy() for p in (module.W_query.weight, module.W_key.weight, module.W_value.weight,
+                                            module.out_proj.weight, module.out_proj.bias)]
+    results = bench.numpy_mha_forward_backward(x.detach().numpy(), *weights, h)
+    expected = [out, x.grad, module.W_query.weight.grad, module.W_key.weight.grad, module.W_value.weight.grad,
+                module.out_proj.weight.grad, module.out_proj.bias.grad]
+    for got, want in zip(results, expected):
+        np.testing.assert_allclose(np.reshape(got, want.shape), want.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_interleaved_runs_every_contender_every_round_and_returns_medians(monkeypatch):
+    monkeypatch.setattr(bench, "SETTLE_SECONDS", 0.0)
+    calls = []
+    samples = {"a": iter([3.0, 1.0, 2.0, 9.0, 9.0]), "b": iter([5.0, 4.0, 6.0, 9.0, 9.0])}
+
+    def contender(name):
+        def run():
+            calls.append(name)
+            return next(samples[name])
+        return run
+
+    medians = bench.interleaved({"a": contender("a"), "b": contender("b")}, rounds=3, warmup=0)
+    assert medians == {"a": 2.0, "b": 5.0}
+    assert calls == ["a", "b"] * 3  # turn by turn, so that a slow moment of the machine hits both
+
+
+def test_a_quick_benchmark_run_writes_its_table_and_json(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bench, "SETTLE_SECONDS", 0.0)  # no pauses and short samples: this checks the report
+    monkeypatch.setattr(bench, "SAMPLE_SECONDS", 0.001)
+    path = tmp_path / "bench.json"
+    code = bench.main(["--what", "mha", "overhead", "--sizes", "2", "6", "4", "2", "--rounds", "1",
+                       "--json", str(path)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "(a) causal MultiHeadAttention" in text and "(c) cost per op" in text
+    report = json.loads(path.read_text())
+    (row,) = report["mha"]
+    assert row["size"] == [2, 6, 4, 2]
+    assert row["tinyattn"] > 0 and row["numpy"] > 0
+    assert row["ratio_numpy"] == pytest.approx(row["tinyattn"] / row["numpy"])
+    assert set(report["overhead"]) >= {"add", "matmul", "softmax", "add+backward"}
+
+
+def test_peak_memory_counts_the_subprocess_alone():
+    # The parent holds 300 MB; the subprocess's forward + backward at a small size needs a few MB.
+    # (ru_maxrss would report the parent's size: Linux keeps it across the fork.)
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the memory benchmark reads /proc (Linux)")
+    parent = np.ones(300 * 2**20, dtype=np.uint8)
+    peak = bench.peak_memory_mb("numpy", (2, 16, 32, 4))
+    assert parent.sum() > 0
+    assert peak is not None and 0 <= peak < 50
+
+
+def test_peak_memory_sees_a_big_array():
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the memory benchmark reads /proc (Linux)")
+    code = ("import numpy as np, tinyattn.bench as b\n"
+            "start = b.reset_peak_memory()\n"
+            "a = np.ones(100 * 2**20, dtype=np.uint8)\n"
+            "del a\n"
+            "print((b.peak_memory() - start) / 2**20)\n")
+    grown = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert 95 <= grown <= 110  # the array is freed before the reading: only the peak remembers it
