@@ -300,8 +300,8 @@ def overhead_contenders(torch):
 def peak_memory_mb(contender, size):
     """Peak resident memory (MB) of one forward + backward, above the process's size before it (Linux).
 
-    Each contender runs alone in a fresh interpreter (the peak, ru_maxrss, covers a whole process),
-    with the C library's default allocator settings: keeping freed memory for reuse (see
+    Each contender runs alone in a fresh interpreter (the kernel's high-water mark covers a whole
+    process), with the C library's default allocator settings: keeping freed memory for reuse (see
     backend.reuse_freed_memory) raises PyTorch's peak, and this compares the libraries' own needs.
     """
     code = (
