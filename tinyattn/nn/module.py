@@ -368,6 +368,20 @@ class ModuleList(Module):
     def __iter__(self):
         return iter(self._modules.values())
 
+    def __repr__(self):
+        # as PyTorch prints it: a run of identical modules (a model's blocks, the heads) is one line
+        children = [repr(module).replace("\n", "\n  ") for module in self]
+        if not children:
+            return "ModuleList()"
+        lines, start = [], 0
+        for end in range(1, len(children) + 1):
+            if end == len(children) or children[end] != children[start]:
+                count = end - start
+                label = f"({start})" if count == 1 else f"({start}-{end - 1}): {count} x"
+                lines.append(f"{label}: {children[start]}" if count == 1 else f"{label} {children[start]}")
+                start = end
+        return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
+
 
 class ModuleDict(Module):
     def __init__(self, modules=None):
