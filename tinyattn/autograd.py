@@ -190,16 +190,20 @@ class Function:
     def apply(cls, *args):
         # This runs for every op, so it walks the arguments once and keeps to plain loops.
         node = Node(cls)
-        tensors, arrays, needs = [], [], []
+        tensors, tensor_arrays, arrays, needs, metas = [], [], [], [], []
         for a in args:
             if isinstance(a, Tensor):
+                array = a.array
                 tensors.append(a)
-                arrays.append(a.array)
+                tensor_arrays.append(array)
+                arrays.append(array)
                 needs.append(a._requires_grad)
+                metas.append((array.shape, array.dtype))
             else:
                 arrays.append(a)
                 needs.append(False)
-        xp = node.xp = backend.same_device([t.array for t in tensors]) if tensors else None
+                metas.append(None)
+        xp = node.xp = backend.same_device(tensor_arrays) if tensors else None
         record = grad_mode.enabled and any(needs)
         # known before forward runs, so that forward saves only what the needed gradients use
         node.needs_input_grad = tuple(needs) if record else (False,) * len(args)
@@ -217,11 +221,9 @@ class Function:
 
         if record:
             node.sequence = next(_sequence)
-            node.edges = tuple(_edge_to(a) if isinstance(a, Tensor) else None for a in args)
-            node.input_meta = tuple(
-                (x.shape, x.dtype) if isinstance(a, Tensor) else None for a, x in zip(args, arrays)
-            )
-            node.output_meta = tuple((a.shape, a.dtype) for a in out_arrays)
+            node.edges = tuple([_edge_to(a) if need else None for a, need in zip(args, needs)])
+            node.input_meta = tuple(metas)
+            node.output_meta = tuple([(a.shape, a.dtype) for a in out_arrays])
             outputs = [Tensor._wrap(a, backend.is_float(a), node, i) for i, a in enumerate(out_arrays)]
         else:
             node.saved = ()
@@ -403,7 +405,9 @@ def _run_backward(roots, retain_graph, capture):
             if edge is None:
                 continue
             if g is not None:
-                send(edge, _check_grad(node, g, meta))
+                if g.shape != meta[0] or g.dtype != meta[1]:
+                    g = _check_grad(node, g, meta)  # a clear error, or the input's dtype
+                send(edge, g)
             parent = edge[0]  # counted down even without a gradient, or it would never run
             if type(parent) is Node:
                 dependencies[parent] -= 1
@@ -450,6 +454,8 @@ def _call_backward(node, grads):
     if observers:
         for observer in observers:
             observer.on_backward(node, grads, result)
+    if function.takes_arrays:
+        return result
     return [r.array if isinstance(r, Tensor) else r for r in result]
 
 
