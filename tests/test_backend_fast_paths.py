@@ -79,3 +79,14 @@ def test_masked_fill_copies_and_fills_like_where():
     assert result.dtype == x.dtype and not np.shares_memory(result, x)
     grad = np.full_like(x, np.inf)  # a filled place gets exactly 0, even next to an infinite gradient
     np.testing.assert_array_equal(backend.masked_fill(grad, mask, 0), np.where(mask, 0, grad))
+
+
+@given(batch=st.lists(st.integers(1, 3), min_size=1, max_size=2), m=st.integers(1, 9), k=st.integers(1, 70),
+       n=st.integers(1, 70), transposed=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_matmul_with_a_transposed_right_operand_is_the_plain_product(batch, m, k, n, transposed, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((*batch, m, k)).astype(np.float32)
+    b = rng.standard_normal((*batch, n, k)).astype(np.float32).swapaxes(-1, -2) if transposed else \
+        rng.standard_normal((*batch, k, n)).astype(np.float32)
+    np.testing.assert_allclose(backend.matmul(a, b), a @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(backend.matmul(a, b[:1]), a @ b[:1], rtol=1e-5, atol=1e-5)  # broadcast batch

@@ -430,7 +430,7 @@ class Matmul(Op):
         ctx.name_hint = {(2, 2): "Mm", (2, 1): "Mv", (1, 1): "Dot"}.get(
             (a.ndim, b.ndim), "UnsafeView" if a.ndim > 2 else None
         )
-        return ctx.xp.matmul(a, b)
+        return backend.matmul(a, b)
 
     @staticmethod
     def backward(ctx, grad):
@@ -446,9 +446,9 @@ class Matmul(Op):
             g2 = xp.expand_dims(g2, axis=-2)
         ga = gb = None
         if ctx.needs_input_grad[0]:
-            ga = xp.reshape(unbroadcast(xp, xp.matmul(g2, b2.mT), a2.shape), a.shape)
+            ga = xp.reshape(unbroadcast(xp, backend.matmul(g2, b2.mT), a2.shape), a.shape)
         if ctx.needs_input_grad[1]:
-            gb = xp.reshape(unbroadcast(xp, xp.matmul(a2.mT, g2), b2.shape), b.shape)
+            gb = xp.reshape(unbroadcast(xp, backend.matmul(a2.mT, g2), b2.shape), b.shape)
         return ga, gb
 
 
