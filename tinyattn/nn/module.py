@@ -377,8 +377,10 @@ class ModuleList(Module):
         for end in range(1, len(children) + 1):
             if end == len(children) or children[end] != children[start]:
                 count = end - start
-                label = f"({start})" if count == 1 else f"({start}-{end - 1}): {count} x"
-                lines.append(f"{label}: {children[start]}" if count == 1 else f"{label} {children[start]}")
+                if count == 1:
+                    lines.append(f"({start}): {children[start]}")
+                else:
+                    lines.append(f"({start}-{end - 1}): {count} x {children[start]}")
                 start = end
         return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
 
