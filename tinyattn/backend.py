@@ -332,13 +332,13 @@ def setitem(array, key, value):
 
 
 def masked_fill(x, mask, value):
-    """A copy of x with `value` where `mask` is True (the mask broadcasts to x's shape)."""
-    xp = namespace(x)
-    if xp is numpy_xp:  # a copy, then a masked write: about 2x faster than np.where with a scalar
-        result = np.array(x, copy=True)
-        np.copyto(result, value, where=mask)
-        return result
-    return xp.where(mask, value, x)
+    """A copy of x with `value` where `mask` is True (the mask broadcasts to x's shape).
+
+    A copy, then the in-place masked write: on NumPy about 2x faster than np.where with a scalar.
+    """
+    result = namespace(x).asarray(x, copy=True)
+    masked_assign(result, mask, value)
+    return result
 
 
 def masked_assign(target, mask, value):
