@@ -11,7 +11,7 @@ import pytest
 
 import tinyattn
 from tinyattn import backend
-from tinyattn.errors import BackwardError, DeviceError, ShapeError
+from tinyattn.errors import DeviceError, ShapeError
 
 
 def host(t):
