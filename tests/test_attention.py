@@ -340,6 +340,77 @@ def test_multihead_properties_on_both_backends(xp_backend, case, data):
     np.testing.assert_array_equal(after[0, : t + 1], out[0, : t + 1])
 
 
+# ---------------------------------------------------------------------------------------------
+# MultiHeadAttention's fused core (F.attention) against the book's steps
+
+
+def book_multihead_forward(self, x):
+    """MultiHeadAttention.forward as the book writes it: one tensor op per step."""
+    b, num_tokens, _ = x.shape
+    keys = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+    queries = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+    values = self.W_value(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+    attn_scores = queries @ keys.transpose(2, 3)
+    attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -math.inf)
+    attn_weights = F.safe_softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+    context_vec = (self.dropout(attn_weights) @ values).transpose(1, 2)
+    return self.out_proj(context_vec.contiguous().view(b, num_tokens, self.d_out)), attn_weights
+
+
+@given(case=cases(["MultiHeadAttention"]), dropout=st.sampled_from([0.0, 0.3]),
+       dtype=st.sampled_from(["float32", "float64"]))
+def test_fused_multihead_computes_the_books_numbers_bit_for_bit(xp_backend, case, dropout, dtype):
+    module, x = build(case, dropout=dropout)
+    module.to(getattr(tinyattn, dtype))
+    x = x.to(getattr(tinyattn, dtype)).requires_grad_()
+    results = []
+    for forward in (lambda: (module(x), module.attn_weights), lambda: book_multihead_forward(module, x)):
+        module.zero_grad()
+        x.grad = None
+        tinyattn.manual_seed(case["seed"])  # the same dropout mask for both
+        out, weights = forward()
+        (out * out).sum().backward()
+        results.append([host(out), host(weights), host(x.grad)] + [host(p.grad) for p in module.parameters()])
+    for fused, book in zip(*results):
+        np.testing.assert_array_equal(fused, book)
+
+
+def test_attention_returns_the_weights_and_differentiates_through_them():
+    q, k, v = (tensor64(i, 2, 3, n, d, requires_grad=True) for i, n, d in ((0, 4, 5), (1, 6, 5), (2, 6, 2)))
+    blocked = F.causal_mask(4, 6)
+    context, weights = F.attention(q, k, v, blocked=blocked)
+    scores = (q @ k.transpose(-2, -1) / 5 ** 0.5).masked_fill(blocked, -math.inf)
+    np.testing.assert_allclose(host(weights), host(scores.softmax(-1)), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(host(context), host(scores.softmax(-1) @ v), rtol=1e-12, atol=1e-15)
+    (weights * weights).sum().backward()  # only the weights: v gets no gradient
+    expected = tinyattn.autograd.grad((scores.softmax(-1) ** 2).sum(), [q, k])
+    for ours, theirs in zip((q.grad, k.grad), expected):
+        np.testing.assert_allclose(host(ours), host(theirs), rtol=1e-10, atol=1e-12)
+    assert v.grad is None
+
+
+def test_attention_errors_say_what_is_wrong():
+    q, k, v = tinyattn.randn(2, 3, 4), tinyattn.randn(2, 5, 4), tinyattn.randn(2, 5, 6)
+    with pytest.raises(tinyattn.ShapeError, match=r"queries of shape \[2, 3, 4\] and keys of shape \[2, 5, 3\]"):
+        F.attention(q, tinyattn.randn(2, 5, 3), v)
+    with pytest.raises(tinyattn.ShapeError, match=r"keys of shape \[2, 5, 4\] and values of shape \[2, 4, 6\]"):
+        F.attention(q, k, tinyattn.randn(2, 4, 6))
+    with pytest.raises(tinyattn.ShapeError, match=r"leading dims .* do not broadcast"):
+        F.attention(q, tinyattn.randn(3, 5, 4), tinyattn.randn(3, 5, 6))
+    with pytest.raises(tinyattn.ShapeError, match=r"mask's shape \[3, 4\] does not broadcast to the scores' shape \[2, 3, 5\]"):
+        F.attention(q, k, v, blocked=tinyattn.zeros(3, 4, dtype=tinyattn.bool))
+    with pytest.raises(TypeError, match="blocked must be a bool tensor"):
+        F.attention(q, k, v, blocked=tinyattn.zeros(3, 5))
+    with pytest.raises(TypeError, match="float mask must have the query's dtype"):
+        F.attention(q, k, v, bias=tinyattn.zeros(3, 5, dtype=tinyattn.float64))
+    with pytest.raises(TypeError, match="same dtype"):
+        F.attention(q, k.double(), v)
+    with pytest.raises(TypeError, match="query must be a floating-point tensor"):
+        F.attention(tinyattn.ones(2, 3, 4, dtype=tinyattn.int64), k, v)
+    with pytest.raises(ValueError, match="dropout probability"):
+        F.attention(q, k, v, dropout_p=1.5)
+
+
 def test_wrapper_equals_multihead_on_the_strict_backend(xp_backend):
     tinyattn.manual_seed(7)
     wrapper = nn.MultiHeadAttentionWrapper(5, 3, 6, 0.0, num_heads=2, qkv_bias=True)

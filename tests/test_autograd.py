@@ -412,6 +412,43 @@ def test_custom_function_returning_none_does_not_block_other_paths():
     assert x.grad is None  # nothing reached x, as in PyTorch
 
 
+class SumAndProduct(tinyattn.autograd.Function):
+    """Two outputs; backward records the gradients it was given."""
+
+    materialize = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        ctx.set_materialize_grads(SumAndProduct.materialize)
+        return a + b, a * b
+
+    @staticmethod
+    def backward(ctx, grad_sum, grad_product):
+        a, b = ctx.saved_tensors
+        SumAndProduct.seen = (grad_sum, grad_product)
+        ga = gb = 0.0 if grad_sum is None else grad_sum
+        if grad_product is not None:
+            ga, gb = ga + grad_product * b, gb + grad_product * a
+        return ga, gb
+
+
+@pytest.mark.parametrize("materialize", [True, False])
+def test_an_unused_output_gets_zeros_or_none_with_set_materialize_grads(materialize, monkeypatch):
+    monkeypatch.setattr(SumAndProduct, "materialize", materialize)
+    a, b = leaf([1.0, 2.0]), leaf([3.0, 5.0])
+    total, _ = SumAndProduct.apply(a, b)
+    total.sum().backward()  # the product is not used
+    grad_sum, grad_product = SumAndProduct.seen
+    assert grad_sum.tolist() == [1.0, 1.0]
+    assert grad_product is None if not materialize else grad_product.tolist() == [0.0, 0.0]
+    assert a.grad.tolist() == b.grad.tolist() == [1.0, 1.0]
+    a.grad = b.grad = None
+    SumAndProduct.apply(a, b)[1].sum().backward()  # now only the product is used
+    assert (SumAndProduct.seen[0] is None) == (not materialize)
+    assert a.grad.tolist() == [3.0, 5.0] and b.grad.tolist() == [1.0, 2.0]
+
+
 def test_custom_function_with_a_wrong_gradient_gets_a_clear_error():
     class WrongShape(tinyattn.autograd.Function):
         @staticmethod

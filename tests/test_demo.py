@@ -122,8 +122,8 @@ def test_each_printed_block_of_the_seeds_cells_appears(full_run):
 def test_the_trace_table_and_the_gradient_check(full_run):
     _, text = full_run
     trace_part = text[text.index("THE TRACE"):text.index("GRADIENT CHECK")]
-    for expected in ("mha.W_query", "mha.out_proj", "masked_fill_ *", "softmax (backward)",
-                     "(1, 3, 6) -> (1, 3, 2, 3)", "(1, 2, 3, 3), (1, 2, 3, 3) -> (1, 2, 3, 3)",
+    for expected in ("mha.W_query", "mha.out_proj", "attention (backward)", "(1, 3, 6) -> (1, 3, 2, 3)",
+                     "(1, 2, 3, 3), (1, 2, 3, 3), (1, 2, 3, 3), (3, 3) -> (1, 2, 3, 3), (1, 2, 3, 3)",
                      "tinyattn/nn/attention.py:", "keys = self.W_key(x)"):
         assert expected in trace_part
     assert "PASSED" in text[text.index("GRADIENT CHECK"):]

@@ -546,6 +546,34 @@ def test_scaled_dot_product_attention(xp_backend, data):
     check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **options), q, k, v)
 
 
+@property_test
+@given(data=st.data())
+def test_fused_attention_both_outputs(xp_backend, data):
+    """F.attention's context and weights, with broadcast leading dims, a learned bias and a mask."""
+    batch = data.draw(shapes(min_dims=1, max_dims=2, max_side=2), label="batch")
+    tq, tk, d, dv = (data.draw(st.integers(1, 3), label=s) for s in ("Tq", "Tk", "d", "dv"))
+    # keys and values may be shared by the leading dims (size 1 or missing), as one head's over heads
+    kv_batch = data.draw(st.sampled_from([batch, (1,) * len(batch), batch[1:]]), label="kv batch")
+    q = leaf(data.draw(arrays(batch + (tq, d))))
+    k = leaf(data.draw(arrays(kv_batch + (tk, d))))
+    v = leaf(data.draw(arrays(kv_batch + (tk, dv))))
+    inputs = [q, k, v]
+    options = {"dropout_p": data.draw(st.sampled_from([0.0, 0.5]), label="dropout_p"),
+               "scale": data.draw(st.sampled_from([None, 0.7]), label="scale")}
+    if data.draw(st.booleans(), label="blocked"):
+        options["blocked"] = mask(data.draw(hnp.arrays(bool, (tq, tk))))  # rows may hide everything
+    with_bias = data.draw(st.booleans(), label="bias")
+    if with_bias:
+        inputs.append(leaf(data.draw(arrays((tq, tk)), label="bias values")))
+    outputs = data.draw(st.sampled_from(["context", "weights", "both"]), label="outputs")
+
+    def fn(q, k, v, bias=None):
+        context, weights = F.attention(q, k, v, bias=bias, **options)
+        return {"context": context, "weights": weights, "both": (context, weights)}[outputs]
+
+    check(fn, *inputs)
+
+
 # ---------------------------------------------------------------------------------------------
 # gradients accumulate in .grad
 

@@ -52,20 +52,29 @@ EXPECTED_FORWARD = [
     ("mha", "transpose", [(B, T, H, HD)], (B, H, T, HD)),
     ("mha", "transpose", [(B, T, H, HD)], (B, H, T, HD)),
     ("mha", "transpose", [(B, T, H, HD)], (B, H, T, HD)),
-    ("mha", "transpose", [(B, H, T, HD)], (B, H, HD, T)),  # keys.transpose(2, 3)
-    ("mha", "matmul", [(B, H, T, HD), (B, H, HD, T)], (B, H, T, T)),  # the attention scores
     ("mha", "to", [(T, T)], (T, T)),  # self.mask.bool()
     ("mha", "getitem", [(T, T)], (T, T)),  # [:num_tokens, :num_tokens]
-    ("mha", "masked_fill_", [(B, H, T, T), (T, T)], (B, H, T, T)),
-    ("mha", "div", [(B, H, T, T)], (B, H, T, T)),
-    ("mha", "softmax", [(B, H, T, T)], (B, H, T, T)),
-    ("mha", "matmul", [(B, H, T, T), (B, H, T, HD)], (B, H, T, HD)),
+    # scores, mask, scaling, softmax and the product with the values: one op, two results
+    ("mha", "attention", [(B, H, T, HD), (B, H, T, HD), (B, H, T, HD), (T, T)], (B, H, T, HD)),
     ("mha", "transpose", [(B, H, T, HD)], (B, T, H, HD)),
     ("mha", "contiguous", [(B, T, H, HD)], (B, T, H, HD)),
     ("mha", "view", [(B, T, H, HD)], (B, T, D)),
     ("mha.out_proj", "linear", [(B, T, D), (D, D), (D,)], (B, T, D)),
     ("", "sum", [(B, T, D)], ()),
 ]
+
+# the single-head CausalAttention runs the book's steps one op each, the mask filled in place
+EXPECTED_HEAD_FORWARD = ["linear", "linear", "linear", "transpose", "matmul", "to", "getitem", "masked_fill_",
+                         "div", "softmax", "matmul", "sum"]
+
+
+def traced_head():
+    tinyattn.manual_seed(123)
+    head, x = tinyattn.nn.CausalAttention(6, 6, context_length=3, dropout=0.0), make_batch()
+    with tinyattn.trace(name="head") as tr:
+        out = head(x)
+        out.sum().backward()
+    return head, out, tr
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,12 +86,23 @@ def test_mha_forward_op_sequence_and_shapes(xp_backend):
     got = [(r.module, r.op, list(r.input_shapes), r.output_shapes[0]) for r in tr.forward]
     assert got == EXPECTED_FORWARD
     assert [r.step for r in tr.forward] == list(range(1, len(EXPECTED_FORWARD) + 1))
-    masked = tr.filter(op="masked_fill_")[0]
-    assert masked.inplace and masked.function == "MaskedFill" and masked.nbytes == 0
+    fused = tr.filter(op="attention", phase="forward")[0]
+    assert fused.function == "AttentionOp" and fused.output_shapes == ((B, H, T, HD), (B, H, T, T))
+    assert fused.nbytes == (B * H * T * HD + B * H * T * T) * 4  # the context and the weights
     assert {r.dtype for r in tr.forward if r.op not in ("to", "getitem")} == {"float32"}
     assert [r.dtype for r in tr.filter(op=["to", "getitem"])] == ["bool", "bool"]
-    assert tr.filter(op="matmul")[0].nbytes == B * H * T * T * 4
     assert all(r.nbytes == 0 for r in tr.filter(op=["view", "transpose"], phase="forward"))
+
+
+def test_causal_attention_traces_the_books_steps():
+    _, _, tr = traced_head()
+    assert [r.op for r in tr.forward] == EXPECTED_HEAD_FORWARD
+    masked = tr.filter(op="masked_fill_")[0]
+    assert masked.inplace and masked.function == "MaskedFill" and masked.nbytes == 0
+    assert tr.filter(op="matmul")[0].nbytes == B * T * T * 4
+    assert "masked_fill_" in masked.code and "safe_softmax" in tr.filter(op="softmax")[0].code
+    expected = [op for op in reversed(EXPECTED_HEAD_FORWARD) if op not in ("to", "getitem")]
+    assert [r.op for r in tr.backward] == expected
 
 
 def test_mha_backward_runs_the_forward_ops_in_reverse():
@@ -93,7 +113,10 @@ def test_mha_backward_runs_the_forward_ops_in_reverse():
     assert [(r.op, r.module) for r in backward] == [(r.op, r.module) for r in expected]
     assert all(r.phase == "backward" and r.label.endswith(" (backward)") for r in backward)
     for b, f in zip(backward, expected):
-        assert b.input_shapes == f.output_shapes  # the gradient of the output comes in...
+        if f.op == "attention":  # nothing used the weights: their gradient is None, not zeros
+            assert b.input_shapes == (f.output_shapes[0], None)
+        else:
+            assert b.input_shapes == f.output_shapes  # the gradient of the output comes in...
         assert (b.file, b.line, b.code) == (f.file, f.line, f.code)  # ... shown at the forward's line
     out_proj = backward.filter(module="mha.out_proj")[0]
     assert out_proj.output_shapes == ((B, T, D), (D, D), (D,))  # gradients of x, weight, bias
@@ -111,8 +134,7 @@ def test_source_lines_point_into_the_modules_file():
     # a Linear layer's op is shown at the line that called the layer
     assert "self.W_key(x)" in tr.filter(module="mha.W_key", phase="forward")[0].code
     assert "self.out_proj(" in tr.filter(module="mha.out_proj", phase="forward")[0].code
-    assert "masked_fill_" in tr.filter(op="masked_fill_")[0].code
-    assert "safe_softmax" in tr.filter(op="softmax")[0].code
+    assert "F.attention(" in tr.filter(op="attention")[0].code
     total = tr.filter(op="sum")[0]
     assert total.file == HERE and total.line == line_of("out.sum().backward()", traced_mha)
     assert total.location.endswith("test_tracing.py:" + str(total.line))
@@ -138,9 +160,9 @@ def test_a_user_functions_lines_appear():
 
 def test_filters():
     _, _, tr = traced_mha()
-    assert len(tr.filter(op="matmul")) == 4  # two in forward, their two backwards
-    assert len(tr.filter(op="matmul", phase="forward")) == 2
-    assert tr.filter(op="Matmul") == tr.filter(op="matmul")  # the Function's class name works too
+    assert len(tr.filter(op="view")) == 8  # four in forward, their four backwards
+    assert len(tr.filter(op="view", phase="forward")) == 4
+    assert tr.filter(op="AttentionOp") == tr.filter(op="attention")  # the Function's class name works too
     assert [r.phase for r in tr.filter(module="mha.W_query")] == ["forward", "backward"]
     whole = tr.filter(module="mha")
     assert {r.module for r in whole} == {"mha", "mha.W_query", "mha.W_key", "mha.W_value", "mha.out_proj"}
@@ -155,12 +177,16 @@ def test_the_table_reads_like_the_steps():
     _, _, tr = traced_mha()
     text = str(tr)
     assert text == repr(tr) == tr.table()
-    for expected in ("module", "mha.W_query", "linear", "masked_fill_ *", "softmax (backward)",
+    for expected in ("module", "mha.W_query", "linear", "attention (backward)",
                      "(2, 3, 6), (6, 6) -> (2, 3, 6)", "(2, 3, 6) -> (2, 3, 2, 3)", "float32",
-                     "tinyattn/nn/attention.py:", "-- forward: 22 ops", "-- backward: 20 ops", "in place"):
+                     "(2, 2, 3, 3), None -> (2, 2, 3, 3), (2, 2, 3, 3), (2, 2, 3, 3)",
+                     "tinyattn/nn/attention.py:", "-- forward: 17 ops", "-- backward: 15 ops"):
         assert expected in text
-    assert len(text.splitlines()) == len(tr) + 5  # header, rule, two pass headings, the in-place note
+    assert len(text.splitlines()) == len(tr) + 4  # header, rule, two pass headings
     assert "keys = self.W_key(x)" in tr.table(code=True)
+    head_text = str(traced_head()[2])
+    assert "masked_fill_ *" in head_text and "softmax (backward)" in head_text
+    assert head_text.splitlines()[-1] == "* in place: the op wrote into its input's memory"
     assert "backward" not in str(tr.forward)
     assert str(tracing.OpTable()) == "(no ops recorded)"
 
@@ -304,8 +330,7 @@ def test_draw_graph_has_every_node_and_edge():
     assert nodes["output"] == "output\n(2, 3, 6)" and ("op0", "output") in edges
     # the ops are named as in the trace, with the output shape, module and source line
     assert nodes["op0"].split("\n")[:3] == ["linear", "(2, 3, 6)", "mha.out_proj"]
-    assert any(label.startswith("masked_fill_\n(2, 2, 3, 3)") for label in op_labels)
-    assert sum(label.startswith("softmax\n") for label in op_labels) == 1
+    assert sum(label.startswith("attention\n(2, 2, 3, 3)") for label in op_labels) == 1
 
 
 def test_draw_graph_without_a_trace_and_of_a_leaf():
@@ -330,10 +355,17 @@ def test_trace_to_dot_has_every_op_and_input():
     # the three projections read the same input; the scores come from the queries and the keys
     x_key = next(k for k, label in nodes.items() if label.startswith("tensor"))
     assert sorted(b for a, b in edges if a == x_key) == ["op1", "op2", "op3"]
-    assert sorted(a for a, b in edges if b == "op11") == ["op10", "op8"]
-    assert ("op11", "op14") in edges and ("op14", "op15") in edges  # the in-place fill feeds the scaling
-    assert ("op13", "op14") in edges  # the mask, although masked_fill_ receives it as a raw array
+    # attention reads the queries, keys and values (transposed into heads) and the mask
+    assert sorted(a for a, b in edges if b == "op12") == ["op11", "op7", "op8", "op9"]
     assert [len(r.parents) for r in forward] == [len(r.input_shapes) for r in forward]
+
+
+def test_trace_to_dot_follows_an_in_place_op_and_a_raw_array_mask():
+    _, _, tr = traced_head()
+    _, edges = parse_dot(tr.to_dot())
+    assert sorted(a for a, b in edges if b == "op5") == ["op2", "op4"]  # queries @ keys^T
+    assert ("op5", "op8") in edges and ("op8", "op9") in edges  # the in-place fill feeds the scaling
+    assert ("op7", "op8") in edges  # the mask, although masked_fill_ receives it as a raw array
 
 
 def test_writing_the_graph_without_graphviz(tmp_path, monkeypatch, capsys):

@@ -121,7 +121,8 @@ class Node:
 
     __slots__ = (
         "function", "edges", "saved", "saved_versions", "needs_input_grad", "input_meta",
-        "output_meta", "sequence", "released", "retained", "xp", "name_hint", "__dict__", "__weakref__",
+        "output_meta", "sequence", "released", "retained", "xp", "name_hint", "materialize_grads",
+        "__dict__", "__weakref__",
     )
 
     def __init__(self, function):
@@ -131,8 +132,13 @@ class Node:
         self.released = False
         self.retained = None
         self.name_hint = None
+        self.materialize_grads = True
 
     # --- the ctx API of PyTorch ---
+
+    def set_materialize_grads(self, value):
+        """False: backward gets None (not zeros) for an output nobody used, and can skip its work."""
+        self.materialize_grads = bool(value)
 
     def save_for_backward(self, *items):
         """Keep arrays (built-in ops) or tensors (your Functions) for the backward pass."""
@@ -433,7 +439,7 @@ def _accumulate(tensor, g):
 
 def _call_backward(node, grads):
     for index, g in enumerate(grads):
-        if g is None:  # an output nobody used: its gradient is zero
+        if g is None and node.materialize_grads:  # an output nobody used: its gradient is zero
             shape, dt = node.output_meta[index]
             grads[index] = node.xp.zeros(shape, dtype=dt, **backend.creation_kwargs(node.xp))
     function = node.function
@@ -441,7 +447,7 @@ def _call_backward(node, grads):
         result = function.backward(node, *grads)
     else:
         with no_grad():
-            result = function.backward(node, *[Tensor._wrap(g) for g in grads])
+            result = function.backward(node, *[None if g is None else Tensor._wrap(g) for g in grads])
     if not isinstance(result, tuple):
         result = (result,)
     if len(result) > len(node.edges) and all(r is None for r in result[len(node.edges):]):

@@ -254,11 +254,13 @@ def show_trace(namespace):
     print()
     print(textwrap.dedent("""\
         The forward rows are steps 4 to 11, in order: the three projections (step 4), three views (5),
-        three transposes (6), the keys' transpose and the scores' matmul (7), the mask, the scaling and
-        the softmax (8), the matmul with the values (9), the transpose (10), contiguous and view (11);
-        then out_proj (the identity here). `*` marks the in-place masked_fill_: in the steps above it
-        was the out-of-place masked_fill. The backward rows run the same ops newest first, each shown at
-        the line of its forward op; views and transposes allocate nothing."""))
+        three transposes (6), the mask's two ops, then one `attention` op for steps 7 to 9 (the
+        scores, the mask, the scaling, the softmax and the matmul with the values: one op whose
+        forward and hand-derived backward sit side by side in tinyattn/nn/functional.py), the
+        transpose (10), contiguous and view (11); then out_proj (the identity here). The backward
+        rows run the same ops newest first, each shown at the line of its forward op (None: the
+        gradient of the attention weights, which nothing used); views and transposes allocate
+        nothing."""))
     return tr
 
 

@@ -572,6 +572,9 @@ def op_checks(seed=0):
         Check("sdpa causal dropout 0.5",
               lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.5, is_causal=True),
               (r.x(2, 4, 3), r.x(2, 4, 3), r.x(2, 4, 3))),
+        Check("attention context and weights, bias, shared keys",
+              lambda q, k, v, bias, blocked: F.attention(q, k, v, blocked=blocked, bias=bias),
+              (r.x(2, 3, 2), r.x(4, 2), r.x(4, 3), r.x(3, 4), r.mask(3, 4))),
     ]
     return checks
 

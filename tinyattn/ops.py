@@ -38,6 +38,18 @@ def unbroadcast(xp, grad, shape):
     return xp.reshape(grad, shape)
 
 
+def broadcast_shape(*shapes):
+    """The shape that `shapes` broadcast to, or None when they do not broadcast together."""
+    ndim = max(len(shape) for shape in shapes)
+    result = []
+    for sizes in zip(*[(1,) * (ndim - len(shape)) + tuple(shape) for shape in shapes]):
+        others = {n for n in sizes if n != 1}
+        if len(others) > 1:
+            return None
+        result.append(others.pop() if others else 1)
+    return tuple(result)
+
+
 def normalize_dims(dim, ndim):
     """`dim` (an int, a tuple or None) as a tuple of non-negative axes."""
     if dim is None:
@@ -789,6 +801,31 @@ class Stack(Op):
 # softmax: fused, stable forward; backward in one expression
 
 
+def softmax_forward(xp, x, axis, safe=False):
+    """exp(x) / sum(exp(x)) along `axis`, numerically stable (Softmax's forward, also used by attention).
+
+    With safe=True, a row that is entirely -inf (a query that may attend to nothing) gives zeros
+    instead of NaN.
+    """
+    # subtracting the row max keeps exp() from overflowing; the result is the same
+    row_max = backend.max_for_shift(x, axis)
+    if safe:  # an all -inf row: shift by 0 instead, so that exp() gives zeros, not NaN
+        row_max = xp.where(xp.isinf(row_max), 0.0, row_max)
+    y = xp.exp(x - row_max)
+    total = backend.sum_along(y, (axis,), keepdims=True)
+    y /= xp.where(total == 0, 1.0, total) if safe else total
+    return y
+
+
+def softmax_backward(xp, y, grad, axis):
+    """The gradient of softmax's input, given its output y and the gradient of y."""
+    # J^T g for J = diag(y) - y y^T, without building J: y * (g - <g, y>) along the row
+    axis -= y.ndim  # the standard's vecdot wants a negative axis
+    g = grad - xp.expand_dims(xp.vecdot(grad, y, axis=axis), axis=axis)
+    g *= y
+    return g
+
+
 class Softmax(Op):
     """exp(x) / sum(exp(x)) along `dim`, numerically stable.
 
@@ -798,15 +835,8 @@ class Softmax(Op):
 
     @staticmethod
     def forward(ctx, x, dim, safe=False):
-        xp = ctx.xp
         (axis,) = normalize_dims(dim, x.ndim)
-        # subtracting the row max keeps exp() from overflowing; the result is the same
-        row_max = backend.max_for_shift(x, axis)
-        if safe:  # an all -inf row: shift by 0 instead, so that exp() gives zeros, not NaN
-            row_max = xp.where(xp.isinf(row_max), 0.0, row_max)
-        y = xp.exp(x - row_max)
-        total = backend.sum_along(y, (axis,), keepdims=True)
-        y /= xp.where(total == 0, 1.0, total) if safe else total
+        y = softmax_forward(ctx.xp, x, axis, safe)
         ctx.save_for_backward(y)
         ctx.axis = axis
         return y
@@ -814,12 +844,7 @@ class Softmax(Op):
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        xp = ctx.xp
-        # J^T g for J = diag(y) - y y^T, without building J: y * (g - <g, y>) along the row
-        axis = ctx.axis - y.ndim  # the standard's vecdot wants a negative axis
-        g = grad - xp.expand_dims(xp.vecdot(grad, y, axis=axis), axis=axis)
-        g *= y
-        return g, None, None
+        return softmax_backward(ctx.xp, y, grad, ctx.axis), None, None
 
 
 class LogSoftmax(Op):

@@ -469,14 +469,14 @@ class Trace(_Observer):
         for g in grads_in:
             if g is not None and not any(g is o for o in grads_out):  # a gradient passed on as is costs nothing
                 nbytes += _new_bytes(node, g, grads_out)
-        first = next((g for g in grads_in if g is not None), grads_out[0] if grads_out else None)
+        first = next((g for g in (*grads_in, *grads_out) if g is not None), None)
         self.records.append(OpRecord(
             step=len(self.records) + 1,
             phase="backward",
             op=forward.op if forward else op_name(node.function),
             function=node.function.__name__,
             module=forward.module if forward else "",
-            input_shapes=tuple(tuple(g.shape) for g in grads_out),
+            input_shapes=tuple(None if g is None else tuple(g.shape) for g in grads_out),  # None: unused output
             output_shapes=tuple(None if g is None else tuple(g.shape) for g in grads_in),
             dtype=_dtype_name(first) if first is not None else "",
             nbytes=nbytes,
@@ -606,7 +606,7 @@ class detect_anomaly(_Observer):
                 what = " and ".join(x for x in (f"{nans} NaN" if nans else "", f"{infs} inf" if infs else "") if x)
                 self._raise(node, "backward", file, line, inplace, module,
                             f"returned {what} in the gradient for its input {index}",
-                            list(grads_out), [x for x in _arrays(grads_in)])
+                            [g for g in grads_out if g is not None], [x for x in _arrays(grads_in)])
 
     def _raise(self, node, phase, file, line, inplace, module, problem, inputs, outputs):
         name = _inplace_name(node.function, inplace) if inplace else op_name(node.function)

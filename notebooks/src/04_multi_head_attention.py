@@ -346,17 +346,14 @@ print(list(lib_mha6.state_dict().keys()))
 # ## The trace: every op of the forward pass, with its shapes
 #
 # `tinyattn.trace()` records each op run inside it: which module ran it, the shapes in and out, the
-# bytes of new memory, and the line of source that called it. Here is the library's class on the
-# toy input, with the toy weights: read the table next to the steps above. Views and transposes cost
-# 0 bytes (they share memory); `contiguous` is the one copy of step 11; the `*` marks the in-place
+# bytes of new memory, and the line of source that called it. Here is our class from above on the
+# toy input, with the toy weights: read the table next to the steps. Views and transposes cost 0
+# bytes (they share memory); `contiguous` is the one copy of step 11; the `*` marks the in-place
 # `masked_fill_`.
 
 # %%
-lib_mha = nn.MultiHeadAttention(d_in, d_out, num_tokens, 0.0, num_heads)
-lib_mha.load_state_dict(mha.state_dict())
-
 with tinyattn.trace(name="mha") as tr:
-    out = lib_mha(x)
+    out = mha(x)
     out.sum().backward()
 
 print(tr.forward.filter(module="mha").table(code=True))
@@ -369,6 +366,25 @@ print(tr.forward.filter(module="mha").table(code=True))
 print(tr.backward.filter(module="mha"))
 
 # %% [markdown]
+# The library's `nn.MultiHeadAttention` computes the same numbers, bit for bit, but runs steps 7 to 9
+# (the scores, the mask, the scaling, the softmax, dropout and the product with the values) as one
+# op, `attention`. Its forward and its hand-derived backward sit side by side in
+# `tinyattn/nn/functional.py` (`AttentionOp`); one op makes fewer passes over the
+# `num_tokens x num_tokens` scores than six. It returns the weights too, which the module keeps in
+# `.attn_weights`:
+
+# %%
+lib_mha = nn.MultiHeadAttention(d_in, d_out, num_tokens, 0.0, num_heads)
+lib_mha.load_state_dict(mha.state_dict())
+
+with tinyattn.trace(name="mha") as lib_tr:
+    lib_out = lib_mha(x)
+    lib_out.sum().backward()
+
+print(lib_tr.forward.filter(module="mha"))
+print("the same output:", torch.equal(lib_out, out))
+print("the same gradients:", torch.equal(lib_mha.W_query.weight.grad, mha.W_query.weight.grad))
+
 # ## Do the wrapper and the weight-split class agree?
 #
 # They should compute the same function when the weights correspond: stack the heads' query

@@ -169,15 +169,18 @@ class MultiHeadAttention(Module):
         queries = queries.transpose(1, 2)
         values = values.transpose(1, 2)
 
-        attn_scores = queries @ keys.transpose(2, 3)  # (b, num_heads, num_tokens, num_tokens)
+        # The book's next steps, as one op (F.attention, forward and backward side by side), which
+        # makes fewer passes over the (num_tokens x num_tokens) scores and computes the same numbers:
+        #   attn_scores = queries @ keys.transpose(2, 3)
+        #   attn_scores.masked_fill_(mask_bool, -inf)
+        #   attn_weights = softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        #   context_vec = self.dropout(attn_weights) @ values
         mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
-        attn_scores.masked_fill_(mask_bool, -math.inf)
-
-        attn_weights = F.safe_softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        context_vec, attn_weights = F.attention(queries, keys, values, blocked=mask_bool,
+                                                dropout_p=self.dropout.p, training=self.dropout.training)
         self.attn_weights = attn_weights.detach()
-        attn_weights = self.dropout(attn_weights)
 
-        context_vec = (attn_weights @ values).transpose(1, 2)  # (b, num_tokens, num_heads, head_dim)
+        context_vec = context_vec.transpose(1, 2)  # (b, num_tokens, num_heads, head_dim)
         context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)  # merge the heads
         return self.out_proj(context_vec)
 

@@ -12,7 +12,7 @@ from .. import backend, dtypes
 from ..autograd import Function
 from ..errors import ShapeError
 from ..functions import generator_or_default, tril, ones
-from ..ops import Softmax
+from ..ops import Softmax, broadcast_shape, softmax_backward, softmax_forward, unbroadcast
 from ..tensor import Tensor
 
 
@@ -118,6 +118,19 @@ def check_dropout_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+def dropout_mask(shape, p, like):
+    """The scaled mask of inverted dropout for 0 < p < 1: 0 where dropped, 1/(1-p) where kept.
+
+    Drawn on the CPU from the PyTorch-compatible stream (so seeded results match PyTorch), on CUDA
+    from CuPy's generator; on `like`'s device, in its dtype.
+    """
+    xp = backend.namespace(like.array)
+    keep = generator_or_default(None).device_bernoulli(shape, 1 - p, xp)
+    if backend.namespace(keep) is not xp:  # drawn on the host: copy to the tensor's device
+        keep = backend.from_host(keep, like.device)
+    return xp.astype(keep, like.array.dtype) / (1 - p)
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     """Inverted dropout: zero each element with probability p, scale the rest by 1/(1-p).
 
@@ -129,12 +142,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     if p == 1:
         return input * 0.0
-    xp = backend.namespace(input.array)
-    keep = generator_or_default(None).device_bernoulli(tuple(input.shape), 1 - p, xp)
-    if backend.namespace(keep) is not xp:  # drawn on the host: copy to the tensor's device
-        keep = backend.from_host(keep, input.device)
-    scaled_mask = xp.astype(keep, input.array.dtype) / (1 - p)
-    out = DropoutOp.apply(input, scaled_mask)
+    out = DropoutOp.apply(input, dropout_mask(tuple(input.shape), p, input))
     if inplace:
         input.array[...] = out.array
         return input
@@ -398,37 +406,139 @@ def causal_mask(num_queries, num_keys, device=None):
     return tril(ones(num_queries, num_keys, device=device)) == 0
 
 
+class AttentionOp(Op):
+    """Scaled dot-product attention as one op, returning (context, weights):
+
+        scores  = q k^T / divisor (+ bias), -inf where `blocked` is True
+        weights = softmax(scores) along the keys  (a row with every key blocked gives zeros)
+        context = (weights * keep) v              (keep: dropout's scaled mask, or None)
+
+    As a chain of tensor ops this is a transpose, a matmul, a masked_fill, a division, a softmax and a
+    second matmul, each making its own pass over the (queries x keys) scores and keeping its own copy
+    for backward. One op makes fewer passes and saves only the weights. Its backward is the chain's,
+    in reverse:
+
+        grad_v       = (weights * keep)^T grad_context
+        grad_weights = (grad_context v^T) * keep  (+ the gradient of the weights output, if used)
+        grad_scores  = softmax's backward: weights * (grad_weights - <grad_weights, weights>);
+                       0 at blocked places, because the weights are 0 there
+        grad_bias    = grad_scores, summed to the bias's shape
+        grad_q       = grad_scores k / divisor,   grad_k = grad_scores^T q / divisor
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v, blocked, bias, divisor, keep):
+        xp = ctx.xp
+        scores = backend.matmul(q, k.mT)  # (..., queries, keys)
+        scores /= divisor
+        if bias is not None:
+            scores = scores + bias
+        if blocked is not None:
+            backend.masked_assign(scores, blocked, -math.inf)
+        weights = softmax_forward(xp, scores, scores.ndim - 1, safe=True)
+        context = backend.matmul(weights if keep is None else weights * keep, v)
+        ctx.save_for_backward(q, k, v, weights, keep)
+        ctx.divisor = divisor
+        ctx.bias_shape = None if bias is None else bias.shape
+        ctx.set_materialize_grads(False)  # the weights output is mostly unused: get None, not zeros
+        return context, weights
+
+    @staticmethod
+    def backward(ctx, grad_context, grad_weights):
+        q, k, v, weights, keep = ctx.saved_tensors
+        xp = ctx.xp
+        needs_q, needs_k, needs_v, _, needs_bias = ctx.needs_input_grad[:5]
+        grad_q = grad_k = grad_v = grad_bias = None
+        if grad_context is None:
+            grad_w = grad_weights
+        else:
+            if needs_v:
+                dropped = weights if keep is None else weights * keep
+                grad_v = unbroadcast(xp, backend.matmul(dropped.mT, grad_context), v.shape)
+            grad_w = backend.matmul(grad_context, v.mT)
+            if keep is not None:
+                grad_w *= keep
+            if grad_weights is not None:
+                grad_w += grad_weights
+        if needs_q or needs_k or needs_bias:
+            grad_scores = softmax_backward(xp, weights, grad_w, weights.ndim - 1)
+            if needs_bias:
+                grad_bias = unbroadcast(xp, grad_scores, ctx.bias_shape)
+                grad_scores = grad_scores / ctx.divisor  # a new array: grad_bias may be grad_scores
+            else:
+                grad_scores /= ctx.divisor
+            if needs_q:
+                grad_q = unbroadcast(xp, backend.matmul(grad_scores, k), q.shape)
+            if needs_k:
+                grad_k = unbroadcast(xp, backend.matmul(grad_scores.mT, q), k.shape)
+        return grad_q, grad_k, grad_v, None, grad_bias, None, None
+
+
+def attention(query, key, value, blocked=None, bias=None, scale=None, dropout_p=0.0, training=True):
+    """softmax(query key^T * scale + bias) value, the `blocked` places masked out: (context, weights).
+
+    query (..., L, E), key (..., S, E), value (..., S, Ev), leading dims broadcast; context is
+    (..., L, Ev) and weights (..., L, S), before dropout (what the attention modules keep as
+    attn_weights). blocked: a bool mask, True where a query may NOT attend (masked_fill's convention,
+    the book's `mask_bool`). bias: a float tensor added to the scores. scale: 1/sqrt(E) by default,
+    applied as a division by sqrt(E), as the book writes it. Dropout on the weights while training.
+    A query that may attend to nothing gets zeros, not NaN.
+    """
+    check_dropout_p(dropout_p)
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.ndim < 2 or not t.dtype.is_floating_point:
+            raise TypeError(f"attention: {name} must be a floating-point tensor with at least 2 dims, "
+                            f"got {t.dtype} of shape {list(t.shape)}")
+    if not query.dtype == key.dtype == value.dtype:
+        raise TypeError(f"attention: query, key and value must have the same dtype, got {query.dtype}, "
+                        f"{key.dtype} and {value.dtype}")
+    if query.shape[-1] != key.shape[-1]:
+        raise ShapeError(f"attention: queries of shape {list(query.shape)} and keys of shape "
+                         f"{list(key.shape)} must have the same last dim")
+    if key.shape[-2] != value.shape[-2]:
+        raise ShapeError(f"attention: keys of shape {list(key.shape)} and values of shape "
+                         f"{list(value.shape)} must have the same number of positions (dim -2)")
+    batch = broadcast_shape(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    if batch is None:
+        raise ShapeError(f"attention: the leading dims of query {list(query.shape)}, key {list(key.shape)} "
+                         f"and value {list(value.shape)} do not broadcast together")
+    scores_shape = (*batch, query.shape[-2], key.shape[-2])
+    for name, mask in (("blocked", blocked), ("bias", bias)):
+        if mask is not None and broadcast_shape(mask.shape, scores_shape) != scores_shape:
+            raise ShapeError(f"attention: the {name} mask's shape {list(mask.shape)} does not broadcast to "
+                             f"the scores' shape {list(scores_shape)} (..., queries, keys)")
+    if blocked is not None and blocked.dtype is not dtypes.bool_:
+        raise TypeError(f"attention: blocked must be a bool tensor (True where a query may not attend), "
+                        f"got {blocked.dtype}")
+    if bias is not None and bias.dtype != query.dtype:
+        raise TypeError(f"attention: a float mask must have the query's dtype {query.dtype}, got {bias.dtype}")
+
+    divisor = math.sqrt(query.shape[-1]) if scale is None else 1.0 / scale
+    keep = None
+    if training and dropout_p == 1:
+        xp = backend.namespace(query.array)
+        keep = xp.zeros(scores_shape, dtype=query.array.dtype, **backend.creation_kwargs(xp))
+    elif training and dropout_p > 0:
+        keep = dropout_mask(scores_shape, dropout_p, query)
+    return AttentionOp.apply(query, key, value, blocked, bias, divisor, keep)
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None):
-    """softmax(q k^T * scale + mask) v, PyTorch's semantics.
+    """softmax(q k^T * scale + mask) v, PyTorch's semantics, as one op (see AttentionOp).
 
     attn_mask: a bool mask where True means "may attend" (PyTorch's convention, the opposite of
     masked_fill's), or a float mask added to the scores. A query that may attend to nothing gets
     zeros, not NaN. Dropout (dropout_p > 0) is applied to the weights whenever it is asked for.
     """
-    check_dropout_p(dropout_p)
     if is_causal and attn_mask is not None:
         raise ValueError("give either attn_mask or is_causal=True, not both")
-    if query.shape[-1] != key.shape[-1]:
-        raise ShapeError(
-            f"scaled_dot_product_attention: queries of shape {list(query.shape)} and keys of shape "
-            f"{list(key.shape)} must have the same last dim"
-        )
-    if key.shape[-2] != value.shape[-2]:
-        raise ShapeError(
-            f"scaled_dot_product_attention: keys of shape {list(key.shape)} and values of shape "
-            f"{list(value.shape)} must have the same number of positions (dim -2)"
-        )
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = (query @ key.transpose(-2, -1)) * scale
+    blocked = bias = None
     if is_causal:
-        scores = scores.masked_fill(causal_mask(query.shape[-2], key.shape[-2], query.device), -math.inf)
+        blocked = causal_mask(query.shape[-2], key.shape[-2], query.device)
+    elif attn_mask is not None and attn_mask.dtype is dtypes.bool_:
+        blocked = ~attn_mask
     elif attn_mask is not None:
-        if attn_mask.dtype is dtypes.bool_:
-            scores = scores.masked_fill(~attn_mask, -math.inf)
-        else:
-            scores = scores + attn_mask
-    weights = safe_softmax(scores, dim=-1)
-    if dropout_p > 0:
-        weights = dropout(weights, dropout_p, training=True)
-    return weights @ value
+        bias = attn_mask
+    context, _ = attention(query, key, value, blocked, bias, scale, dropout_p)
+    return context
