@@ -90,3 +90,13 @@ def test_matmul_with_a_transposed_right_operand_is_the_plain_product(batch, m, k
         rng.standard_normal((*batch, k, n)).astype(np.float32)
     np.testing.assert_allclose(backend.matmul(a, b), a @ b, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(backend.matmul(a, b[:1]), a @ b[:1], rtol=1e-5, atol=1e-5)  # broadcast batch
+
+
+def test_exp_in_place_writes_into_numpy_arrays_and_copies_elsewhere(xp_backend):
+    xp = backend.namespace_for("cpu")
+    x = xp.asarray([[0.0, -np.inf, 1.5], [-2.0, 3.0, 40.0]], **backend.creation_kwargs(xp))
+    expected = np.exp(backend.to_host(x))
+    y = backend.exp_in_place(x)
+    np.testing.assert_array_equal(backend.to_host(y), expected)
+    if xp_backend == "numpy":
+        assert y is x  # the same memory: nothing new allocated

@@ -392,6 +392,18 @@ def matmul(a, b):
     return a @ b
 
 
+def exp_in_place(x):
+    """exp(x) written into x's memory (NumPy and CuPy), or a new array where the library cannot."""
+    xp = namespace(x)
+    if xp is numpy_xp:
+        return np.exp(x, out=x)
+    if xp is _ns.cuda:
+        import cupy
+
+        return cupy.exp(x, out=x)
+    return xp.exp(x)
+
+
 def max_for_shift(x, axis):
     """The maximum along `axis` (kept) that softmax subtracts before exp() so that it cannot overflow.
 

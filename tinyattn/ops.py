@@ -801,27 +801,36 @@ class Stack(Op):
 # softmax: fused, stable forward; backward in one expression
 
 
-def softmax_forward(xp, x, axis, safe=False):
+def softmax_forward(xp, x, axis, safe=False, overwrite=False):
     """exp(x) / sum(exp(x)) along `axis`, numerically stable (Softmax's forward, also used by attention).
 
     With safe=True, a row that is entirely -inf (a query that may attend to nothing) gives zeros
-    instead of NaN.
+    instead of NaN. overwrite=True works in x's memory (for an x nobody else holds): one array, not three.
     """
     # subtracting the row max keeps exp() from overflowing; the result is the same
     row_max = backend.max_for_shift(x, axis)
     if safe:  # an all -inf row: shift by 0 instead, so that exp() gives zeros, not NaN
         row_max = xp.where(xp.isinf(row_max), 0.0, row_max)
-    y = xp.exp(x - row_max)
+    if overwrite:
+        x -= row_max
+        y = backend.exp_in_place(x)
+    else:
+        y = xp.exp(x - row_max)
     total = backend.sum_along(y, (axis,), keepdims=True)
     y /= xp.where(total == 0, 1.0, total) if safe else total
     return y
 
 
-def softmax_backward(xp, y, grad, axis):
-    """The gradient of softmax's input, given its output y and the gradient of y."""
+def softmax_backward(xp, y, grad, axis, overwrite=False):
+    """The gradient of softmax's input, given its output y and the gradient of y (overwritten if asked)."""
     # J^T g for J = diag(y) - y y^T, without building J: y * (g - <g, y>) along the row
     axis -= y.ndim  # the standard's vecdot wants a negative axis
-    g = grad - xp.expand_dims(xp.vecdot(grad, y, axis=axis), axis=axis)
+    row_dot = xp.expand_dims(xp.vecdot(grad, y, axis=axis), axis=axis)
+    if overwrite:
+        grad -= row_dot
+        g = grad
+    else:
+        g = grad - row_dot
     g *= y
     return g
 

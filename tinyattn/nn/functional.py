@@ -435,7 +435,7 @@ class AttentionOp(Op):
             scores = scores + bias
         if blocked is not None:
             backend.masked_assign(scores, blocked, -math.inf)
-        weights = softmax_forward(xp, scores, scores.ndim - 1, safe=True)
+        weights = softmax_forward(xp, scores, scores.ndim - 1, safe=True, overwrite=True)
         context = backend.matmul(weights if keep is None else weights * keep, v)
         ctx.save_for_backward(q, k, v, weights, keep)
         ctx.divisor = divisor
@@ -461,7 +461,9 @@ class AttentionOp(Op):
             if grad_weights is not None:
                 grad_w += grad_weights
         if needs_q or needs_k or needs_bias:
-            grad_scores = softmax_backward(xp, weights, grad_w, weights.ndim - 1)
+            # grad_w is ours to overwrite unless it is the incoming gradient of the weights itself
+            grad_scores = softmax_backward(xp, weights, grad_w, weights.ndim - 1,
+                                           overwrite=grad_w is not grad_weights)
             if needs_bias:
                 grad_bias = unbroadcast(xp, grad_scores, ctx.bias_shape)
                 grad_scores = grad_scores / ctx.divisor  # a new array: grad_bias may be grad_scores
