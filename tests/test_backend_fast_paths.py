@@ -1,5 +1,7 @@
 """The NumPy fast paths in backend.py give what the plain formulas give."""
 
+import math
+
 import numpy as np
 from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
@@ -100,3 +102,18 @@ def test_exp_in_place_writes_into_numpy_arrays_and_copies_elsewhere(xp_backend):
     np.testing.assert_array_equal(backend.to_host(y), expected)
     if xp_backend == "numpy":
         assert y is x  # the same memory: nothing new allocated
+
+
+@given(seed=st.integers(0, 2**32 - 1), dtype=st.sampled_from(["float32", "float64"]))
+def test_erf_matches_pythons_to_the_dtypes_precision(xp_backend, seed, dtype):
+    special = [0.0, -0.0, 1e-30, -1e-8, 1.999999, 2.0, -2.0, 2.000001, 5.999, 6.0, 7.0, -100.0, np.inf, -np.inf]
+    values = np.concatenate([special, np.random.default_rng(seed).standard_normal(300) * 3]).astype(dtype)
+    x = backend.from_host(values, "cpu")
+    y = backend.to_host(backend.erf(x))
+    assert y.dtype == values.dtype
+    exact = np.array([math.erf(v) for v in values.astype(np.float64)])
+    # float64: within about 1e-15 (20 ulps at most near 1); float32: within 4 ulps of the exact value
+    ulps = np.abs(y.astype(np.float64) - exact) / np.spacing(np.abs(exact).astype(dtype)).astype(np.float64)
+    assert ulps.max() <= (32 if dtype == "float64" else 4)
+    assert np.signbit(y[1]) and not np.signbit(y[0])  # erf(-0) = -0
+    assert np.isnan(backend.to_host(backend.erf(backend.from_host(np.array([np.nan], dtype), "cpu"))))[0]
