@@ -423,7 +423,7 @@ class AttentionOp(Op):
         grad_scores  = softmax's backward: weights * (grad_weights - <grad_weights, weights>);
                        0 at blocked places, because the weights are 0 there
         grad_bias    = grad_scores, summed to the bias's shape
-        grad_q       = grad_scores k / divisor,   grad_k = grad_scores^T q / divisor
+        grad_q       = grad_scores k / divisor,   grad_k = (q^T grad_scores)^T / divisor
     """
 
     @staticmethod
@@ -471,8 +471,8 @@ class AttentionOp(Op):
                 grad_scores /= ctx.divisor
             if needs_q:
                 grad_q = unbroadcast(xp, backend.matmul(grad_scores, k), q.shape)
-            if needs_k:
-                grad_k = unbroadcast(xp, backend.matmul(grad_scores.mT, q), k.shape)
+            if needs_k:  # (q^T grad_scores)^T: the product the chain's matmul backward computes, to the bit
+                grad_k = unbroadcast(xp, backend.matmul(q.mT, grad_scores).mT, k.shape)
         return grad_q, grad_k, grad_v, None, grad_bias, None, None
 
 
