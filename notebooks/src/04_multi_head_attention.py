@@ -385,6 +385,7 @@ print(lib_tr.forward.filter(module="mha"))
 print("the same output:", torch.equal(lib_out, out))
 print("the same gradients:", torch.equal(lib_mha.W_query.weight.grad, mha.W_query.weight.grad))
 
+# %% [markdown]
 # ## Do the wrapper and the weight-split class agree?
 #
 # They should compute the same function when the weights correspond: stack the heads' query
