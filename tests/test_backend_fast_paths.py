@@ -1,6 +1,8 @@
 """The NumPy fast paths in backend.py give what the plain formulas give."""
 
 import math
+import pathlib
+import re
 
 import numpy as np
 from hypothesis import given, strategies as st
@@ -117,3 +119,23 @@ def test_erf_matches_pythons_to_the_dtypes_precision(xp_backend, seed, dtype):
     assert ulps.max() <= (32 if dtype == "float64" else 4)
     assert np.signbit(y[1]) and not np.signbit(y[0])  # erf(-0) = -0
     assert np.isnan(backend.to_host(backend.erf(backend.from_host(np.array([np.nan], dtype), "cpu"))))[0]
+
+
+def test_ops_transpose_raw_arrays_through_the_backend():
+    """CuPy arrays have no `.mT`: code that works on raw arrays must call backend.matrix_transpose."""
+    package = pathlib.Path(backend.__file__).parent
+    offenders = []
+    for path in package.rglob("*.py"):
+        if path.name in ("tensor.py", "backend.py"):  # Tensor.mT is a tensor op; backend defines the helper
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"\.mT\b", line.split("#")[0]):
+                offenders.append(f"{path.relative_to(package)}:{number}: {line.strip()}")
+    assert offenders == []
+
+
+def test_matrix_transpose_is_a_view_of_the_last_two_axes(xp_backend):
+    xp = backend.namespace_for("cpu")
+    x = xp.reshape(xp.arange(24, dtype=xp.float32, **backend.creation_kwargs(xp)), (2, 3, 4))
+    np.testing.assert_array_equal(backend.to_host(backend.matrix_transpose(x)),
+                                  np.arange(24, dtype=np.float32).reshape(2, 3, 4).swapaxes(-1, -2))

@@ -392,6 +392,13 @@ def matmul(a, b):
     return a @ b
 
 
+def matrix_transpose(array):
+    """A view with the last two axes swapped (`array.mT`, which CuPy arrays do not have)."""
+    if namespace(array) is _ns.cuda:
+        return _ns.cuda.swapaxes(array, -1, -2)
+    return array.mT
+
+
 def exp_in_place(x):
     """exp(x) written into x's memory (NumPy and CuPy), or a new array where the library cannot."""
     xp = namespace(x)

@@ -458,9 +458,9 @@ class Matmul(Op):
             g2 = xp.expand_dims(g2, axis=-2)
         ga = gb = None
         if ctx.needs_input_grad[0]:
-            ga = xp.reshape(unbroadcast(xp, backend.matmul(g2, b2.mT), a2.shape), a.shape)
+            ga = xp.reshape(unbroadcast(xp, backend.matmul(g2, backend.matrix_transpose(b2)), a2.shape), a.shape)
         if ctx.needs_input_grad[1]:
-            gb = xp.reshape(unbroadcast(xp, backend.matmul(a2.mT, g2), b2.shape), b.shape)
+            gb = xp.reshape(unbroadcast(xp, backend.matmul(backend.matrix_transpose(a2), g2), b2.shape), b.shape)
         return ga, gb
 
 

@@ -31,7 +31,7 @@ class LinearOp(Op):
     def forward(ctx, x, weight, bias):
         xp = ctx.xp
         rows = xp.reshape(x, (-1, x.shape[-1]))  # (batch * tokens, in): one big GEMM
-        y = rows @ weight.mT
+        y = rows @ backend.matrix_transpose(weight)
         if bias is not None:
             y += bias
         ctx.save_for_backward(rows, weight)
@@ -44,7 +44,7 @@ class LinearOp(Op):
         xp = ctx.xp
         grad_rows = xp.reshape(grad, (-1, weight.shape[0]))
         gx = xp.reshape(grad_rows @ weight, ctx.in_shape) if ctx.needs_input_grad[0] else None
-        gw = grad_rows.mT @ rows if ctx.needs_input_grad[1] else None
+        gw = backend.matrix_transpose(grad_rows) @ rows if ctx.needs_input_grad[1] else None
         gb = backend.sum_along(grad_rows, (0,)) if ctx.needs_input_grad[2] else None
         return gx, gw, gb
 
@@ -429,7 +429,7 @@ class AttentionOp(Op):
     @staticmethod
     def forward(ctx, q, k, v, blocked, bias, divisor, keep):
         xp = ctx.xp
-        scores = backend.matmul(q, k.mT)  # (..., queries, keys)
+        scores = backend.matmul(q, backend.matrix_transpose(k))  # (..., queries, keys)
         scores /= divisor
         if bias is not None:
             scores = scores + bias
@@ -454,8 +454,8 @@ class AttentionOp(Op):
         else:
             if needs_v:
                 dropped = weights if keep is None else weights * keep
-                grad_v = unbroadcast(xp, backend.matmul(dropped.mT, grad_context), v.shape)
-            grad_w = backend.matmul(grad_context, v.mT)
+                grad_v = unbroadcast(xp, backend.matmul(backend.matrix_transpose(dropped), grad_context), v.shape)
+            grad_w = backend.matmul(grad_context, backend.matrix_transpose(v))
             if keep is not None:
                 grad_w *= keep
             if grad_weights is not None:
@@ -472,7 +472,8 @@ class AttentionOp(Op):
             if needs_q:
                 grad_q = unbroadcast(xp, backend.matmul(grad_scores, k), q.shape)
             if needs_k:  # (q^T grad_scores)^T: the product the chain's matmul backward computes, to the bit
-                grad_k = unbroadcast(xp, backend.matmul(q.mT, grad_scores).mT, k.shape)
+                grad_k = backend.matrix_transpose(backend.matmul(backend.matrix_transpose(q), grad_scores))
+                grad_k = unbroadcast(xp, grad_k, k.shape)
         return grad_q, grad_k, grad_v, None, grad_bias, None, None
 
 
