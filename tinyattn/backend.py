@@ -492,7 +492,7 @@ def erf(x):
         return cupyx.scipy.special.erf(x)
     precision = "float32" if x.dtype == xp.float32 else "float64"
     a = xp.abs(x)
-    u = xp.clip(a * a, 0.0, 4.0)  # (clip also turns NaN into NaN)
+    u = xp.clip(a * a, 0.0, 4.0)  # a NaN stays NaN through clip and the polynomial
     u *= 0.5
     u -= 1.0  # [0, 4] -> [-1, 1]
     result = _horner(_ERF_NEAR[precision], u)

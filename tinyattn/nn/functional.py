@@ -164,7 +164,8 @@ class LayerNormOp(Op):
     @staticmethod
     def forward(ctx, x, weight, bias, axes, eps):
         xp = ctx.xp
-        n = math.prod(x.shape[a] for a in axes)
+        normalized_shape = tuple(x.shape[a] for a in axes)
+        n = math.prod(normalized_shape)
         rows = xp.reshape(x, (-1, n))
         averager = xp.full((n,), 1.0 / n, dtype=x.dtype, **backend.creation_kwargs(xp))
         normalized = rows - (rows @ averager)[:, None]  # centred
@@ -172,7 +173,7 @@ class LayerNormOp(Op):
         normalized *= inv_std
         flat_weight = None if weight is None else xp.reshape(weight, (n,))
         ctx.save_for_backward(normalized, inv_std, flat_weight, averager)
-        ctx.in_shape, ctx.normalized_dims = x.shape, len(axes)
+        ctx.in_shape, ctx.normalized_shape = x.shape, normalized_shape
         y = normalized * flat_weight if weight is not None else xp.asarray(normalized, copy=True)
         if bias is not None:
             y += xp.reshape(bias, (n,))
@@ -186,9 +187,9 @@ class LayerNormOp(Op):
         grad_rows = xp.reshape(grad, (-1, n))
         gw = gb = None
         if ctx.needs_input_grad[1]:
-            gw = xp.reshape(backend.sum_along(grad_rows * normalized, (0,)), ctx.in_shape[len(ctx.in_shape) - ctx.normalized_dims:])
+            gw = xp.reshape(backend.sum_along(grad_rows * normalized, (0,)), ctx.normalized_shape)
         if ctx.needs_input_grad[2]:
-            gb = xp.reshape(backend.sum_along(grad_rows, (0,)), ctx.in_shape[len(ctx.in_shape) - ctx.normalized_dims:])
+            gb = xp.reshape(backend.sum_along(grad_rows, (0,)), ctx.normalized_shape)
         g = grad_rows * weight if weight is not None else grad_rows
         # d/dx of (x - mu) * inv_std, with mu and inv_std depending on x too:
         # inv_std * (g - mean(g) - normalized * mean(g * normalized)), means along each row
@@ -432,7 +433,7 @@ class AttentionOp(Op):
         scores = backend.matmul(q, backend.matrix_transpose(k))  # (..., queries, keys)
         scores /= divisor
         if bias is not None:
-            scores = scores + bias
+            scores += bias  # attention() checked that it has the scores' dtype and broadcasts to them
         if blocked is not None:
             backend.masked_assign(scores, blocked, -math.inf)
         weights = softmax_forward(xp, scores, scores.ndim - 1, safe=True, overwrite=True)
