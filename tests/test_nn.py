@@ -653,6 +653,17 @@ def test_cross_entropy_parity(torch, seed, rows, classes, ignore):
                             logits, target=target, seed=seed)
 
 
+@given(seed=seeds, rows=st.integers(2, 6), classes=st.integers(2, 8), reduction=st.sampled_from(["mean", "sum", "none"]))
+def test_nll_loss_parity_with_the_default_ignore_index(torch, seed, rows, classes, reduction):
+    rng = np.random.default_rng(seed)
+    logits = (rng.standard_normal((rows, classes)) * 3).astype(np.float32)
+    target = rng.integers(0, classes, rows)
+    target[0] = -100  # PyTorch's default ignore_index: skipped, never used as an index
+    forward_backward_parity(torch, lambda x, t: F.nll_loss(x.log_softmax(-1), t, reduction=reduction),
+                            lambda x, t: torch.nn.functional.nll_loss(x.log_softmax(-1), t, reduction=reduction),
+                            logits, target=target, seed=seed)
+
+
 # ---------------------------------------------------------------------------------------------
 # gradients against finite differences (float64)
 

@@ -436,6 +436,19 @@ def test_index_out_of_range_raises():
         x[1.0]
 
 
+def test_gather_checks_its_index(xp_backend):
+    x = tinyattn.arange(8.0).reshape(2, 4)
+    assert x.gather(-1, tinyattn.tensor([[3, 1]])).tolist() == [[3.0, 1.0]]  # a corner of x, as in PyTorch
+    # checked, not left to the array library: NumPy takes -1 as the last index, CuPy wraps 4 to 0
+    for bad in (4, -1):
+        with pytest.raises(IndexError, match=f"gather: index {bad} is out of bounds for dim 1 with size 4"):
+            x.gather(1, tinyattn.tensor([[0, bad]]))
+    with pytest.raises(ShapeError, match=r"index of shape \[2\] does not fit an input of shape \[2, 4\]"):
+        x.gather(1, tinyattn.tensor([0, 1]))
+    with pytest.raises(ShapeError, match=r"index of shape \[3, 2\]"):
+        x.gather(1, tinyattn.zeros(3, 2, dtype=tinyattn.int64))
+
+
 # ---------------------------------------------------------------------------------------------
 # in-place ops
 

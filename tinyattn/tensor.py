@@ -723,7 +723,19 @@ class Tensor:
         if index.dtype is not dtypes.int64:
             raise TypeError(f"gather expects an int64 index, got {index.dtype}")
         backend.same_device([self.array, index.array])
-        return ops.Gather.apply(self, dim, index.array)
+        axis = _dim(dim, self.ndim)
+        if index.ndim != self.ndim or any(n > m for i, (n, m) in enumerate(zip(index.shape, self.shape)) if i != axis):
+            raise ShapeError(
+                f"gather: an index of shape {list(index.shape)} does not fit an input of shape {list(self.shape)}: "
+                f"it needs as many dims, and no more than the input's size in every dim but dim {axis}"
+            )
+        if index.numel():  # checked here: CuPy would wrap an index out of range instead of raising
+            xp, size = backend.namespace(index.array), self.shape[axis]
+            low, high = int(xp.min(index.array)), int(xp.max(index.array))
+            if low < 0 or high >= size:
+                raise IndexError(f"gather: index {high if high >= size else low} is out of bounds for dim "
+                                 f"{axis} with size {size} (valid indices are 0 to {size - 1})")
+        return ops.Gather.apply(self, axis, index.array)
 
     def masked_fill(self, mask, value):
         return ops.MaskedFill.apply(self, _mask_array(mask, self), _scalar(value))

@@ -376,8 +376,9 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
 
 def nll_loss(input, target, ignore_index=-100, reduction="mean"):
     """Negative log-likelihood of log-probabilities `input` (N, C) at the classes in `target`."""
-    picked = -input.gather(1, target.long().unsqueeze(1)).squeeze(1)
     valid = target != ignore_index
+    safe_target = target.long().masked_fill(~valid, 0)  # ignored places pick class 0, then count 0
+    picked = -input.gather(1, safe_target.unsqueeze(1)).squeeze(1)
     picked = picked.masked_fill(~valid, 0.0)
     if reduction == "none":
         return picked
