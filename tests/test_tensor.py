@@ -4,7 +4,9 @@ indexing and views, in-place ops, and the errors bad input gets.
 Expected values are PyTorch's (checked against PyTorch 2.x); the tests themselves need no PyTorch.
 """
 
+import sys
 import threading
+import types
 
 import numpy as np
 import pytest
@@ -285,6 +287,47 @@ def test_cuda_without_a_gpu_raises_a_device_error():
         tinyattn.zeros(2, device="cuda")
     with pytest.raises(DeviceError, match="unknown device"):
         tinyattn.device("tpu")
+
+
+def fake_cupy(monkeypatch, device_count=1, current=0, driver_error=None):
+    """Stand-ins for CuPy and array_api_compat.cupy, to test how tinyattn reads a GPU setup without one."""
+    class CUDARuntimeError(RuntimeError):
+        pass
+
+    def get_device_count():
+        if driver_error:
+            raise CUDARuntimeError(driver_error)
+        return device_count
+
+    runtime = types.SimpleNamespace(getDeviceCount=get_device_count, CUDARuntimeError=CUDARuntimeError)
+    cupy = types.ModuleType("cupy")
+    cupy.ndarray = type("ndarray", (), {})
+    cupy.cuda = types.SimpleNamespace(runtime=runtime, Device=lambda: types.SimpleNamespace(id=current))
+    compat = types.ModuleType("array_api_compat.cupy")
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "array_api_compat.cupy", compat)
+    monkeypatch.setattr(backend._ns, "cuda", None)
+    monkeypatch.setattr(backend._ns, "by_type", dict(backend._ns.by_type))
+    return compat
+
+
+@pytest.mark.skipif(tinyattn.cuda.is_available(), reason="fakes CuPy on a machine without a GPU")
+def test_gpu_setups_that_cannot_work_are_device_errors(monkeypatch):
+    fake_cupy(monkeypatch, driver_error="cudaErrorInsufficientDriver")
+    with pytest.raises(DeviceError, match="cannot reach a CUDA device: cudaErrorInsufficientDriver"):
+        tinyattn.zeros(2, device="cuda")
+    assert tinyattn.cuda.is_available() is False
+
+    fake_cupy(monkeypatch, device_count=0)
+    with pytest.raises(DeviceError, match="no CUDA device is visible"):
+        tinyattn.zeros(2, device="cuda")
+
+    # CuPy would put "cuda:1" on its current device and report cuda:0: an error instead
+    compat = fake_cupy(monkeypatch, device_count=2, current=0)
+    assert backend.namespace_for("cuda") is compat and backend.namespace_for("cuda:0") is compat
+    with pytest.raises(DeviceError, match=r"cuda:1 is not the GPU tinyattn computes on \(cuda:0.*2 visible\)"
+                                          r".*CUDA_VISIBLE_DEVICES=1"):
+        tinyattn.zeros(2, device="cuda:1")
 
 
 def test_contiguous_and_clone():

@@ -136,7 +136,11 @@ def cuda_namespace():
             raise DeviceError(
                 "device 'cuda' needs CuPy: pip install 'tinyattn[cuda12]' (or [cuda13])"
             ) from error
-        if cupy.cuda.runtime.getDeviceCount() == 0:
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except cupy.cuda.runtime.CUDARuntimeError as error:  # no driver, or one too old for this CuPy
+            raise DeviceError(f"CuPy is installed but cannot reach a CUDA device: {error}") from error
+        if count == 0:
             raise DeviceError("CuPy is installed but no CUDA device is visible")
         _ns.cuda = cupy_xp
         _ns.by_type[cupy.ndarray] = cupy_xp
@@ -161,7 +165,27 @@ def namespace(array):
 
 def namespace_for(dev):
     dev = device(dev)
-    return _ns.cpu if dev.type == "cpu" else cuda_namespace()
+    if dev.type == "cpu":
+        return _ns.cpu
+    xp = cuda_namespace()
+    _check_current_gpu(dev)
+    return xp
+
+
+def _check_current_gpu(dev):
+    """tinyattn computes on one GPU, CuPy's current one: another index is an error, not ignored.
+
+    (CuPy creates arrays and runs kernels on its current device whatever index is asked for.)
+    """
+    import cupy
+
+    current = cupy.cuda.Device().id
+    if dev.index != current:
+        raise DeviceError(
+            f"device {dev} is not the GPU tinyattn computes on (cuda:{current}, CuPy's current device; "
+            f"{cupy.cuda.runtime.getDeviceCount()} visible): use 'cuda' or 'cuda:{current}', or pick the "
+            f"GPU before Python starts, e.g. CUDA_VISIBLE_DEVICES={dev.index} (it is then cuda:0)"
+        )
 
 
 def device_of(array):
@@ -182,7 +206,7 @@ def same_device(arrays):
     """The shared namespace of `arrays`; a clear error if they live on different devices."""
     xp = namespace(arrays[0])
     for other in arrays[1:]:
-        if namespace(other) is not xp:
+        if namespace(other) is not xp or (xp is _ns.cuda and other.device.id != arrays[0].device.id):
             raise DeviceError(
                 f"expected all tensors to be on the same device, found {_where(arrays[0])} "
                 f"and {_where(other)}: move them with .to(device) first"

@@ -578,11 +578,11 @@ class detect_anomaly(_Observer):
         if getattr(node, "sequence", None) is not None:  # keep the site for the backward messages
             site = _call_site()
             self._sites[node] = (site.file, site.line, site.inplace, self.module)
-        xp = node.xp
         for index, out in enumerate(outputs):
             a = out.array
             if not backend.is_float(a):
                 continue
+            xp = backend.namespace(a)  # not node.xp: a copy to another device has its output there
             nans = _count(xp, xp.isnan(a))
             infs = 0 if nans else _count(xp, xp.isinf(a))
             if nans or (infs and not _holds_inf(args)):
@@ -592,13 +592,13 @@ class detect_anomaly(_Observer):
                             f"produced {what} in its output {index}", _arrays(args), [t.array for t in outputs])
 
     def on_backward(self, node, grads_out, grads_in):
-        xp = node.xp
         for index, g in enumerate(grads_in):
             if g is None:
                 continue
             a = g.array if isinstance(g, Tensor) else g
             if not backend.is_float(a):
                 continue
+            xp = backend.namespace(a)
             nans = _count(xp, xp.isnan(a))
             infs = _count(xp, xp.isinf(a))
             if nans or infs:
