@@ -83,3 +83,27 @@ def test_a_gpt_trains_on_the_gpu():
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < losses[0] - 0.5
+
+
+def test_cupy_arrays_become_gpu_tensors():
+    import cupy
+
+    t = tinyattn.tensor(cupy.arange(3.0))
+    assert t.device == "cuda:0" and t.dtype is tinyattn.float64 and t.tolist() == [0.0, 1.0, 2.0]
+    assert (tinyattn.ones(3, device="cuda", dtype=tinyattn.float64) + cupy.ones(3)).tolist() == [2.0] * 3
+
+
+def test_detect_anomaly_follows_a_copy_off_the_gpu():
+    x = tinyattn.ones(3, device="cuda", requires_grad=True)
+    with tinyattn.detect_anomaly():
+        y = x.cpu() * 2  # the copy's input is on the GPU, its output on the host
+        y.sum().backward()
+    assert x.grad.device == "cuda:0" and host(x.grad).tolist() == [2.0] * 3
+
+
+def test_only_cupys_current_gpu_is_used():
+    import cupy
+
+    other = cupy.cuda.Device().id + 1
+    with pytest.raises(tinyattn.DeviceError, match="CUDA_VISIBLE_DEVICES"):
+        tinyattn.zeros(2, device=f"cuda:{other}")

@@ -289,6 +289,22 @@ def test_cuda_without_a_gpu_raises_a_device_error():
         tinyattn.device("tpu")
 
 
+class FakeCupyArray:
+    """Holds NumPy values and gives them back with .get(), as a CuPy array does."""
+
+    device = types.SimpleNamespace(id=0)
+
+    def __init__(self, values):
+        self.values = np.asarray(values)
+        self.shape = self.values.shape
+
+    def get(self):
+        return self.values.copy()
+
+
+FakeCupyArray.__module__, FakeCupyArray.__name__ = "cupy", "ndarray"
+
+
 def fake_cupy(monkeypatch, device_count=1, current=0, driver_error=None):
     """Stand-ins for CuPy and array_api_compat.cupy, to test how tinyattn reads a GPU setup without one."""
     class CUDARuntimeError(RuntimeError):
@@ -301,7 +317,7 @@ def fake_cupy(monkeypatch, device_count=1, current=0, driver_error=None):
 
     runtime = types.SimpleNamespace(getDeviceCount=get_device_count, CUDARuntimeError=CUDARuntimeError)
     cupy = types.ModuleType("cupy")
-    cupy.ndarray = type("ndarray", (), {})
+    cupy.ndarray = FakeCupyArray
     cupy.cuda = types.SimpleNamespace(runtime=runtime, Device=lambda: types.SimpleNamespace(id=current))
     compat = types.ModuleType("array_api_compat.cupy")
     monkeypatch.setitem(sys.modules, "cupy", cupy)
@@ -330,7 +346,16 @@ def test_gpu_setups_that_cannot_work_are_device_errors(monkeypatch):
         tinyattn.zeros(2, device="cuda:1")
 
 
-def test_contiguous_and_clone():
+@pytest.mark.skipif(tinyattn.cuda.is_available(), reason="fakes CuPy on a machine without a GPU")
+def test_cupy_arrays_are_data_like_numpy_arrays(monkeypatch):
+    fake_cupy(monkeypatch)
+    t = tinyattn.tensor(FakeCupyArray([1.5, 2.0]), device="cpu")
+    assert t.dtype is tinyattn.float64 and t.tolist() == [1.5, 2.0]  # as NumPy float64 data
+    assert (tinyattn.ones(2, dtype=tinyattn.float64) + FakeCupyArray([1.0, 2.0])).tolist() == [2.0, 3.0]
+    linear = tinyattn.nn.Linear(2, 1)
+    linear.load_state_dict({"weight": FakeCupyArray([[3.0, 4.0]]), "bias": FakeCupyArray([5.0])})
+    assert linear.weight.tolist() == [[3.0, 4.0]] and linear.bias.tolist() == [5.0]
+
     x = tinyattn.arange(6).reshape(2, 3)
     assert x.is_contiguous() and x.contiguous() is x
     t = x.T

@@ -160,7 +160,15 @@ def namespace(array):
     try:
         return _ns.by_type[type(array)]
     except KeyError:
+        if is_cupy_array(array):  # made by CuPy before tinyattn used the GPU: set the GPU up now
+            cuda_namespace()
+            return _ns.cuda
         raise TypeError(f"not an array tinyattn can hold: {type(array).__name__}") from None
+
+
+def is_cupy_array(obj):
+    """Whether `obj` is a CuPy array (told by its type, without importing CuPy)."""
+    return type(obj).__module__ == "cupy" and type(obj).__name__ == "ndarray"
 
 
 def namespace_for(dev):
@@ -271,6 +279,11 @@ def to_host(array):
     if xp is _ns.cuda:
         return array.get()
     return np.asarray(xp.asarray(array, device=xp.Device("CPU_DEVICE"), copy=True))
+
+
+def host_values(data):
+    """Numbers from NumPy arrays, lists and scalars as they are, CuPy arrays copied to the host."""
+    return to_host(data) if is_cupy_array(data) else np.asarray(data)
 
 
 def to_device(array, dev):

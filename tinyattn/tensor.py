@@ -52,6 +52,8 @@ def _host_values(data):
     """
     if isinstance(data, Tensor):
         return np.array(backend.to_host(data.array))
+    if backend.is_cupy_array(data):
+        data = backend.to_host(data)  # its values, then treated as NumPy data (float64 stays float64)
     is_numpy = isinstance(data, (np.ndarray, np.generic))
     values = np.array(data)
     if values.dtype.kind == "f":
@@ -70,8 +72,9 @@ class Tensor:
                  "__weakref__")
 
     def __init__(self, data, dtype=None, device=None, requires_grad=False):
-        if device is None:
-            device = data.device if isinstance(data, Tensor) else backend.CPU
+        if device is None:  # where the data is: a tensor's or CuPy array's device, else the CPU
+            device = (data.device if isinstance(data, Tensor) else
+                      backend.device_of(data) if backend.is_cupy_array(data) else backend.CPU)
         self.array = backend.from_host(_host_values(data), device, dtype)
         self.grad = None
         self.grad_fn = None

@@ -248,7 +248,7 @@ class Module:
             for key, target in own.items():
                 if key in state_dict:
                     value = state_dict[key]
-                    values = backend.to_host(value.array) if isinstance(value, Tensor) else np.asarray(value)
+                    values = backend.to_host(value.array) if isinstance(value, Tensor) else backend.host_values(value)
                     target.array[...] = backend.from_host(values.astype(target.dtype.name), target.device)
                     target._version[0] += 1
         return collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])(missing, unexpected)

@@ -131,7 +131,7 @@ class Optimizer:
             converted = {}
             for name, value in values.items():
                 if isinstance(value, Tensor) or hasattr(value, "shape") and getattr(value, "ndim", 0) > 0:
-                    host = backend.to_host(value.array) if isinstance(value, Tensor) else value
+                    host = backend.to_host(value.array) if isinstance(value, Tensor) else backend.host_values(value)
                     if tuple(host.shape) != tuple(p.shape):
                         raise ValueError(
                             f"loaded state {name!r} of parameter {key} has shape {list(host.shape)}, "
