@@ -107,3 +107,21 @@ def test_only_cupys_current_gpu_is_used():
     other = cupy.cuda.Device().id + 1
     with pytest.raises(tinyattn.DeviceError, match="CUDA_VISIBLE_DEVICES"):
         tinyattn.zeros(2, device=f"cuda:{other}")
+
+
+def test_clamp_clipping_and_layer_norm_match_the_cpu():
+    tinyattn.manual_seed(0)
+    x = tinyattn.randn(4, 8) * 3
+    xc = x.to("cuda")
+    np.testing.assert_array_equal(host(xc.clamp(-1.0, 2.0)), host(x.clamp(-1.0, 2.0)))
+    np.testing.assert_array_equal(host(xc.clamp(max=0.5)), host(x.clamp(max=0.5)))
+    for dev in ("cpu", "cuda"):
+        tinyattn.manual_seed(1)
+        norm = nn.LayerNorm(8).to(dev)
+        norm(x.to(dev) * 100).pow(2).sum().backward()
+        total = nn.utils.clip_grad_norm_(norm.parameters(), 1.0)
+        if dev == "cpu":
+            want = [host(p.grad) for p in norm.parameters()], total.item()
+    np.testing.assert_allclose(total.item(), want[1], rtol=1e-5)
+    for got, expected in zip([host(p.grad) for p in norm.parameters()], want[0]):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)

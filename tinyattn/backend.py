@@ -459,6 +459,32 @@ def max_for_shift(x, axis):
     return namespace(x).max(x, axis=axis, keepdims=True)
 
 
+def vecdot(a, b, axis=-1):
+    """The dot product of real arrays a and b along `axis` (the standard's vecdot).
+
+    CuPy has no vecdot, and array_api_compat's general one conjugates a copy of `a` and runs a batch
+    of (1 x n) @ (n x 1) products; a product and a sum are one pass each.
+    """
+    xp = namespace(a)
+    if xp is _ns.cuda:
+        return xp.sum(a * b, axis=axis)
+    return xp.vecdot(a, b, axis=axis)
+
+
+def clip(x, low=None, high=None):
+    """min(max(x, low), high), elementwise; a bound of None leaves that side open.
+
+    On CuPy as maximum and minimum: array_api_compat's clip picks values with boolean masks, and each
+    of those waits for the GPU and reads a count back to the host.
+    """
+    xp = namespace(x)
+    if xp is not _ns.cuda:
+        return xp.clip(x, low, high)
+    if low is not None:
+        x = xp.maximum(x, low)
+    return x if high is None else xp.minimum(x, high)
+
+
 def is_contiguous(array):
     xp = namespace(array)
     if xp is numpy_xp or xp is _ns.cuda:

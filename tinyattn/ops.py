@@ -274,7 +274,7 @@ class Clamp(Op):
         if high is not None:
             inside = inside & (x <= high)
         ctx.save_for_backward(inside)
-        return xp.clip(x, low, high)
+        return backend.clip(x, low, high)
 
     @staticmethod
     def backward(ctx, grad):
@@ -825,7 +825,7 @@ def softmax_backward(xp, y, grad, axis, overwrite=False):
     """The gradient of softmax's input, given its output y and the gradient of y (overwritten if asked)."""
     # J^T g for J = diag(y) - y y^T, without building J: y * (g - <g, y>) along the row
     axis -= y.ndim  # the standard's vecdot wants a negative axis
-    row_dot = xp.expand_dims(xp.vecdot(grad, y, axis=axis), axis=axis)
+    row_dot = xp.expand_dims(backend.vecdot(grad, y, axis=axis), axis=axis)
     if overwrite:
         grad -= row_dot
         g = grad

@@ -169,7 +169,7 @@ class LayerNormOp(Op):
         rows = xp.reshape(x, (-1, n))
         averager = xp.full((n,), 1.0 / n, dtype=x.dtype, **backend.creation_kwargs(xp))
         normalized = rows - (rows @ averager)[:, None]  # centred
-        inv_std = 1.0 / xp.sqrt(xp.vecdot(normalized, normalized)[:, None] / n + eps)
+        inv_std = 1.0 / xp.sqrt(backend.vecdot(normalized, normalized)[:, None] / n + eps)
         normalized *= inv_std
         flat_weight = None if weight is None else xp.reshape(weight, (n,))
         ctx.save_for_backward(normalized, inv_std, flat_weight, averager)
@@ -194,7 +194,7 @@ class LayerNormOp(Op):
         # d/dx of (x - mu) * inv_std, with mu and inv_std depending on x too:
         # inv_std * (g - mean(g) - normalized * mean(g * normalized)), means along each row
         gx = g - (g @ averager)[:, None]
-        gx -= normalized * (xp.vecdot(g, normalized)[:, None] / n)
+        gx -= normalized * (backend.vecdot(g, normalized)[:, None] / n)
         gx *= inv_std
         return xp.reshape(gx, ctx.in_shape), gw, gb, None, None
 

@@ -27,7 +27,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     norm_type = float(norm_type)
     if norm_type == 2.0:  # the usual case, as each gradient's dot product with itself: 2x faster
         flats = [xp.reshape(g.array, (-1,)) for g in grads]
-        norms = [xp.sqrt(xp.vecdot(flat, flat)) for flat in flats]
+        norms = [xp.sqrt(backend.vecdot(flat, flat)) for flat in flats]
     else:
         norms = [xp.linalg.vector_norm(g.array, ord=norm_type) for g in grads]
     total = xp.linalg.vector_norm(xp.stack(norms), ord=norm_type)
@@ -36,7 +36,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
             f"the total norm of order {norm_type} of the gradients is non-finite, so it cannot be "
             "clipped: look for the op that overflowed (inf/nan), or pass error_if_nonfinite=False"
         )
-    coefficient = xp.clip(max_norm / (total + 1e-6), max=1.0)  # stays a 0-d array: no host sync
+    coefficient = backend.clip(max_norm / (total + 1e-6), high=1.0)  # stays a 0-d array: no host sync
     for g in grads:
         g.array *= coefficient
         g._version[0] += 1
@@ -49,5 +49,5 @@ def clip_grad_value_(parameters, clip_value):
     clip_value = float(clip_value)
     for g in _grads(parameters):
         xp = backend.namespace(g.array)
-        g.array[...] = xp.clip(g.array, min=-clip_value, max=clip_value)
+        g.array[...] = backend.clip(g.array, -clip_value, clip_value)
         g._version[0] += 1
