@@ -201,6 +201,13 @@ def test_no_input_requires_grad_is_an_error():
         gradcheck(lambda x: x * 2, tinyattn.ones(3, dtype=tinyattn.float64))
 
 
+
+def test_an_input_that_cannot_be_perturbed_is_an_error():
+    shared = tinyattn.zeros(1, 3, dtype=tinyattn.float64).expand(2, 3).requires_grad_()
+    with pytest.raises(GradcheckError, match=r"input 0 cannot be written \(an expand\(\)ed view.*\.clone\(\)"):
+        gradcheck(lambda x: x * 2, shared)
+
+
 # ---------------------------------------------------------------------------------------------
 # failing, with a report that locates the error
 

@@ -544,6 +544,18 @@ def test_inplace_ops_change_the_tensor_and_its_views():
     assert f.tolist() == [1, 2, 3]
 
 
+def test_inplace_writes_to_an_expanded_view_are_refused(xp_backend):
+    wide = tinyattn.zeros(1, 3).expand(2, 3)  # both rows are the same memory
+    for write in (lambda: wide.add_(1), lambda: wide.zero_(), lambda: wide.copy_(tinyattn.ones(2, 3)),
+                  lambda: wide.__setitem__(0, 1.0), lambda: wide.normal_()):
+        with pytest.raises(RuntimeError, match=r"shape \[2, 3\].*one place in memory.*\.clone\(\)"):
+            write()
+    assert wide.clone().add_(1).tolist() == [[1.0] * 3] * 2
+    base = tinyattn.zeros(3)
+    base.expand(1, 3).add_(1)  # nothing repeats: a writable view of base, as in PyTorch
+    assert base.tolist() == [1.0, 1.0, 1.0]
+
+
 def test_inplace_ops_keep_the_dtype():
     x = tinyattn.arange(3)
     with pytest.raises((TypeError, RuntimeError), match="float"):

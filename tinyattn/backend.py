@@ -485,6 +485,16 @@ def clip(x, low=None, high=None):
     return x if high is None else xp.minimum(x, high)
 
 
+def shares_elements(array):
+    """Whether several elements of `array` are one place in memory (a view made by expand()).
+
+    NumPy marks such views read-only; CuPy has no such flag and would let a write race through them.
+    """
+    xp = namespace(array)
+    inner = array if xp is numpy_xp or xp is _ns.cuda else array._array  # array_api_strict's NumPy array
+    return any(stride == 0 and n > 1 for stride, n in zip(inner.strides, inner.shape))
+
+
 def is_contiguous(array):
     xp = namespace(array)
     if xp is numpy_xp or xp is _ns.cuda:

@@ -282,13 +282,17 @@ def _perturbed_outputs(fn, inputs, j, values, shapes, reseed):
 
 def _write(x, j, values):
     """Overwrite the numbers of input j in place (no graph, no version bump: restored right after)."""
-    try:
-        x.array[...] = backend.from_host(values, x.device, x.dtype)
-    except ValueError as error:
+    problem = "an expand()ed view: its elements share memory" if backend.shares_elements(x.array) else None
+    if problem is None:
+        try:
+            x.array[...] = backend.from_host(values, x.device, x.dtype)
+        except ValueError as error:
+            problem = str(error)
+    if problem:
         raise GradcheckError(
-            f"gradcheck perturbs each input in place, but input {j} cannot be written ({error}): "
+            f"gradcheck perturbs each input in place, but input {j} cannot be written ({problem}): "
             "pass a .clone() of it"
-        ) from None
+        )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -778,6 +778,11 @@ class Tensor:
         return self
 
     def _check_inplace(self, recording):
+        if backend.shares_elements(self.array):
+            raise RuntimeError(
+                f"cannot write in place to this tensor of shape {list(self.shape)}: several of its elements "
+                "are one place in memory (it is an expand()ed or broadcast view); write to a .clone() of it"
+            )
         if not recording:
             return
         if self.grad_fn is None and self.requires_grad:
