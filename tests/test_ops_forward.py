@@ -132,6 +132,15 @@ def test_pow_of_two_tensors(xp_backend, pair):
     close(tinyattn.tensor(a) ** tinyattn.tensor(b), a**b, a.dtype)
 
 
+
+def test_integers_to_negative_integer_powers_are_an_error(xp_backend):
+    ints = tinyattn.tensor([2, 4])
+    assert (ints**2).tolist() == [4, 16] and (ints**-1.0).tolist() == [0.5, 0.25]  # a float exponent: floats
+    for negative in (lambda: ints**-1, lambda: ints ** tinyattn.tensor([1, -1]), lambda: 2 ** tinyattn.tensor([-1])):
+        with pytest.raises(ValueError, match=r"negative integer powers.*x\.float\(\) \*\* -1"):
+            negative()
+
+
 @given(pair=broadcast_pair())
 def test_where_and_comparisons(xp_backend, pair):
     a, b = pair

@@ -134,11 +134,20 @@ class Div(Op):
         return ga, gb
 
 
+def _is_integer(x):
+    """An integer (or bool) array or Python number."""
+    return not backend.is_float(x) if hasattr(x, "dtype") else not isinstance(x, float)
+
+
 class Pow(Op):
     """a ** b for a tensor base or exponent (or both)."""
 
     @staticmethod
     def forward(ctx, a, b):
+        if _is_integer(a) and _is_integer(b) and (b < 0 if isinstance(b, int) else bool(ctx.xp.any(b < 0))):
+            # NumPy raises too; CuPy would give 0
+            raise ValueError("integers to negative integer powers are not allowed: use a float base, "
+                             "e.g. x.float() ** -1")
         y = a**b
         ctx.save_for_backward(a, b, y)
         return y
