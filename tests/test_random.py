@@ -183,6 +183,16 @@ def test_device_bernoulli_uses_a_lazily_seeded_cupy_generator(monkeypatch):
     g.manual_seed(1)
     g.device_bernoulli((2,), 0.5, fake_cupy)
     assert seeds_used == [2**64 - 5, 1]  # reseeded with the new seed
+    # set_state cannot restore the GPU stream: it restarts it from a seed the state determines
+    state = g.get_state()
+    for _ in range(2):
+        g.set_state(state)
+        g.device_bernoulli((2,), 0.5, fake_cupy)
+    assert seeds_used[2] == seeds_used[3] not in (1, 2**64 - 5)
+    g.uniform(1)
+    g.set_state(g.get_state())
+    g.device_bernoulli((2,), 0.5, fake_cupy)
+    assert seeds_used[4] != seeds_used[2]  # another state, another GPU stream
 
 
 # ---------------------------------------------------------------- fused multiply-add helpers

@@ -34,9 +34,12 @@ GPU (CuPy) split: PyTorch's CUDA generator (Philox) cannot be reproduced here, s
   (weight initialisation, sampling): the tensor layer copies the result to the device;
 - only `Generator.device_bernoulli` with a CuPy namespace (large dropout masks drawn every training
   step) uses CuPy's own generator (cuRAND), owned by the Generator and seeded with the same seed.
-  Those masks do not match PyTorch, and `get_state`/`set_state` do not save that stream.
+  Those masks do not match PyTorch, and `get_state` cannot save that stream: `set_state` restarts it
+  from a seed derived from the restored state, so a restored generator draws the same GPU masks
+  every time, but not the ones the original went on to draw.
 """
 
+import hashlib
 import math
 import os
 from fractions import Fraction
@@ -92,7 +95,8 @@ class Generator:
         self._mt.state = {"bit_generator": "MT19937", "state": {"key": legacy[1], "pos": legacy[2]}}
         self._seed = seed
         self._cached_normal = None  # the spare normal of the last small Box-Muller, a float
-        self._device_rng = None  # CuPy generator, created from the seed on first use
+        self._device_rng = None  # CuPy generator, created on first use from _device_seed
+        self._device_seed = seed
         return self
 
     def seed(self):
@@ -131,6 +135,10 @@ class Generator:
         self._mt.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
         self._seed = seed
         self._cached_normal = normal if has_normal else None
+        # the GPU stream's state cannot be saved: restart it from a seed that this state determines
+        state_bytes = key.tobytes() + pos.to_bytes(2, "little") + (seed % 2**64).to_bytes(8, "little")
+        self._device_rng = None
+        self._device_seed = int.from_bytes(hashlib.blake2b(state_bytes, digest_size=8).digest(), "little")
 
     # ---------------------------------------------------------------- raw draws
 
@@ -246,7 +254,7 @@ class Generator:
         if self._device_rng is None:
             import cupy  # only here: the package must import without CuPy
 
-            self._device_rng = cupy.random.RandomState(np.uint64(self._seed))
+            self._device_rng = cupy.random.RandomState(np.uint64(self._device_seed))
         shape, _ = _shape_and_size(shape)
         return self._device_rng.random_sample(size=shape, dtype=np.float32) < p
 

@@ -7,8 +7,10 @@
 One step: a random batch from the training split (a seeded `tinyattn.Generator`), forward, backward,
 gradient clipping, AdamW with a warmup + cosine learning rate. Every `eval_interval` steps the mean
 loss over `eval_iters` batches of each split is estimated (no graph, dropout off) and a checkpoint is
-written. A resumed run reloads the weights, the optimizer's moments and every random generator, so it
-continues exactly as if it had never stopped.
+written. A resumed run reloads the weights, the optimizer's moments and every random generator, so on
+the CPU it continues exactly as if it had never stopped. On a GPU, dropout masks come from CuPy's
+generator, whose state a checkpoint cannot hold: a resumed run is the same every time it is resumed
+from that checkpoint, but its masks differ from those the first run went on to draw.
 """
 
 import dataclasses
