@@ -125,3 +125,14 @@ def test_clamp_clipping_and_layer_norm_match_the_cpu():
     np.testing.assert_allclose(total.item(), want[1], rtol=1e-5)
     for got, expected in zip([host(p.grad) for p in norm.parameters()], want[0]):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)
+
+
+def test_a_zero_dim_cpu_tensor_works_with_gpu_tensors_as_a_number_does():
+    x = tinyattn.ones(3, device="cuda", requires_grad=True)
+    scale = tinyattn.tensor(2.0, requires_grad=True)  # 0-d, on the CPU
+    y = x * scale
+    assert y.device == "cuda:0" and (x > tinyattn.tensor(0.5)).all().item()
+    y.sum().backward()
+    assert scale.grad.device == "cpu" and scale.grad.item() == 3.0
+    with pytest.raises(tinyattn.DeviceError, match="same device"):
+        x + tinyattn.ones(3)  # a CPU tensor with dims is still an error

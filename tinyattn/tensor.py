@@ -928,6 +928,16 @@ def _as_operand(value, like):
     return Tensor(value, device=like.device)
 
 
+def _to_one_device(a, b):
+    """A 0-d CPU tensor meets a tensor on the GPU there, as a number would (PyTorch allows it too)."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and type(a.array) is not type(b.array):
+        if a.ndim == 0 and a.device.type == "cpu":
+            return a.to(b.device), b
+        if b.ndim == 0 and b.device.type == "cpu":
+            return a, b.to(a.device)
+    return a, b  # anything else on two devices is an error, raised by the op
+
+
 def _float_tensor_and_number(t, number):
     return (isinstance(t, Tensor) and type(number) in (int, float)
             and backend.dtype_of(t.array).is_floating_point)
@@ -954,7 +964,7 @@ def _promote(a, b, true_division=False):
 def _binary(function, a, b):
     """Apply a binary op after PyTorch's type promotion; name both shapes if they don't broadcast."""
     tensor = a if isinstance(a, Tensor) else b
-    a, b = _as_operand(a, tensor), _as_operand(b, tensor)
+    a, b = _to_one_device(_as_operand(a, tensor), _as_operand(b, tensor))
     a, b = _promote(a, b, true_division=function is ops.Div)
     try:
         return function.apply(a, b)
@@ -974,7 +984,7 @@ def _broadcastable(s, t):
 
 def _promoted_arrays(a, b):
     tensor = a if isinstance(a, Tensor) else b
-    a, b = _promote(_as_operand(a, tensor), _as_operand(b, tensor))
+    a, b = _promote(*_to_one_device(_as_operand(a, tensor), _as_operand(b, tensor)))
     arrays = [x.array if isinstance(x, Tensor) else x for x in (a, b)]
     tensors = [x.array for x in (a, b) if isinstance(x, Tensor)]
     backend.same_device(tensors)
