@@ -522,6 +522,20 @@ def test_cross_entropy_errors_and_other_shapes():
           F.cross_entropy(logits, tinyattn.tensor([0, 1, 2, 0])))
 
 
+def test_one_hot(xp_backend):
+    ids = tinyattn.tensor([[0, 2], [1, 0]])
+    assert F.one_hot(ids).tolist() == [[[1, 0, 0], [0, 0, 1]], [[0, 1, 0], [1, 0, 0]]]  # PyTorch's
+    assert F.one_hot(ids, 4).shape == (2, 2, 4) and F.one_hot(ids).dtype is tinyattn.int64
+    assert F.one_hot(tinyattn.tensor([], dtype=tinyattn.int64), 3).shape == (0, 3)
+    for bad, classes in (([0, 3], 3), ([-1, 0], -1)):  # would be rows of zeros
+        with pytest.raises(IndexError, match=f"class {bad[0] if bad[0] < 0 else bad[1]} is out of range"):
+            F.one_hot(tinyattn.tensor(bad), classes)
+    with pytest.raises(TypeError, match="int64"):
+        F.one_hot(tinyattn.tensor([1.0]))
+    with pytest.raises(ValueError, match="num_classes"):
+        F.one_hot(tinyattn.tensor([], dtype=tinyattn.int64))
+
+
 def test_cross_entropy_gradient_is_softmax_minus_one_hot_over_counted_rows():
     logits = tinyattn.randn(4, 3, dtype=tinyattn.float64, requires_grad=True)
     target = tinyattn.tensor([2, -100, 0, 1])

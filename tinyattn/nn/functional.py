@@ -393,7 +393,16 @@ def mse_loss(input, target, reduction="mean"):
 
 
 def one_hot(tensor, num_classes=-1):
-    classes = int(tensor.max().item()) + 1 if num_classes == -1 else num_classes
+    if tensor.dtype is not dtypes.int64:
+        raise TypeError(f"one_hot expects class indices (int64), got {tensor.dtype}: use .long()")
+    if tensor.numel() == 0 and num_classes == -1:
+        raise ValueError("one_hot of an empty tensor needs num_classes")
+    low = int(tensor.min().item()) if tensor.numel() else 0
+    high = int(tensor.max().item()) if tensor.numel() else -1
+    classes = high + 1 if num_classes == -1 else num_classes
+    if low < 0 or high >= classes:  # each index would get a row of zeros
+        raise IndexError(f"one_hot: class {low if low < 0 else high} is out of range for {classes} "
+                         f"classes (valid classes are 0 to {classes - 1})")
     xp = backend.namespace(tensor.array)
     positions = xp.arange(classes, **backend.creation_kwargs(xp))
     return Tensor._wrap(xp.astype(tensor.array[..., None] == positions, xp.int64))
