@@ -727,10 +727,12 @@ class Tensor:
             raise TypeError(f"gather expects an int64 index, got {index.dtype}")
         backend.same_device([self.array, index.array])
         axis = _dim(dim, self.ndim)
-        if index.ndim != self.ndim or any(n > m for i, (n, m) in enumerate(zip(index.shape, self.shape)) if i != axis):
+        too_big = any(n > m for i, (n, m) in enumerate(zip(index.shape, self.shape)) if i != axis)
+        if index.ndim != self.ndim or too_big:
             raise ShapeError(
-                f"gather: an index of shape {list(index.shape)} does not fit an input of shape {list(self.shape)}: "
-                f"it needs as many dims, and no more than the input's size in every dim but dim {axis}"
+                f"gather: an index of shape {list(index.shape)} does not fit an input of shape "
+                f"{list(self.shape)}: it needs as many dims, and no more than the input's size in every "
+                f"dim but dim {axis}"
             )
         if index.numel():  # checked here: CuPy would wrap an index out of range instead of raising
             xp, size = backend.namespace(index.array), self.shape[axis]
