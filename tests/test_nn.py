@@ -16,7 +16,7 @@ from hypothesis import given, strategies as st
 
 import tinyattn
 import tinyattn.nn as nn
-from tinyattn.errors import DeviceError, ShapeError
+from tinyattn.errors import BackwardError, DeviceError, ShapeError
 from tinyattn.nn import functional as F
 
 seeds = st.integers(0, 2**31 - 1)
@@ -638,19 +638,38 @@ def test_activation_parity(torch, seed, approximate):
                             seed=seed)
 
 
-@given(seed=seeds, p=st.floats(0.0, 1.0))
-def test_dropout_parity_with_gradients(torch, seed, p):
+@given(seed=seeds, p=st.floats(0.0, 1.0), inplace=st.booleans())
+def test_dropout_parity_with_gradients(torch, seed, p, inplace):
     x = np.random.default_rng(seed).standard_normal((3, 5)).astype(np.float32)
 
     def ours(t):
         tinyattn.manual_seed(seed)
-        return F.dropout(t, p, training=True)
+        return F.dropout(t * 1, p, training=True, inplace=inplace)  # in place on a non-leaf, as torch allows
 
     def theirs(t):
         torch.manual_seed(seed)
-        return torch.nn.functional.dropout(t, p, training=True)
+        return torch.nn.functional.dropout(t * 1, p, training=True, inplace=inplace)
 
     forward_backward_parity(torch, ours, theirs, x, seed=seed)
+
+
+def test_inplace_dropout_and_relu_write_into_their_input_and_its_graph(torch):
+    for lib in (tinyattn, torch):
+        x = lib.tensor([1.0, -2.0, 3.0, -4.0], requires_grad=True)
+        hidden = x * 2
+        lib.manual_seed(0)
+        out = lib.nn.ReLU(inplace=True)(lib.nn.Dropout(0.5, inplace=True)(hidden))
+        assert out is hidden
+        (out * out).sum().backward()
+        if lib is tinyattn:
+            ours = out.tolist(), x.grad.tolist()
+    assert ours == (out.tolist(), x.grad.tolist())
+    assert repr(nn.ReLU(inplace=True)) == "ReLU(inplace=True)" and repr(nn.ReLU()) == "ReLU()"
+    ones = tinyattn.ones(3)
+    F.dropout(ones, 1.0, inplace=True)
+    assert ones.tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(BackwardError, match="leaf tensor that requires grad"):
+        F.dropout(tinyattn.ones(3, requires_grad=True), 0.5, inplace=True)
 
 
 @given(seed=seeds, rows=st.integers(1, 6), classes=st.integers(2, 8), ignore=st.booleans())

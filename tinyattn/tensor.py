@@ -502,6 +502,9 @@ class Tensor:
     def relu(self):
         return ops.Relu.apply(self)
 
+    def relu_(self):
+        return self._inplace(ops.Relu)
+
     def abs(self):
         return ops.Abs.apply(self)
 

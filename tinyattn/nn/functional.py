@@ -141,12 +141,11 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if not training or p == 0:
         return input
     if p == 1:
-        return input * 0.0
-    out = DropoutOp.apply(input, dropout_mask(tuple(input.shape), p, input))
-    if inplace:
-        input.array[...] = out.array
-        return input
-    return out
+        return input.mul_(0.0) if inplace else input * 0.0
+    mask = dropout_mask(tuple(input.shape), p, input)
+    if inplace:  # written into input's memory and recorded in its graph, as in-place tensor ops are
+        return input._inplace(DropoutOp, mask)
+    return DropoutOp.apply(input, mask)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,7 +266,7 @@ def gelu(input, approximate="none"):
 
 
 def relu(input, inplace=False):
-    return input.relu()
+    return input.relu_() if inplace else input.relu()
 
 
 def tanh(input):
