@@ -188,3 +188,31 @@ def test_training_writes_checkpoints_and_a_loss_curve(tmp_path):
     assert loaded.meta["tokenizer"]["chars"] == "".join(sorted(set(TEXT)))
     pytest.importorskip("matplotlib")
     assert (tmp_path / "run" / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_optimizer_state_of_a_0d_parameter_is_kept(tmp_path):
+    tinyattn.manual_seed(0)
+    model = tinyattn.nn.Linear(3, 1)
+    model.temperature = tinyattn.nn.Parameter(tinyattn.tensor(2.0))  # moments of shape (), not numbers
+    optimizer = AdamW(model.parameters(), lr=0.1)
+    x = tinyattn.randn(4, 3)
+
+    def step(m, opt):
+        opt.zero_grad()
+        (m(x) * m.temperature).pow(2).mean().backward()
+        opt.step()
+
+    step(model, optimizer)
+    meta = {"model": {"kind": "linear", "config": {}}, "tokenizer": {"type": "char", "chars": "ab"}, "step": 1}
+    save_checkpoint(tmp_path / "ck", model, optimizer, meta)
+    loaded = load_checkpoint(tmp_path / "ck")
+    again = tinyattn.nn.Linear(3, 1)
+    again.temperature = tinyattn.nn.Parameter(tinyattn.tensor(0.0))
+    again.load_state_dict(model.state_dict())
+    resumed = AdamW(again.parameters(), lr=0.1)
+    resumed.load_state_dict(ckpt.optimizer_state_dict(loaded, resumed))
+    for _ in range(3):
+        step(model, optimizer)
+        step(again, resumed)
+    assert again.temperature.item() == model.temperature.item()
+    assert np.array_equal(again.weight.detach().numpy(), model.weight.detach().numpy())

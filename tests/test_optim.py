@@ -11,7 +11,7 @@ from tinyattn.nn.utils import clip_grad_norm_, clip_grad_value_
 from tinyattn.optim import SGD, Adam, AdamW
 from tinyattn.optim.lr_scheduler import LambdaLR, WarmupCosineLR, warmup_cosine
 
-SHAPES = [(5, 7), (7,), (3, 2, 4)]
+SHAPES = [(5, 7), (7,), (3, 2, 4), ()]  # () : a 0-d parameter, whose state is 0-d arrays
 
 CASES = [
     ("SGD", dict(lr=0.1)),
@@ -178,7 +178,7 @@ def test_state_dict_layout_matches_torch(torch):
     ours_sd, torch_sd = our_opt.state_dict(), torch_opt.state_dict()
     assert set(ours_sd) == {"state", "param_groups"}
     assert [g["params"] for g in ours_sd["param_groups"]] == [g["params"] for g in torch_sd["param_groups"]]
-    assert set(ours_sd["state"]) == set(torch_sd["state"]) == {0, 1, 2}
+    assert set(ours_sd["state"]) == set(torch_sd["state"]) == set(range(len(SHAPES)))
     assert set(ours_sd["state"][1]) == set(torch_sd["state"][1])  # step, exp_avg, exp_avg_sq
     assert ours_sd["state"][1]["step"] == int(torch_sd["state"][1]["step"].item()) == 1
     common = set(torch_sd["param_groups"][1]) & set(ours_sd["param_groups"][1])
@@ -218,7 +218,7 @@ def test_load_state_dict_refuses_a_mismatch_and_changes_nothing():
     with pytest.raises(ValueError, match="parameters"):
         opt.load_state_dict(other.state_dict())
     assert opt.param_groups[0]["lr"] == 0.1 and opt.state == {}
-    wrong = ours([np.zeros((2, 2), np.float32), np.zeros(7, np.float32), np.zeros((3, 2, 4), np.float32)])
+    wrong = ours([np.zeros(s, np.float32) for s in [(2, 2)] + SHAPES[1:]])
     donor = Adam(wrong, lr=0.5)
     for p in wrong:
         p.grad = tinyattn.ones(p.shape)

@@ -25,6 +25,7 @@ import zipfile
 import numpy as np
 
 from . import backend
+from .optim.optimizer import is_element_state
 
 FORMAT = "tinyattn-checkpoint"
 VERSION = 1
@@ -57,7 +58,7 @@ def optimizer_arrays(optimizer):
     arrays, scalars = {}, {}
     for index, values in state["state"].items():
         for name, value in values.items():
-            if hasattr(value, "shape") and len(value.shape) > 0:
+            if is_element_state(name, value):
                 arrays[f"state.{index}.{name}"] = _host(value)
             else:
                 scalars.setdefault(str(index), {})[name] = value.item() if hasattr(value, "item") else value

@@ -130,7 +130,7 @@ class Optimizer:
             p = by_index[key]
             converted = {}
             for name, value in values.items():
-                if isinstance(value, Tensor) or hasattr(value, "shape") and getattr(value, "ndim", 0) > 0:
+                if is_element_state(name, value):
                     host = backend.to_host(value.array) if isinstance(value, Tensor) else backend.host_values(value)
                     if tuple(host.shape) != tuple(p.shape):
                         raise ValueError(
@@ -154,6 +154,13 @@ class Optimizer:
             for k in sorted(k for k in group if k != "params"):
                 lines.append(f"    {k}: {group[k]}")
         return "\n".join(lines) + "\n)"
+
+
+def is_element_state(name, value):
+    """Whether state `name` holds a number per element of its parameter (a moment or a momentum buffer:
+    an array of the parameter's shape, 0-d for a 0-d parameter), not a count such as "step" (which
+    PyTorch keeps as a 0-d tensor)."""
+    return name != "step" and hasattr(value, "shape")
 
 
 def _is_array(value):
