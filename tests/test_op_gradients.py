@@ -622,3 +622,20 @@ def test_table_entry(xp_backend, name):
     entry = _table[xp_backend][name]
     assert backend.strict_mode() == (xp_backend == "array_api_strict")
     assert gradcheck(entry.fn, entry.inputs)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy warns at 0 ** -1 and log(0); PyTorch is silent
+@pytest.mark.parametrize("base, exponent", [
+    ([0.0, 2.0, 0.0, -2.0], [0.0, 0.0, -1.0, 0.5]),  # b == 0 gives 0, a == 0 with b >= 0 gives 0
+    (-2.0, [0.0, 1.0, -1.0]),  # a negative Python base: NaN for the exponent, no error
+    (0.0, [0.0, 1.0, -1.0]),
+    (2.0, [0.0, 1.0, -1.0]),
+])
+def test_pow_gradients_at_the_edges_are_pytorchs(torch, base, exponent):
+    grads = []
+    for lib in (tinyattn, torch):
+        a = lib.tensor(base, requires_grad=True) if isinstance(base, list) else base
+        b = lib.tensor(exponent, requires_grad=True)
+        (a**b).sum().backward()
+        grads.append([b.grad.tolist()] + ([a.grad.tolist()] if isinstance(base, list) else []))
+    np.testing.assert_array_equal(np.array(grads[0], dtype=float), np.array(grads[1], dtype=float))

@@ -102,6 +102,24 @@ def test_unary_forward_matches_numpy(xp_backend, name, data):
     close(result, reference(a), a.dtype)
 
 
+@pytest.mark.parametrize("dtype, limit", [(np.float32, 87.0), (np.float64, 700.0)])
+def test_sigmoid_is_accurate_to_the_last_bits_down_to_tiny_values(xp_backend, dtype, limit):
+    x = np.linspace(-limit, limit, 20001).astype(dtype)
+    want = 1 / (1 + np.exp(-x.astype(np.float64)))  # float64: exact enough for float32; 1 ulp for float64
+    got = host(tinyattn.tensor(x).sigmoid())
+    np.testing.assert_allclose(got, want, rtol=8 * np.finfo(dtype).eps, atol=0)  # relative, also near 0
+
+
+def test_relu_keeps_nan_and_negative_zero_as_pytorch_does(xp_backend):
+    x = tinyattn.tensor([float("nan"), -1.0, 0.0, 2.0, -0.0], requires_grad=True)
+    y = x.relu()
+    y.backward(tinyattn.ones(5))
+    values = host(y)
+    assert np.isnan(values[0]) and values[1:].tolist() == [0.0, 0.0, 2.0, 0.0]
+    assert np.signbit(values[4])  # -0.0, as max(-0.0, 0) gives in PyTorch
+    assert x.grad.tolist() == [1.0, 0.0, 0.0, 1.0, 0.0]  # PyTorch's threshold backward: zero where x <= 0
+
+
 BINARY = {
     "add": (lambda x, y: x + y, np.add),
     "sub": (lambda x, y: x - y, np.subtract),

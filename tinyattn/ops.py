@@ -158,12 +158,23 @@ class Pow(Op):
         xp = ctx.xp
         ga = gb = None
         if ctx.needs_input_grad[0]:
-            # d(a^b)/da = b a^(b-1); written without a^(b-1) so that b = 0 gives 0, not 0 * inf
-            ga = unbroadcast(xp, grad * b * a ** (b - 1) if not _is_zero(b) else grad * 0, shape_of(a))
+            # d(a^b)/da = b a^(b-1), taken as 0 where b == 0, as PyTorch does (0 * 0^-1 would be NaN)
+            if _is_zero(b):
+                ga = grad * 0
+            else:
+                ga = grad * b * a ** (b - 1)
+                if hasattr(b, "shape"):
+                    ga = xp.where(b == 0, 0, ga)
+            ga = unbroadcast(xp, ga, shape_of(a))
         if ctx.needs_input_grad[1]:
-            # d(a^b)/db = a^b log a, taken as 0 where a == 0 (the limit of a^b log a for b > 0)
-            log_a = xp.log(xp.where(a == 0, 1, a)) if hasattr(a, "shape") else math.log(a) if a else 0.0
-            gb = unbroadcast(xp, grad * y * log_a, shape_of(b))
+            # d(a^b)/db = a^b log a, taken as 0 where a == 0 and b >= 0 (PyTorch's rule: the limit
+            # for b > 0); a negative base gives NaN, as in PyTorch
+            if hasattr(a, "shape"):
+                gb = grad * xp.where((a == 0) & (b >= 0), 0, y * xp.log(a))
+            else:
+                log_a = math.log(a) if a > 0 else -math.inf if a == 0 else math.nan
+                gb = grad * (xp.where(b >= 0, 0, y * log_a) if a == 0 else y * log_a)
+            gb = unbroadcast(xp, gb, shape_of(b))
         return ga, gb
 
 
@@ -235,8 +246,11 @@ class Tanh(Op):
 class Sigmoid(Op):
     @staticmethod
     def forward(ctx, x):
-        # 1 / (1 + e^-x) overflows e^-x for very negative x; tanh form is stable everywhere
-        y = 0.5 * (ctx.xp.tanh(0.5 * x) + 1)
+        # 1 / (1 + e^-x), with e^-|x| <= 1 so that nothing overflows: for x < 0 it is e^x / (1 + e^x),
+        # which keeps tiny results accurate (0.5 * (tanh(x/2) + 1) loses them to cancellation)
+        xp = ctx.xp
+        e = xp.exp(-xp.abs(x))
+        y = xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
         ctx.save_for_backward(y)
         return y
 
@@ -247,16 +261,17 @@ class Sigmoid(Op):
 
 
 class Relu(Op):
+    """max(x, 0) as PyTorch computes it: NaN stays NaN (and passes its gradient), -0.0 stays -0.0."""
+
     @staticmethod
     def forward(ctx, x):
-        positive = x > 0
-        ctx.save_for_backward(positive)
-        return ctx.xp.where(positive, x, 0)
+        ctx.save_for_backward(x <= 0)  # where the gradient stops
+        return ctx.xp.where(x < 0, 0, x)
 
     @staticmethod
     def backward(ctx, grad):
-        (positive,) = ctx.saved_tensors
-        return ctx.xp.where(positive, grad, 0)
+        (blocked,) = ctx.saved_tensors
+        return ctx.xp.where(blocked, 0, grad)
 
 
 class Abs(Op):
