@@ -308,6 +308,37 @@ def test_set_grad_enabled():
     assert tinyattn.is_grad_enabled()
 
 
+
+def test_set_grad_enabled_and_inference_mode_as_decorators():
+    x = leaf([1.0])
+
+    @tinyattn.set_grad_enabled(False)
+    def doubled(t):
+        return t * 2
+
+    assert tinyattn.is_grad_enabled()  # decorating changes nothing until the function runs
+    assert not doubled(x).requires_grad
+    with tinyattn.no_grad():
+        assert not doubled(x).requires_grad and not tinyattn.is_grad_enabled()
+
+    @tinyattn.set_grad_enabled(True)
+    def recorded(t):
+        return t * 2
+
+    with tinyattn.no_grad():
+        assert recorded(x).requires_grad and not tinyattn.is_grad_enabled()
+
+    @tinyattn.inference_mode(False)  # as in PyTorch: changes nothing
+    def unchanged(t):
+        return t * 2
+
+    assert unchanged(x).requires_grad
+    with tinyattn.inference_mode():
+        assert not (x * 2).requires_grad
+    with tinyattn.inference_mode(False):
+        assert (x * 2).requires_grad
+
+
 def test_grad_mode_is_thread_local():
     inside, outside = threading.Event(), threading.Event()
     seen = {}

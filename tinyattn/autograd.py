@@ -46,8 +46,8 @@ def is_grad_enabled():
     return grad_mode.enabled
 
 
-class set_grad_enabled(contextlib.ContextDecorator):
-    """Turn gradient recording on or off in this thread (a context manager and a decorator)."""
+class set_grad_enabled:
+    """Turn gradient recording on or off in this thread (a function, a context manager and a decorator)."""
 
     def __init__(self, mode=True):
         self.mode = bool(mode)
@@ -55,11 +55,23 @@ class set_grad_enabled(contextlib.ContextDecorator):
         grad_mode.enabled = self.mode  # like PyTorch, calling it as a function sets the mode at once
 
     def __enter__(self):
+        grad_mode.enabled = self.mode
         return self
 
     def __exit__(self, *exc):
         grad_mode.enabled = self.previous
         return False
+
+    def __call__(self, function):
+        grad_mode.enabled = self.previous  # as a decorator it changes nothing until the function runs
+        mode = self.mode
+
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return function(*args, **kwargs)
+
+        return wrapper
 
 
 class no_grad(contextlib.ContextDecorator):
@@ -106,7 +118,32 @@ class enable_grad(no_grad):
         return wrapper
 
 
-inference_mode = no_grad
+class inference_mode(no_grad):
+    """PyTorch's inference_mode, which here is no_grad (tinyattn has no inference-only tensors);
+    inference_mode(False) changes nothing."""
+
+    def __new__(cls, mode=True):
+        if callable(mode):  # `@inference_mode` without parentheses
+            return no_grad(mode)
+        self = object.__new__(cls)
+        self.mode = bool(mode)
+        return self
+
+    def __enter__(self):
+        self.previous = grad_mode.enabled
+        if self.mode:
+            grad_mode.enabled = False
+        return self
+
+    def __call__(self, function):
+        mode = self.mode
+
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return function(*args, **kwargs)
+
+        return wrapper
 
 
 # Observers see every op as it runs (the tracer and anomaly detection); empty means no cost.
