@@ -202,8 +202,10 @@ class Node:
 
     def name(self):
         # fused ops are classes named e.g. LinearOp (beside the nn.Linear module): show "LinearBackward0"
-        # "0" as in PyTorch's names (MulBackward0), which printed tensors show as grad_fn=<...>
-        return f"{self.name_hint or self.function.__name__.removesuffix('Op')}Backward0"
+        # "0" as in PyTorch's names (MulBackward0), which printed tensors show as grad_fn=<...>; a hint
+        # may give the whole name where PyTorch numbers an overload ("MaxBackward1": max of all elements)
+        hint = self.name_hint or self.function.__name__.removesuffix("Op")
+        return hint if hint[-1].isdigit() else f"{hint}Backward0"
 
     @property
     def next_functions(self):

@@ -292,6 +292,7 @@ class Clamp(Op):
     @staticmethod
     def forward(ctx, x, low, high):
         xp = ctx.xp
+        ctx.name_hint = "ClampBackward1"  # PyTorch's name for clamp with number bounds
         inside = xp.ones_like(x, dtype=xp.bool)
         if low is not None:
             inside = inside & (x >= low)
@@ -427,7 +428,7 @@ class MaxAll(Op):
     @staticmethod
     def forward(ctx, x, take_min):
         xp = ctx.xp
-        ctx.name_hint = "Min" if take_min else "Max"
+        ctx.name_hint = "MinBackward1" if take_min else "MaxBackward1"  # PyTorch's overload for all elements
         y = xp.min(x) if take_min else xp.max(x)
         ctx.save_for_backward(x == y)
         return y
@@ -571,6 +572,7 @@ class Expand(Op):
 class Contiguous(Op):
     @staticmethod
     def forward(ctx, x):
+        ctx.name_hint = "Clone"  # a copy, which PyTorch records as a clone
         return backend.contiguous(x)
 
     @staticmethod
