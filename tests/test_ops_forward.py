@@ -609,3 +609,18 @@ def test_array_api_strict_gives_the_numpy_results(name):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
     for g, w in zip(got_grads, want_grads):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
+@given(start=st.floats(-100, 100), step=st.floats(0.001, 3).map(float) | st.sampled_from([0.1, 0.7, 1 / 3, -0.25]),
+       count=st.integers(0, 300), dtype=st.sampled_from(["float32", "float64"]))
+def test_arange_with_a_float_step_gives_pytorchs_numbers(torch, start, step, count, dtype):
+    end = start + step * (count + 0.5)
+    ours = host(tinyattn.arange(start, end, step, dtype=getattr(tinyattn, dtype)))
+    np.testing.assert_array_equal(ours, torch.arange(start, end, step, dtype=getattr(torch, dtype)).numpy())
+
+
+def test_arange_refuses_a_step_pointing_away_from_the_end():
+    for start, end, step in ((0, 10, -1), (5.0, 0.0, 0.5)):
+        with pytest.raises(ValueError, match="sign must point from start to end"):
+            tinyattn.arange(start, end, step)
+    assert tinyattn.arange(5, 5).shape == (0,)

@@ -172,7 +172,7 @@ class Generator:
                 low, high = np.float32(low), np.float32(high)
                 x = _fma32(x, high - low, low)
             else:
-                x = _fma64(x, float(high) - float(low), float(low))
+                x = fma64(x, float(high) - float(low), float(low))
         return x.reshape(shape)
 
     def normal(self, shape, dtype=np.float32, mean=0.0, std=1.0):
@@ -348,7 +348,7 @@ def _fma32(a, b, c):
     return s.astype(np.float32)
 
 
-def _fma64(a, b, c):
+def fma64(a, b, c):
     """float64 fma on arrays: the product's rounding error is recovered exactly (Dekker's split)
     and added back with the sum's; correct except in vanishingly rare near-halfway cases."""
     p = a * b
@@ -376,7 +376,7 @@ def _box_muller64(u, mean, std):
     radius = np.sqrt(-2.0 * np.log(1.0 - u[:, 0]))
     theta = 2.0 * math.pi * u[:, 1]
     z = np.stack([radius * np.cos(theta), radius * np.sin(theta)], axis=1).reshape(-1)
-    return z if (mean, std) == (0.0, 1.0) else _fma64(z, float(std), float(mean))
+    return z if (mean, std) == (0.0, 1.0) else fma64(z, float(std), float(mean))
 
 
 def _box_muller32(u, mean, std):
