@@ -624,3 +624,10 @@ def test_arange_refuses_a_step_pointing_away_from_the_end():
         with pytest.raises(ValueError, match="sign must point from start to end"):
             tinyattn.arange(start, end, step)
     assert tinyattn.arange(5, 5).shape == (0,)
+
+
+@given(start=st.floats(-1000, 1000), end=st.floats(-1000, 1000), steps=st.integers(0, 300),
+       dtype=st.sampled_from(["float32", "float64"]))
+def test_linspace_gives_pytorchs_numbers(torch, start, end, steps, dtype):
+    ours = host(tinyattn.linspace(start, end, steps, dtype=getattr(tinyattn, dtype)))
+    np.testing.assert_array_equal(ours, torch.linspace(start, end, steps, dtype=getattr(torch, dtype)).numpy())

@@ -204,7 +204,7 @@ floats32 = st.floats(-1e6, 1e6, width=32, allow_subnormal=False)
 @given(st.lists(st.tuples(floats32, floats32, floats32), min_size=1, max_size=50))
 def test_fma32_rounds_once(triples):
     a, b, c = (np.array(v, np.float32) for v in zip(*triples))
-    got = trandom._fma32(a, b, c)
+    got = trandom.fma32(a, b, c)
     for value, (x, y, z) in zip(got, triples):
         exact = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
         assert value == _round_to_float32(exact), (x, y, z)
@@ -227,9 +227,9 @@ def test_fma32_breaks_ties_that_float64_hides(sign):
     b = np.array([1 - 2.0**-23], np.float32)
     c = np.array([sign * (1 + 2.0**-23)], np.float32)
     assert (a.astype(np.float64) * b + c)[0] == sign * (1 + 3 * 2.0**-24)  # float64 lands on the midpoint
-    assert trandom._fma32(a, b, c)[0] == np.float32(sign * (1 + 2.0**-23))  # the exact sum is below it
+    assert trandom.fma32(a, b, c)[0] == np.float32(sign * (1 + 2.0**-23))  # the exact sum is below it
     # an exact tie still rounds to even
-    exact_tie = trandom._fma32(np.array([sign * 2.0**-24], np.float32), np.array([1.0], np.float32), c)
+    exact_tie = trandom.fma32(np.array([sign * 2.0**-24], np.float32), np.array([1.0], np.float32), c)
     assert exact_tie[0] == np.float32(sign * (1 + 2.0**-22))
 
 

@@ -138,8 +138,26 @@ def _arange_floats(start, step, size, dt):
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    values = np.linspace(start, end, steps)
-    return _from_host(values, dtype or dtypes.default_float, device, requires_grad)
+    if steps < 0:
+        raise ValueError(f"linspace: steps must be non-negative, got {steps}")
+    dt = dtype or dtypes.default_float
+    if dt.is_floating_point and steps > 1:
+        values = _linspace_floats(float(start), float(end), steps, dt)
+    else:
+        values = np.linspace(start, end, steps)
+    return _from_host(values, dt, device, requires_grad)
+
+
+def _linspace_floats(start, end, steps, dt):
+    """PyTorch's linspace to the last bit: in the dtype, step = (end - start) / (steps - 1); the first
+    half counts up from start and the second down from end (so both ends are exact), each number one
+    fused multiply-add."""
+    real, fma = (np.float32, random.fma32) if dt is dtypes.float32 else (np.float64, random.fma64)
+    start, end = real(start), real(end)
+    step = (end - start) / real(steps - 1)
+    index = np.arange(steps, dtype=real)
+    half = steps // 2
+    return np.concatenate([fma(index[:half], step, start), fma(index[half:] - real(steps - 1), step, end)])
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):

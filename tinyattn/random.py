@@ -170,7 +170,7 @@ class Generator:
             # PyTorch computes x * (high - low) + low in the tensor's type, as one fused multiply-add.
             if dtype == np.float32:
                 low, high = np.float32(low), np.float32(high)
-                x = _fma32(x, high - low, low)
+                x = fma32(x, high - low, low)
             else:
                 x = fma64(x, float(high) - float(low), float(low))
         return x.reshape(shape)
@@ -333,7 +333,7 @@ def _fma(a, b, c):
     return float(Fraction(a) * Fraction(b) + Fraction(c))
 
 
-def _fma32(a, b, c):
+def fma32(a, b, c):
     """float32 fma on arrays: the product is exact in float64 (24 + 24 bits fit in 53), so only the
     sum rounds; rounding that float64 sum again to float32 is right unless it fell exactly halfway
     between two float32 numbers, where we look at the sum's lost bits to break the tie."""
@@ -387,7 +387,7 @@ def _box_muller32(u, mean, std):
     radius = np.sqrt(np.float32(-2.0) * _cephes_log(np.float32(1.0) - u[:, 0]))
     sin, cos = _cephes_sincos(np.float32(2.0 * math.pi) * u[:, 1])
     z = np.stack([radius * cos, radius * sin], axis=1).reshape(-1)
-    return z if (mean, std) == (0.0, 1.0) else _fma32(z, np.float32(std), np.float32(mean))
+    return z if (mean, std) == (0.0, 1.0) else fma32(z, np.float32(std), np.float32(mean))
 
 
 _LOG_POLY = [7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
@@ -408,11 +408,11 @@ def _cephes_log(x):
     z = x * x
     y = np.full_like(x, f32(_LOG_POLY[0]))
     for coefficient in _LOG_POLY[1:]:
-        y = _fma32(y, x, f32(coefficient))
+        y = fma32(y, x, f32(coefficient))
     y = y * x
-    y = _fma32(y, z, e * f32(-2.12194440e-4))
-    y = _fma32(z, f32(-0.5), y)
-    return _fma32(e, f32(0.693359375), x + y)
+    y = fma32(y, z, e * f32(-2.12194440e-4))
+    y = fma32(z, f32(-0.5), y)
+    return fma32(e, f32(0.693359375), x + y)
 
 
 def _cephes_sincos(x):
@@ -423,16 +423,16 @@ def _cephes_sincos(x):
     j = (x * f32(1.27323954473516)).astype(np.int32)  # x * 4/pi, truncated
     j = (j + 1) & ~1
     y = j.astype(f32)
-    x = _fma32(y, f32(-0.78515625), x)
-    x = _fma32(y, f32(-2.4187564849853515625e-4), x)
-    x = _fma32(y, f32(-3.77489497744594108e-8), x)
+    x = fma32(y, f32(-0.78515625), x)
+    x = fma32(y, f32(-2.4187564849853515625e-4), x)
+    x = fma32(y, f32(-3.77489497744594108e-8), x)
     z = x * x
-    cos_poly = _fma32(f32(2.443315711809948e-5), z, f32(-1.388731625493765e-3))
-    cos_poly = _fma32(cos_poly, z, f32(4.166664568298827e-2))
-    cos_poly = _fma32(cos_poly * z, z, -(z * f32(0.5))) + f32(1.0)
-    sin_poly = _fma32(f32(-1.9515295891e-4), z, f32(8.3321608736e-3))
-    sin_poly = _fma32(sin_poly, z, f32(-1.6666654611e-1))
-    sin_poly = _fma32(sin_poly * z, x, x)
+    cos_poly = fma32(f32(2.443315711809948e-5), z, f32(-1.388731625493765e-3))
+    cos_poly = fma32(cos_poly, z, f32(4.166664568298827e-2))
+    cos_poly = fma32(cos_poly * z, z, -(z * f32(0.5))) + f32(1.0)
+    sin_poly = fma32(f32(-1.9515295891e-4), z, f32(8.3321608736e-3))
+    sin_poly = fma32(sin_poly, z, f32(-1.6666654611e-1))
+    sin_poly = fma32(sin_poly * z, x, x)
     swap = (j & 2) != 0  # in the octants around pi/2 and 3pi/2, sin and cos trade polynomials
     sin = np.where(swap, cos_poly, sin_poly)
     cos = np.where(swap, sin_poly, cos_poly)
