@@ -273,6 +273,30 @@ def test_fast_mode_catches_the_same_wrong_backwards():
         gradcheck(AddRowWrongShape.apply, (x, random_leaf(4, seed=1)), fast_mode=True)
 
 
+
+class SoftmaxMissingTerm(tinyattn.autograd.Function):
+    """Softmax whose backward forgets the - y * sum(g * y) term: wrong in every entry, by a little."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = x.softmax(-1)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return y * grad
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fast_mode_catches_an_error_spread_thinly_over_a_large_jacobian(seed):
+    x = tinyattn.tensor(np.random.default_rng(seed).uniform(-2, 2, (16, 64)), requires_grad=True)
+    with pytest.raises(GradcheckError, match="random projection"):
+        gradcheck(SoftmaxMissingTerm.apply, x, fast_mode=True, seed=seed)
+    assert gradcheck(lambda t: t.softmax(-1), x, fast_mode=True, seed=seed)
+
+
 def test_raise_exception_false_returns_false():
     x = random_leaf(3)
     assert gradcheck(WrongSquare.apply, x, raise_exception=False) is False
