@@ -508,6 +508,32 @@ def test_custom_function_with_a_wrong_gradient_gets_a_clear_error():
     with pytest.raises(BackwardError, match="returned 2 gradients"):
         WrongCount.apply(leaf([1.0, 2.0])).sum().backward()
 
+    class NumberGradient(tinyattn.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return 2.0  # a student's slip: a number, not grad_output * 2
+
+    with pytest.raises(BackwardError, match="returned a float as the gradient of input 0: return a tensor"):
+        NumberGradient.apply(leaf([1.0, 2.0])).sum().backward()
+
+    class DoublesInPlace(tinyattn.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.mul_(2)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * 2
+
+    with pytest.raises(BackwardError, match=r"forward changed its input tensor 0 in place.*x\.clone\(\)"):
+        DoublesInPlace.apply(leaf([1.0, 2.0]) * 1)
+    with tinyattn.no_grad():  # nothing is recorded: nothing can go wrong
+        assert DoublesInPlace.apply(leaf([1.0, 2.0])).tolist() == [2.0, 4.0]
+
 
 def test_custom_function_saved_tensor_modified_in_place():
     x = leaf([1.0, 2.0])

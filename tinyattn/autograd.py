@@ -256,8 +256,16 @@ class Function:
         if cls.takes_arrays:
             result = cls.forward(node, *arrays)
         else:
+            versions = [t._version[0] for t in tensors]
             with no_grad():
                 result = cls.forward(node, *args)
+            changed = [i for i, (t, v) in enumerate(zip(tensors, versions)) if t._version[0] != v]
+            if record and changed:
+                raise BackwardError(
+                    f"{cls.__name__}.forward changed its input tensor {changed[0]} in place: the graph would "
+                    "not know the values it was given, so its gradients would be wrong. Work on a copy "
+                    "inside forward (x = x.clone())"
+                )
         single = not isinstance(result, tuple)
         results = (result,) if single else result
         out_arrays = [r.array if isinstance(r, Tensor) else r for r in results]
@@ -496,6 +504,13 @@ def _call_backward(node, grads):
             f"{node.name()}: backward returned {len(result)} gradients but forward took "
             f"{len(node.edges)} arguments (return None for the ones that need no gradient)"
         )
+    if not function.takes_arrays:
+        for index, r in enumerate(result):
+            if r is not None and not isinstance(r, Tensor):
+                raise BackwardError(
+                    f"{node.name()}: backward returned a {type(r).__name__} as the gradient of input "
+                    f"{index}: return a tensor of that input's shape, or None where it needs no gradient"
+                )
     if observers:
         for observer in observers:
             observer.on_backward(node, grads, result)
