@@ -65,3 +65,13 @@ def test_tensor_copies_its_data_and_from_numpy_shares_it():
     clone = tinyattn.tensor(source)
     source.array[0] = 7
     assert clone.tolist() == [1.0, 1.0]
+
+
+def test_autograd_helpers_under_pytorchs_names():
+    from tinyattn.autograd import detect_anomaly, gradcheck  # torch.autograd.gradcheck, as PyTorch code writes it
+
+    assert gradcheck is tinyattn.gradcheck and detect_anomaly is tinyattn.detect_anomaly
+    x = tinyattn.ones(2, dtype=tinyattn.float64, requires_grad=True)
+    assert tinyattn.autograd.gradcheck(lambda t: (t * t).sum(), x)
+    with tinyattn.autograd.detect_anomaly():
+        (x * 2).sum().backward()

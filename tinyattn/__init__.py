@@ -58,3 +58,7 @@ from . import nn  # noqa: E402
 from . import optim  # noqa: E402
 from .gradient_check import gradcheck, numerical_grad, numerical_jacobian  # noqa: E402
 from .tracing import AnomalyError, detect_anomaly, draw_graph, trace  # noqa: E402
+
+# PyTorch spells these torch.autograd.gradcheck and torch.autograd.detect_anomaly: the same objects
+# there too, set here because tinyattn.autograd is imported by the modules that define them
+autograd.gradcheck, autograd.detect_anomaly = gradcheck, detect_anomaly
