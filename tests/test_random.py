@@ -240,6 +240,13 @@ def test_fma64_rounds_once(triples):
     np.testing.assert_array_equal(trandom.fma64(a, b, c), want)
 
 
+def test_fma64_breaks_a_tie_with_the_bits_it_lost():
+    # -3 * step is exactly halfway between two float64 numbers; the tiny c puts the sum just above
+    step = (2.077582520180167e-74 - 1.0) / 11
+    a, b, c = np.array([-3.0]), step, 2.077582520180167e-74
+    assert trandom.fma64(a, b, c)[0] == float(Fraction(-3) * Fraction(step) + Fraction(c)) == 0.27272727272727276
+
+
 # ---------------------------------------------------------------- validation
 
 

@@ -52,7 +52,7 @@ _U64 = (1 << 64) - 1
 _CHUNK = 1 << 15  # large normals are made this many at a time, to stay in the CPU cache
 
 
-def _check_seed(seed):
+def check_seed(seed):
     """The seed as PyTorch stores it: an int in [0, 2**64), negative seeds wrapping around."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}: pass e.g. manual_seed(123)")
@@ -88,7 +88,7 @@ class Generator:
 
     def manual_seed(self, seed):
         """Restart the stream from `seed` (any int in [-2**63, 2**64)); returns self, like torch."""
-        seed = _check_seed(seed)
+        seed = check_seed(seed)
         # MT19937 keeps 32 bits of the seed; RandomState seeds it the way PyTorch does.
         legacy = np.random.RandomState(seed & 0xFFFFFFFF).get_state()
         self._mt = np.random.MT19937()
@@ -350,7 +350,8 @@ def fma32(a, b, c):
 
 def fma64(a, b, c):
     """float64 fma on arrays: the product's rounding error is recovered exactly (Dekker's split)
-    and added back with the sum's; correct except in vanishingly rare near-halfway cases."""
+    and added back with the sum's. When that last addition lands exactly halfway between two
+    float64 numbers, the bits it lost (tiny, but exact) decide the rounding, as one rounding would."""
     p = a * b
     split = 134217729.0  # 2**27 + 1: a * split - (a * split - a) keeps the top 26 bits of a
     a_hi = a * split - (a * split - a)
@@ -358,7 +359,15 @@ def fma64(a, b, c):
     a_lo, b_lo = a - a_hi, b - b_hi
     product_error = ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo  # exact a*b - p
     s = p + c
-    return s + (_sum_error(p, c, s) + product_error)
+    sum_error = _sum_error(p, c, s)
+    small = sum_error + product_error  # a*b + c == s + small + lost, all exact
+    lost = _sum_error(sum_error, product_error, small)
+    result = s + small
+    remainder = _sum_error(s, small, result)  # s + small == result + remainder
+    # a tie (remainder exactly half the gap to the next number) broken to even, where `lost` says otherwise
+    toward = np.nextafter(result, np.copysign(np.inf, remainder))
+    tie = (remainder != 0) & (toward - result == 2 * remainder)
+    return np.where(tie & (lost != 0) & ((lost > 0) == (remainder > 0)), toward, result)
 
 
 def _sum_error(a, b, s):
