@@ -129,6 +129,19 @@ def test_text_shorter_than_a_block_gets_a_clear_message():
     check_length(np.arange(9), 8)
 
 
+def test_float_ids_are_refused_not_truncated():
+    tokenizer = CharTokenizer("abc")
+    for ids in ([1.7], [0, 2.0], np.array([1.0, 2.0]), tinyattn.tensor([1.0])):
+        with pytest.raises(TypeError, match="decode expects integer ids, got .* pass integer ids"):
+            tokenizer.decode(ids)
+    assert tokenizer.decode([np.int64(2), 0]) == "ca"
+    for data in (np.arange(20.0), tinyattn.tensor(np.arange(20, dtype=np.float32))):
+        with pytest.raises(TypeError, match="get_batch expects integer token ids, got an array of float"):
+            get_batch(data, 2, 4)
+    x, y = get_batch(np.arange(20, dtype=np.int32), 2, 4)
+    assert x.dtype == tinyattn.int64 and (y - x).tolist() == [[1] * 4] * 2
+
+
 def test_batches_on_the_strict_backend(xp_backend):
     x, y = get_batch(np.arange(50), 2, 4, generator=tinyattn.Generator().manual_seed(0))
     assert (y - x).sum().item() == 8

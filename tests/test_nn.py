@@ -98,6 +98,93 @@ def test_a_shared_parameter_is_listed_once():
     assert len(list(model.parameters())) == 3
 
 
+def test_registration_refuses_what_pytorch_refuses(torch):
+    """Names and values PyTorch refuses: the same exception type, and nothing changes."""
+    cases = [
+        (lambda lib: lib.nn.Linear(2, 2).register_buffer("weight", lib.zeros(2)), KeyError,
+         "attribute 'weight' already exists"),
+        (lambda lib: lib.nn.Linear(2, 2).register_buffer("in_features", lib.zeros(2)), KeyError, "already exists"),
+        (lambda lib: lib.nn.Linear(2, 2).register_buffer("forward", lib.zeros(2)), KeyError, "already exists"),
+        (lambda lib: lib.nn.Linear(2, 2).register_buffer("a.b", lib.zeros(2)), KeyError, "contain"),
+        (lambda lib: lib.nn.Linear(2, 2).register_buffer("", lib.zeros(2)), KeyError, "empty string"),
+        (lambda lib: lib.nn.Linear(2, 2).register_parameter("in_features", None), KeyError, "already exists"),
+        (lambda lib: lib.nn.Module().add_module("a.b", lib.nn.ReLU()), KeyError, "contain"),
+        (lambda lib: lib.nn.Module().add_module("a", lib.zeros(2)), TypeError, "Module"),
+        (lambda lib: setattr(lib.nn.Linear(2, 2), "weight", lib.nn.ReLU()), TypeError,
+         "cannot assign 'ReLU' as parameter 'weight'"),
+        (lambda lib: setattr(lib.nn.Linear(2, 2), "weight", lib.zeros(2, 2)), TypeError, "nn.Parameter"),
+        (lambda lib: setattr(lib.nn.Sequential(lib.nn.ReLU()), "0", lib.zeros(2)), TypeError,
+         "cannot assign 'Tensor' as child module '0'"),
+    ]
+    for make, error, message in cases:
+        with pytest.raises(error):
+            make(torch)
+        with pytest.raises(error, match=message):
+            make(tinyattn)
+    lin = nn.Linear(2, 2)
+    with pytest.raises(KeyError):
+        lin.register_buffer("weight", tinyattn.zeros(2))
+    assert isinstance(lin.weight, nn.Parameter) and list(lin.state_dict()) == ["weight", "bias"]
+    assert [n for n, _ in lin.named_buffers()] == []
+
+
+def test_reassigning_a_member_keeps_its_place_like_pytorch(torch):
+    def build(lib):
+        m = lib.nn.Module()
+        m.a, m.b, m.c = (lib.nn.Linear(1, 2) for _ in range(3))
+        m.a = lib.nn.Linear(1, 2)  # a new layer in a's place
+        m.emb, m.head = lib.nn.Embedding(3, 2), lib.nn.Linear(2, 3)
+        m.head.weight = m.emb.weight  # weight tying
+        m.register_buffer("x", lib.ones(1))
+        m.register_buffer("y", lib.ones(1))
+        m.x = lib.zeros(1)
+        m.register_buffer("y", lib.ones(1), persistent=False)  # re-registered: no longer saved
+        return m
+
+    ours, theirs = build(tinyattn), build(torch)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert list(ours.state_dict())[:6] == ["x", "a.weight", "a.bias", "b.weight", "b.bias", "c.weight"]
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert [n for n, _ in ours.named_children()] == ["a", "b", "c", "emb", "head"]
+
+
+def test_a_shared_submodule_is_saved_under_every_name_like_pytorch(torch):
+    def build(lib):
+        class Shared(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.seq = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.ReLU())
+                self.shared = self.seq[0]
+                self.twice = lib.nn.ModuleList([lib.nn.Linear(2, 1)] * 2)
+                self.register_buffer("b", lib.ones(1))
+                self.register_buffer("b2", self.b)
+
+        return Shared()
+
+    ours, theirs = build(tinyattn), build(torch)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert "shared.weight" in ours.state_dict() and "twice.1.bias" in ours.state_dict()
+    for remove_duplicate in (True, False):
+        for method in ("named_modules", "named_parameters", "named_buffers"):
+            names = [n for n, _ in getattr(ours, method)(remove_duplicate=remove_duplicate)]
+            assert names == [n for n, _ in getattr(theirs, method)(remove_duplicate=remove_duplicate)], method
+    assert len(list(ours.parameters())) == 4  # each shared parameter once, for the optimizer
+    result = ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})  # strict: same keys
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    close(ours.shared.weight, theirs.seq[0].weight.detach().numpy(), rtol=0, atol=0)
+
+
+def test_sequential_slices_keep_their_names_like_pytorch(torch):
+    def build(lib):
+        return lib.nn.Sequential(lib.nn.Linear(1, 2), lib.nn.ReLU(), lib.nn.Linear(2, 1))
+
+    ours, theirs = build(tinyattn), build(torch)
+    for index in (slice(1, None), slice(None, None, 2), slice(None, 2)):
+        assert repr(ours[index]) == repr(theirs[index])
+        assert list(ours[index].state_dict()) == list(theirs[index].state_dict())
+    assert list(ours[1:].state_dict()) == ["2.weight", "2.bias"] and ours[1:][1] is ours[2]
+
+
 def test_assigning_a_layer_before_init_is_a_clear_error():
     class Broken(nn.Module):
         def __init__(self):
@@ -695,6 +782,124 @@ def test_nll_loss_parity_with_the_default_ignore_index(torch, seed, rows, classe
     forward_backward_parity(torch, lambda x, t: F.nll_loss(x.log_softmax(-1), t, reduction=reduction),
                             lambda x, t: torch.nn.functional.nll_loss(x.log_softmax(-1), t, reduction=reduction),
                             logits, target=target, seed=seed)
+
+
+@given(seed=seeds, shape=st.sampled_from([(5,), (3, 5), (2, 5, 4), (2, 5, 3, 2)]),
+       reduction=st.sampled_from(["mean", "sum", "none"]), ignore=st.booleans())
+def test_classification_losses_match_pytorch_on_every_input_shape(torch, seed, shape, reduction, ignore):
+    """(C,), (N, C) and (N, C, d...) inputs: the same losses (0-d for one sample) and gradients."""
+    rng = np.random.default_rng(seed)
+    logits = (rng.standard_normal(shape) * 2).astype(np.float32)
+    class_dim = 0 if len(shape) == 1 else 1
+    target = rng.integers(0, shape[class_dim], shape[:class_dim] + shape[class_dim + 1:])
+    if ignore and target.size > 1:
+        target.flat[0] = -1  # a custom ignore_index, with other places still counted
+    forward_backward_parity(
+        torch, lambda x, t: F.nll_loss(F.log_softmax(x, dim=class_dim), t, ignore_index=-1, reduction=reduction),
+        lambda x, t: torch.nn.functional.nll_loss(x.log_softmax(class_dim), t, ignore_index=-1, reduction=reduction),
+        logits, target=target, seed=seed)
+    forward_backward_parity(
+        torch, lambda x, t: F.cross_entropy(x, t, ignore_index=-1, reduction=reduction),
+        lambda x, t: torch.nn.functional.cross_entropy(x, t, ignore_index=-1, reduction=reduction),
+        logits, target=target, seed=seed)
+    if len(shape) == 1:
+        assert F.cross_entropy(tinyattn.tensor(logits), tinyattn.tensor(target), reduction="none").shape == ()
+
+
+def test_losses_refuse_what_pytorch_refuses(torch):
+    log_probs = F.log_softmax(tinyattn.randn(4, 3), dim=1)
+    sequence = tinyattn.randn(2, 3, 5)
+    for loss in (F.nll_loss, F.cross_entropy):
+        with pytest.raises(ShapeError, match=r"target of shape \[4\].*got \[3\]: the batch sizes differ \(4 vs 3\)"):
+            loss(log_probs, tinyattn.tensor([0, 1, 2]))  # not the first 3 rows
+        with pytest.raises(ShapeError, match=r"\[2, 3, 5\] needs a target of shape \[2, 5\].*got \[2, 4\]"):
+            loss(sequence, tinyattn.zeros(2, 4, dtype=tinyattn.int64))
+        with pytest.raises(ShapeError, match=r"\[4, 3\] needs a target of shape \[4\].*got \[4, 1\]"):
+            loss(log_probs, tinyattn.zeros(4, 1, dtype=tinyattn.int64))
+        with pytest.raises(TypeError, match="class indices .* got tinyattn.float32: use target.long"):
+            loss(log_probs, tinyattn.tensor([0.0, 1.0, 2.0, 1.0]))  # not truncated
+        with pytest.raises(ValueError, match="'avg' is not a valid value for reduction"):
+            loss(log_probs, tinyattn.tensor([0, 1, 2, 1]), reduction="avg")
+        with pytest.raises(ShapeError, match="0-d"):
+            loss(tinyattn.tensor(1.0), tinyattn.tensor(0))
+        with pytest.raises(IndexError, match="target 3 is out of range for 3 classes"):
+            loss(log_probs, tinyattn.tensor([0, 1, 3, 1]))
+        with pytest.raises(TypeError, match="floating-point input"):
+            loss(tinyattn.zeros(4, 3, dtype=tinyattn.int64), tinyattn.tensor([0, 1, 2, 1]))
+    with pytest.raises(ValueError, match="'avg' is not a valid value for reduction"):
+        F.mse_loss(log_probs, log_probs, reduction="avg")
+    with pytest.raises(ValueError, match="reduction"):
+        nn.MSELoss(reduction="avg")(log_probs, log_probs)
+    with pytest.raises(ValueError):  # PyTorch refuses these too
+        torch.nn.functional.mse_loss(torch.ones(2), torch.ones(2), reduction="avg")
+    with pytest.raises(ValueError):
+        torch.nn.functional.nll_loss(torch.ones(4, 3), torch.tensor([0, 1, 2]))
+
+
+@given(seed=seeds, reduction=st.sampled_from(["mean", "sum", "none"]))
+def test_mse_loss_parity(torch, seed, reduction):
+    x = np.random.default_rng(seed).standard_normal((3, 4)).astype(np.float32)
+    y = np.random.default_rng(seed + 1).standard_normal((3, 4)).astype(np.float32)
+    forward_backward_parity(torch, lambda t: F.mse_loss(t, tinyattn.tensor(y), reduction=reduction),
+                            lambda t: torch.nn.functional.mse_loss(t, torch.tensor(y), reduction=reduction), x, seed=seed)
+
+
+def test_softmax_of_a_single_number_matches_pytorch(torch):
+    x = np.array(2.0, dtype=np.float32)
+    for dim in (0, -1):
+        forward_backward_parity(torch, lambda t: F.softmax(t, dim=dim), lambda t: torch.softmax(t, dim=dim), x)
+        forward_backward_parity(torch, lambda t: F.log_softmax(t, dim=dim), lambda t: torch.log_softmax(t, dim=dim), x)
+    assert F.softmax(tinyattn.tensor(2.0), dim=0).shape == ()
+    with pytest.raises(IndexError, match="out of range"):
+        F.softmax(tinyattn.tensor(2.0), dim=1)
+
+
+def test_linear_with_a_vector_weight_matches_pytorch(torch):
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal(5).astype(np.float32)
+    for x in (rng.standard_normal((3, 4, 5)).astype(np.float32), rng.standard_normal(5).astype(np.float32)):
+        wt, wo = torch.tensor(w, requires_grad=True), tinyattn.tensor(w, requires_grad=True)
+        forward_backward_parity(torch, lambda t: F.linear(t, wo), lambda t: torch.nn.functional.linear(t, wt), x)
+        close(wo.grad, wt.grad.numpy())
+        assert F.linear(tinyattn.tensor(x), wo).shape == x.shape[:-1]
+    with pytest.raises(ShapeError, match="takes no bias"):  # PyTorch refuses it too
+        F.linear(tinyattn.ones(3, 5), tinyattn.ones(5), tinyattn.ones(1))
+    with pytest.raises(ShapeError, match="2-D"):
+        F.linear(tinyattn.ones(3, 5), tinyattn.ones(2, 2, 5))
+
+
+def test_linear_without_inputs_is_made_like_pytorch(torch):
+    tinyattn.manual_seed(0)
+    torch.manual_seed(0)
+    with pytest.warns(UserWarning, match="zero-element"):
+        ours = nn.Linear(0, 3)
+    with pytest.warns(UserWarning, match="zero-element"):
+        theirs = torch.nn.Linear(0, 3)
+    assert ours.weight.shape == (3, 0) and ours.bias.tolist() == theirs.bias.tolist() == [0.0, 0.0, 0.0]
+    close(nn.Linear(2, 2).weight, torch.nn.Linear(2, 2).weight.detach().numpy())  # the same draws followed
+    forward_backward_parity(torch, ours, theirs, np.ones((4, 0), dtype=np.float32))
+    with pytest.warns(UserWarning, match="zero-element"):
+        empty = nn.Linear(3, 0)
+    assert empty(tinyattn.ones(2, 3)).shape == (2, 0)
+
+
+def test_sdpa_with_scale_zero_gives_equal_weights_like_pytorch(torch):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((2, 3, n, 4)) for n in (5, 6, 6)]
+    qt = [torch.tensor(a, requires_grad=True) for a in arrays]
+    qo = [tinyattn.tensor(a, requires_grad=True) for a in arrays]
+    for scale in (0.0, 0.3):
+        yt = torch.nn.functional.scaled_dot_product_attention(*qt, scale=scale)
+        yo = F.scaled_dot_product_attention(*qo, scale=scale)
+        np.testing.assert_allclose(host(yo), yt.detach().numpy(), rtol=1e-10, atol=1e-12)
+        g = rng.standard_normal(tuple(yt.shape))
+        yt.backward(torch.tensor(g))
+        yo.backward(tinyattn.tensor(g))
+        for a, b in zip(qo, qt):
+            np.testing.assert_allclose(host(a.grad), b.grad.numpy(), rtol=1e-9, atol=1e-12)
+    # scale 0: every key weighs the same, so each query gets the mean of the values
+    mean = np.broadcast_to(arrays[2].mean(axis=-2, keepdims=True), (2, 3, 5, 4))
+    close(F.scaled_dot_product_attention(*qo, scale=0.0), mean, rtol=1e-12, atol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------

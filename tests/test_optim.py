@@ -241,6 +241,32 @@ def test_bad_arguments_are_refused(make):
         make([nn.Parameter(tinyattn.ones(2))])
 
 
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+def test_a_tensor_learning_rate_is_accepted_like_torch(torch, name):
+    """lr=tensor(0.01) (a 0-d tensor, as torch accepts it) takes the same steps as torch's."""
+    rng = np.random.default_rng(3)
+    start = draw(rng, SHAPES)
+    theirs = [torch.nn.Parameter(torch.from_numpy(a.copy())) for a in start]
+    mine = ours(start)
+    torch_opt = getattr(torch.optim, name)(theirs, lr=torch.tensor(0.01))
+    our_opt = getattr(tinyattn.optim, name)(mine, lr=tinyattn.tensor(0.01))
+    assert isinstance(our_opt.param_groups[0]["lr"], float)
+    for _ in range(3):
+        grads = draw(rng, SHAPES)
+        for p, q, g in zip(theirs, mine, grads):
+            p.grad, q.grad = torch.from_numpy(g.copy()), tinyattn.tensor(g.copy())
+        torch_opt.step()
+        our_opt.step()
+    for p, q in zip(theirs, mine):
+        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-6, atol=1e-6)
+    group = getattr(tinyattn.optim, name)([{"params": mine, "lr": tinyattn.tensor([0.5])}]).param_groups[0]
+    assert group["lr"] == 0.5
+    with pytest.raises(ValueError, match="Tensor lr must be 1-element"):
+        getattr(tinyattn.optim, name)(mine, lr=tinyattn.tensor([0.1, 0.2]))
+    with pytest.raises(ValueError, match="Invalid learning rate"):
+        getattr(tinyattn.optim, name)(mine, lr=tinyattn.tensor(-0.1))
+
+
 def test_defaults_are_torchs(torch):
     import inspect
 

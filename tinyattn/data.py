@@ -11,6 +11,7 @@
 sonnets), so that `tinyattn train` works without any download.
 """
 
+import numbers
 import pathlib
 
 import numpy as np
@@ -115,6 +116,11 @@ class CharTokenizer:
             ids = ids.tolist()
         elif isinstance(ids, np.ndarray):
             ids = ids.tolist()
+        ids = list(ids)
+        for i in ids:  # int(1.7) would quietly decode id 1
+            if not isinstance(i, numbers.Integral) or isinstance(i, bool):
+                raise TypeError(f"decode expects integer ids, got {i!r} ({type(i).__name__}): pass integer "
+                                "ids (a list of ints, or an int64 tensor or array)")
         try:
             return "".join(self.itos[int(i)] for i in ids)
         except KeyError as error:
@@ -165,6 +171,9 @@ def get_batch(data, batch_size, block_size, generator=None, device=None):
     same draws as seed 002's get_batch, so the same seed gives the same batches.
     """
     host = backend.to_host(data.array) if isinstance(data, Tensor) else np.asarray(data)
+    if host.dtype.kind not in "iu":  # float ids would be truncated to int64 without a word
+        raise TypeError(f"get_batch expects integer token ids, got an array of {host.dtype}: pass integer ids "
+                        "(tokenizer.encode_array(text) gives int64)")
     check_length(host, block_size)
     starts = generator_or_default(generator).randint(0, len(host) - block_size, (batch_size,))
     rows = starts[:, None] + np.arange(block_size)  # (batch_size, block_size) positions

@@ -30,7 +30,8 @@ class LinearOp(Op):
     @staticmethod
     def forward(ctx, x, weight, bias):
         xp = ctx.xp
-        rows = xp.reshape(x, (-1, x.shape[-1]))  # (batch * tokens, in): one big GEMM
+        # (batch * tokens, in): one big GEMM (the row count spelled out, not -1: in_features may be 0)
+        rows = xp.reshape(x, (math.prod(x.shape[:-1]), x.shape[-1]))
         y = rows @ backend.matrix_transpose(weight)
         if bias is not None:
             y += bias
@@ -42,7 +43,7 @@ class LinearOp(Op):
     def backward(ctx, grad):
         rows, weight = ctx.saved_tensors
         xp = ctx.xp
-        grad_rows = xp.reshape(grad, (-1, weight.shape[0]))
+        grad_rows = xp.reshape(grad, (rows.shape[0], weight.shape[0]))
         gx = xp.reshape(grad_rows @ weight, ctx.in_shape) if ctx.needs_input_grad[0] else None
         gw = backend.matrix_transpose(grad_rows) @ rows if ctx.needs_input_grad[1] else None
         gb = backend.sum_along(grad_rows, (0,)) if ctx.needs_input_grad[2] else None
@@ -50,6 +51,14 @@ class LinearOp(Op):
 
 
 def linear(input, weight, bias=None):
+    if weight.ndim == 1:  # PyTorch's vector weight: input @ weight, the last dim summed away
+        if bias is not None:
+            raise ShapeError(f"linear: a 1-D weight (shape {list(weight.shape)}) takes no bias: give the "
+                             "weight shape (1, in_features) to add a bias")
+        return linear(input, weight.unsqueeze(0)).squeeze(-1)
+    if weight.ndim != 2:
+        raise ShapeError(f"linear: the weight must be 2-D (out_features, in_features) or 1-D, got shape "
+                         f"{list(weight.shape)}")
     if input.shape[-1:] != weight.shape[1:]:
         raise ShapeError(
             f"linear: the input's last dim is {input.shape[-1] if input.ndim else None} (shape "
@@ -280,13 +289,19 @@ def sigmoid(input):
 def softmax(input, dim=None, dtype=None):
     if dim is None:
         raise TypeError("softmax needs dim= (e.g. dim=-1): PyTorch's implicit choice is deprecated")
-    return (input if dtype is None else input.to(dtype)).softmax(dim)
+    input = input if dtype is None else input.to(dtype)
+    if input.ndim == 0:  # a single number (dim 0 or -1, as in PyTorch): softmax it as a vector of one
+        return input.reshape(1).softmax(dim).reshape(())
+    return input.softmax(dim)
 
 
 def log_softmax(input, dim=None, dtype=None):
     if dim is None:
         raise TypeError("log_softmax needs dim= (e.g. dim=-1)")
-    return (input if dtype is None else input.to(dtype)).log_softmax(dim)
+    input = input if dtype is None else input.to(dtype)
+    if input.ndim == 0:  # as in softmax
+        return input.reshape(1).log_softmax(dim).reshape(())
+    return input.log_softmax(dim)
 
 
 def safe_softmax(input, dim=-1):
@@ -334,26 +349,42 @@ class CrossEntropyOp(Op):
         return (probs - one_hot) * weight, None, None, None
 
 
-def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-    """Cross-entropy of logits `input` (N, C) or (N, C, d...) against class indices `target`."""
-    if weight is not None or label_smoothing:
-        raise NotImplementedError("cross_entropy: class weights and label smoothing are not supported")
+def check_reduction(reduction):
     if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    if target.dtype.is_floating_point:
+        raise ValueError(f"{reduction!r} is not a valid value for reduction: use 'mean', 'sum' or 'none'")
+
+
+def class_rows(name, input, target, ignore_index):
+    """PyTorch's checks of a classification loss's arguments, shared by cross_entropy and nll_loss.
+
+    `input` is (C,), (N, C) or (N, C, d...) with the classes in dim 1, `target` the class indices:
+    () or (1,), (N,) or (N, d...). Returns the input as rows (rows, C), the targets as (rows,), and
+    the shape of the per-element losses (what reduction='none' gives).
+    """
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"{name} expects a floating-point input, got {input.dtype}: use input.float()")
+    if target.dtype.is_floating_point or target.dtype is dtypes.bool_:
         raise TypeError(
-            f"cross_entropy expects class indices (int64) as target, got {target.dtype}: "
-            "probability targets are not supported"
+            f"{name} expects class indices (int64) as target, got {target.dtype}: use target.long() "
+            "(probability targets are not supported)"
         )
-    if input.ndim == 1:
-        input, target = input.unsqueeze(0), target.reshape(1)
-    expected = tuple(input.shape[:1]) + tuple(input.shape[2:])
-    if tuple(target.shape) != expected:
-        raise ShapeError(
-            f"cross_entropy: logits of shape {list(input.shape)} need targets of shape "
-            f"{list(expected)} (the logits' shape without the class dim 1), got {list(target.shape)}"
-        )
-    classes = input.shape[1]
+    if input.ndim == 0:
+        raise ShapeError(f"{name}: the input is a 0-d tensor, it needs a dim of classes: shape (C,) or (N, C)")
+    if input.ndim == 1:  # one sample: its target is a single class
+        expected = ()
+        if tuple(target.shape) not in ((), (1,)):
+            raise ShapeError(f"{name}: an input of shape {list(input.shape)} (one sample) needs a single target "
+                             f"(shape [] or [1]), got shape {list(target.shape)}")
+    else:
+        expected = tuple(input.shape[:1]) + tuple(input.shape[2:])
+        if tuple(target.shape) != expected:
+            raise ShapeError(
+                f"{name}: an input of shape {list(input.shape)} needs a target of shape {list(expected)} "
+                f"(the input's shape without the class dim 1), got {list(target.shape)}"
+                + (f": the batch sizes differ ({input.shape[0]} vs {target.shape[0]})"
+                   if target.ndim and target.shape[0] != input.shape[0] else "")
+            )
+    classes = input.shape[-1] if input.ndim == 1 else input.shape[1]
     backend.same_device([input.array, target.array])
     if target.numel():
         xp = backend.namespace(target.array)
@@ -363,28 +394,40 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         if low < 0 or high >= classes:
             bad = high if high >= classes else low
             raise IndexError(
-                f"cross_entropy: target {bad} is out of range for {classes} classes "
+                f"{name}: target {bad} is out of range for {classes} classes "
                 f"(valid targets are 0 to {classes - 1}, or ignore_index={ignore_index})"
             )
     if input.ndim > 2:  # (N, C, d...) -> (N * d..., C)
-        input = input.permute(0, *range(2, input.ndim), 1).reshape(-1, classes)
-        target = target.reshape(-1)
-    loss = CrossEntropyOp.apply(input, target.long().array, ignore_index, reduction)
-    return loss.reshape(expected) if reduction == "none" and len(expected) > 1 else loss
+        input = input.permute(0, *range(2, input.ndim), 1)
+    return input.reshape(target.numel(), classes), target.reshape(-1), expected
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """Cross-entropy of logits `input` (C,), (N, C) or (N, C, d...) against class indices `target`."""
+    if weight is not None or label_smoothing:
+        raise NotImplementedError("cross_entropy: class weights and label smoothing are not supported")
+    check_reduction(reduction)
+    rows, targets, shape = class_rows("cross_entropy", input, target, ignore_index)
+    loss = CrossEntropyOp.apply(rows, targets.long().array, ignore_index, reduction)
+    return loss.reshape(shape) if reduction == "none" else loss
 
 
 def nll_loss(input, target, ignore_index=-100, reduction="mean"):
-    """Negative log-likelihood of log-probabilities `input` (N, C) at the classes in `target`."""
-    valid = target != ignore_index
-    safe_target = target.long().masked_fill(~valid, 0)  # ignored places pick class 0, then count 0
-    picked = -input.gather(1, safe_target.unsqueeze(1)).squeeze(1)
+    """Negative log-likelihood of log-probabilities `input` (C,), (N, C) or (N, C, d...) at the classes
+    in `target`."""
+    check_reduction(reduction)
+    rows, targets, shape = class_rows("nll_loss", input, target, ignore_index)
+    valid = targets != ignore_index
+    safe_target = targets.long().masked_fill(~valid, 0)  # ignored places pick class 0, then count 0
+    picked = -rows.gather(1, safe_target.unsqueeze(1)).squeeze(1)
     picked = picked.masked_fill(~valid, 0.0)
     if reduction == "none":
-        return picked
+        return picked.reshape(shape)
     return picked.sum() / valid.sum() if reduction == "mean" else picked.sum()
 
 
 def mse_loss(input, target, reduction="mean"):
+    check_reduction(reduction)
     squared = (input - target) ** 2
     if reduction == "none":
         return squared
@@ -419,7 +462,8 @@ def causal_mask(num_queries, num_keys, device=None):
 class AttentionOp(Op):
     """Scaled dot-product attention as one op, returning (context, weights):
 
-        scores  = q k^T / divisor (+ bias), -inf where `blocked` is True
+        scores  = q k^T / sqrt(E) (+ bias), -inf where `blocked` is True
+                  (q k^T * scale instead, when a scale is given)
         weights = softmax(scores) along the keys  (a row with every key blocked gives zeros)
         context = (weights * keep) v              (keep: dropout's scaled mask, or None)
 
@@ -433,14 +477,18 @@ class AttentionOp(Op):
         grad_scores  = softmax's backward: weights * (grad_weights - <grad_weights, weights>);
                        0 at blocked places, because the weights are 0 there
         grad_bias    = grad_scores, summed to the bias's shape
-        grad_q       = grad_scores k / divisor,   grad_k = (q^T grad_scores)^T / divisor
+        grad_q       = grad_scores k / sqrt(E),   grad_k = (q^T grad_scores)^T / sqrt(E)  (or * scale)
     """
 
     @staticmethod
-    def forward(ctx, q, k, v, blocked, bias, divisor, keep):
+    def forward(ctx, q, k, v, blocked, bias, scale, keep):
         xp = ctx.xp
         scores = backend.matmul(q, backend.matrix_transpose(k))  # (..., queries, keys)
-        scores /= divisor
+        divisor = math.sqrt(q.shape[-1])
+        if scale is None:
+            scores /= divisor  # as the book writes it
+        else:
+            scores *= scale  # as PyTorch applies a given scale
         if bias is not None:
             scores += bias  # attention() checked that it has the scores' dtype and broadcasts to them
         if blocked is not None:
@@ -448,7 +496,7 @@ class AttentionOp(Op):
         weights = softmax_forward(xp, scores, scores.ndim - 1, safe=True, overwrite=True)
         context = backend.matmul(weights if keep is None else weights * keep, v)
         ctx.save_for_backward(q, k, v, weights, keep)
-        ctx.divisor = divisor
+        ctx.divisor, ctx.scale = divisor, scale
         ctx.bias_shape = None if bias is None else bias.shape
         ctx.set_materialize_grads(False)  # the weights output is mostly unused: get None, not zeros
         return context, weights
@@ -474,11 +522,13 @@ class AttentionOp(Op):
             # grad_w is ours to overwrite unless it is the incoming gradient of the weights itself
             grad_scores = softmax_backward(xp, weights, grad_w, weights.ndim - 1,
                                            overwrite=grad_w is not grad_weights)
-            if needs_bias:
+            if needs_bias:  # a new array: grad_bias may be grad_scores itself
                 grad_bias = unbroadcast(xp, grad_scores, ctx.bias_shape)
-                grad_scores = grad_scores / ctx.divisor  # a new array: grad_bias may be grad_scores
-            else:
+                grad_scores = grad_scores / ctx.divisor if ctx.scale is None else grad_scores * ctx.scale
+            elif ctx.scale is None:
                 grad_scores /= ctx.divisor
+            else:
+                grad_scores *= ctx.scale
             if needs_q:
                 grad_q = unbroadcast(xp, backend.matmul(grad_scores, k), q.shape)
             if needs_k:  # (q^T grad_scores)^T: the product the chain's matmul backward computes, to the bit
@@ -494,7 +544,8 @@ def attention(query, key, value, blocked=None, bias=None, scale=None, dropout_p=
     (..., L, Ev) and weights (..., L, S), before dropout (what the attention modules keep as
     attn_weights). blocked: a bool mask, True where a query may NOT attend (masked_fill's convention,
     the book's `mask_bool`). bias: a float tensor added to the scores. scale: 1/sqrt(E) by default,
-    applied as a division by sqrt(E), as the book writes it. Dropout on the weights while training.
+    applied as a division by sqrt(E), as the book writes it; a scale given explicitly multiplies the
+    scores, as in PyTorch (scale=0 gives equal weights). Dropout on the weights while training.
     A query that may attend to nothing gets zeros, not NaN.
     """
     check_dropout_p(dropout_p)
@@ -526,14 +577,13 @@ def attention(query, key, value, blocked=None, bias=None, scale=None, dropout_p=
     if bias is not None and bias.dtype != query.dtype:
         raise TypeError(f"attention: a float mask must have the query's dtype {query.dtype}, got {bias.dtype}")
 
-    divisor = math.sqrt(query.shape[-1]) if scale is None else 1.0 / scale
     keep = None
     if training and dropout_p == 1:
         xp = backend.namespace(query.array)
         keep = xp.zeros(scores_shape, dtype=query.array.dtype, **backend.creation_kwargs(xp))
     elif training and dropout_p > 0:
         keep = dropout_mask(scores_shape, dropout_p, query)
-    return AttentionOp.apply(query, key, value, blocked, bias, divisor, keep)
+    return AttentionOp.apply(query, key, value, blocked, bias, scale, keep)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,

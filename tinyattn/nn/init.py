@@ -5,6 +5,7 @@ generator (`tinyattn.manual_seed`).
 """
 
 import math
+import warnings
 
 from ..autograd import no_grad
 
@@ -56,6 +57,9 @@ def constant_(tensor, val):
 
 def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """U(-bound, bound) with bound = gain * sqrt(3 / fan): nn.Linear's default with a = sqrt(5)."""
+    if 0 in tensor.shape:  # e.g. nn.Linear(0, 3): nothing to fill, and the fan may be 0 (PyTorch warns too)
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
     fan_in, fan_out = fan_in_and_fan_out(tensor)
     fan = fan_in if mode == "fan_in" else fan_out
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)

@@ -52,64 +52,112 @@ class Module:
         object.__setattr__(self, "_modules", {})
 
     # --- registration ---
+    # PyTorch's rules: assigning a Parameter or a Module registers it (in place of a same-named member of
+    # another kind); a name that holds a parameter or a submodule only takes one of its kind or None
+    # afterwards. Re-assigning a member keeps its place in the order (of parameters(), state_dict()).
 
     def __setattr__(self, name, value):
-        registries = self.__dict__.get("_parameters")
-        if registries is None and isinstance(value, (Parameter, Module)):
-            raise AttributeError(
-                f"cannot assign {type(value).__name__} '{name}' before Module.__init__(): "
-                "call super().__init__() first in your __init__"
-            )
-        if registries is not None:
-            if isinstance(value, Parameter):
-                self._forget(name)
-                self._parameters[name] = value
-            elif isinstance(value, Module):
-                self._forget(name)
-                self._modules[name] = value
-            elif name in self._buffers:
-                if value is not None and not isinstance(value, Tensor):
-                    raise TypeError(f"buffer '{name}' must be a Tensor or None")
-                self._buffers[name] = value
-            elif name in self._parameters:
-                if value is not None:
-                    raise TypeError(
-                        f"cannot assign {type(value).__name__} to parameter '{name}': "
-                        "wrap it in nn.Parameter(...) or assign None"
-                    )
-                self._parameters[name] = None
-            elif name in self._modules:
-                self._modules.pop(name)
-        object.__setattr__(self, name, value)
+        if "_parameters" not in self.__dict__:
+            if isinstance(value, (Parameter, Module)):
+                raise AttributeError(
+                    f"cannot assign {type(value).__name__} '{name}' before Module.__init__(): "
+                    "call super().__init__() first in your __init__"
+                )
+            object.__setattr__(self, name, value)
+        elif isinstance(value, Parameter):
+            self._forget(name, keep=self._parameters)
+            if name not in self._parameters:
+                self.__dict__.pop(name, None)  # a plain attribute or a former buffer or submodule makes way
+            self.register_parameter(name, value)
+        elif name in self._parameters:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter '{name}' (nn.Parameter or None "
+                    f"expected): wrap a tensor in nn.Parameter(...), or delattr(module, '{name}') first to "
+                    "use the name for something else"
+                )
+            self.register_parameter(name, None)
+        elif isinstance(value, Module):
+            self._forget(name, keep=self._modules)
+            self._modules[name] = value
+            object.__setattr__(self, name, value)
+        elif name in self._modules:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as child module '{name}' (nn.Module or None "
+                    f"expected): assign a Module or None, or delattr(module, '{name}') first to use the name "
+                    "for something else"
+                )
+            self._modules[name] = None
+            object.__setattr__(self, name, None)
+        elif name in self._buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                                "(Tensor or None expected)")
+            self._buffers[name] = value
+            object.__setattr__(self, name, value)
+        else:
+            object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
         self._forget(name)
         object.__delattr__(self, name)
 
-    def _forget(self, name):
+    def _forget(self, name, keep=None):
+        """Unregister `name` from the parameters, buffers and submodules, except from the registry `keep`."""
         for registry in (self._parameters, self._buffers, self._modules):
-            registry.pop(name, None)
-        self._non_persistent.discard(name)
+            if registry is not keep:
+                registry.pop(name, None)
+        if keep is not self._buffers:
+            self._non_persistent.discard(name)
+
+    def _check_new_name(self, kind, name, registry):
+        """The names PyTorch refuses for a new parameter, buffer or submodule."""
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f"{kind} name can't contain \".\", got {name!r}: dots separate the parts of "
+                           "dotted names such as 'blocks.0.weight'")
+        if name == "":
+            raise KeyError(f"{kind} name can't be empty string \"\"")
+        if hasattr(self, name) and name not in registry:
+            raise KeyError(f"attribute '{name}' already exists: choose another name for the {kind}")
 
     def register_parameter(self, name, parameter):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot register a parameter before Module.__init__(): "
+                                 "call super().__init__() first")
+        self._check_new_name("parameter", name, self._parameters)
         if parameter is not None and not isinstance(parameter, Parameter):
-            raise TypeError(f"register_parameter('{name}', ...) expects a Parameter or None")
-        self._forget(name)
+            raise TypeError(f"register_parameter('{name}', ...) expects a Parameter or None, got "
+                            f"{type(parameter).__name__}: wrap a tensor in nn.Parameter(...)")
         self._parameters[name] = parameter
         object.__setattr__(self, name, parameter)
 
     def register_buffer(self, name, tensor, persistent=True):
         """A tensor that belongs to the module but is not trained (e.g. the causal mask)."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot register a buffer before Module.__init__(): "
+                                 "call super().__init__() first")
+        self._check_new_name("buffer", name, self._buffers)
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"register_buffer('{name}', ...) expects a Tensor or None")
-        self._forget(name)
+            raise TypeError(f"register_buffer('{name}', ...) expects a Tensor or None, "
+                            f"got {type(tensor).__name__}")
         self._buffers[name] = tensor
-        if not persistent:
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
             self._non_persistent.add(name)
         object.__setattr__(self, name, tensor)
 
     def add_module(self, name, module):
-        setattr(self, name, module)
+        if "_modules" not in self.__dict__:
+            raise AttributeError("cannot add a module before Module.__init__(): call super().__init__() first")
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"add_module('{name}', ...) expects a Module or None, got {type(module).__name__}")
+        self._check_new_name("module", name, self._modules)
+        self._modules[name] = module
+        object.__setattr__(self, name, module)
 
     register_module = add_module
 
@@ -151,15 +199,18 @@ class Module:
 
     # --- walking the tree ---
 
-    def named_modules(self, memo=None, prefix=""):
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """(dotted name, module) for this module and every submodule; a module reachable under several
+        names is listed once, under its first name, unless remove_duplicate=False (PyTorch's rule)."""
         memo = set() if memo is None else memo
         if id(self) in memo:
             return
-        memo.add(id(self))
+        if remove_duplicate:
+            memo.add(id(self))
         yield prefix, self
         for name, module in self._modules.items():
             if module is not None:
-                yield from module.named_modules(memo, f"{prefix}.{name}" if prefix else name)
+                yield from module.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
 
     def modules(self):
         return (module for _, module in self.named_modules())
@@ -170,25 +221,30 @@ class Module:
     def children(self):
         return (m for _, m in self.named_children())
 
-    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+    def _named_members(self, registry, prefix, recurse, remove_duplicate):
+        """(dotted name, tensor) of every parameter or buffer; a shared one is listed once unless
+        remove_duplicate=False."""
         seen = set()
-        modules = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        if recurse:
+            modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+        else:
+            modules = [(prefix, self)]
         for module_name, module in modules:
-            for name, p in module._parameters.items():
-                if p is None or (remove_duplicate and id(p) in seen):
+            for name, t in getattr(module, registry).items():
+                if t is None or id(t) in seen:
                     continue
-                seen.add(id(p))
-                yield (f"{module_name}.{name}" if module_name else name), p
+                if remove_duplicate:
+                    seen.add(id(t))
+                yield (f"{module_name}.{name}" if module_name else name), t
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse=True):
         return (p for _, p in self.named_parameters(recurse=recurse))
 
-    def named_buffers(self, prefix="", recurse=True):
-        modules = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
-        for module_name, module in modules:
-            for name, b in module._buffers.items():
-                if b is not None:
-                    yield (f"{module_name}.{name}" if module_name else name), b
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse=True):
         return (b for _, b in self.named_buffers(recurse=recurse))
@@ -210,9 +266,12 @@ class Module:
     # --- saving and loading ---
 
     def state_dict(self, prefix=""):
-        """Every parameter and persistent buffer under its dotted name (sharing memory, no graph)."""
+        """Every parameter and persistent buffer under its dotted name (sharing memory, no graph).
+
+        As in PyTorch, a module or parameter shared by two attributes is listed under both names.
+        """
         state = collections.OrderedDict()
-        for module_name, module in self.named_modules(prefix=prefix.rstrip(".")):
+        for module_name, module in self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False):
             for name, p in itertools.chain(module._parameters.items(), module._buffers.items()):
                 if p is not None and name not in module._non_persistent:
                     state[f"{module_name}.{name}" if module_name else name] = p.detach()
@@ -327,8 +386,9 @@ class Sequential(Module):
         return x
 
     def __getitem__(self, index):
-        items = list(self._modules.values())
-        return Sequential(*items[index]) if isinstance(index, slice) else items[index]
+        if isinstance(index, slice):  # the layers keep their names, as in PyTorch: (a, b, c)[1:] has 1 and 2
+            return Sequential(collections.OrderedDict(list(self._modules.items())[index]))
+        return list(self._modules.values())[index]
 
     def __len__(self):
         return len(self._modules)

@@ -48,6 +48,8 @@ class Optimizer:
             if default is _required and name not in group:
                 raise ValueError(f"parameter group didn't specify a value of required option {name!r}")
             group.setdefault(name, default)
+        if "lr" in group:
+            group["lr"] = _number_lr(group["lr"])
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if any(id(p) in seen for p in group["params"]):
             raise ValueError("some parameters appear in more than one parameter group")
@@ -172,6 +174,17 @@ def _zeros_like(array):
     return xp.zeros(array.shape, dtype=array.dtype, **backend.creation_kwargs(xp))
 
 
+def _number_lr(lr):
+    """A learning rate given as a one-element tensor, as PyTorch accepts it, becomes a Python float (the
+    updates are NumPy arithmetic on the arrays); any other value is returned as it is."""
+    if isinstance(lr, Tensor):
+        if lr.numel() != 1:
+            raise ValueError(f"Tensor lr must be 1-element, got shape {list(lr.shape)}: pass a number or a "
+                             "0-d tensor such as tinyattn.tensor(0.01)")
+        return float(lr.item())
+    return lr
+
+
 def _check(name, value, low=0.0):
     if not value >= low:
         raise ValueError(f"Invalid {name}: {value}")
@@ -186,6 +199,7 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False):
+        lr = _number_lr(lr)
         _check("learning rate", lr)
         _check("momentum value", momentum)
         _check("weight_decay value", weight_decay)
@@ -223,6 +237,7 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  maximize=False):
+        lr = _number_lr(lr)
         _check("learning rate", lr)
         _check("epsilon value", eps)
         if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
