@@ -1,7 +1,8 @@
 """The tensor API: creation, dtypes and promotion, properties, conversions, printing, Python protocols,
 indexing and views, in-place ops, and the errors bad input gets.
 
-Expected values are PyTorch's (checked against PyTorch 2.x); the tests themselves need no PyTorch.
+Expected values are PyTorch's (checked against PyTorch 2.x); the tests themselves need no PyTorch,
+except the Hypothesis test of mixed index keys, which compares with PyTorch (skipped without it).
 """
 
 import sys
@@ -10,6 +11,7 @@ import types
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import tinyattn
 from tinyattn import backend
@@ -772,3 +774,326 @@ def test_no_grad_is_thread_local_for_tensor_ops():
     thread.join()
     assert seen["worker"] is False
     assert (tinyattn.ones(1, requires_grad=True) * 2).requires_grad
+
+
+# ---------------------------------------------------------------------------------------------
+# fixed: each test below pins a bug that gave a wrong answer or no error (PyTorch's results)
+
+
+def test_requested_dtype_applies_to_the_numbers_as_given(xp_backend):
+    # they used to go through float32 first: 0.10000000149011612, 16777216, 0.0
+    assert tinyattn.tensor([0.1], dtype=tinyattn.float64).item() == 0.1
+    assert tinyattn.tensor([16777217.0], dtype=tinyattn.int64).tolist() == [16777217]
+    assert tinyattn.tensor([1e-50], dtype=tinyattn.float64).item() == 1e-50
+    assert tinyattn.tensor([1.7, -1.7], dtype=tinyattn.int32).tolist() == [1, -1]
+    x = tinyattn.zeros(2, dtype=tinyattn.float64)
+    assert x.copy_([0.1, 0.2]).tolist() == [0.1, 0.2]
+    x += [0.1, 0.1]
+    assert x.tolist() == [0.2, 0.30000000000000004]  # 0.1 + 0.1 and 0.2 + 0.1 in float64
+    n = tinyattn.tensor([1, 2])
+    with pytest.raises(TypeError, match="float32 can't be written into a tinyattn.int64"):
+        n += [0.5]  # refused like n += 0.5, not truncated to 0
+
+
+def test_dtype_of_numpy_scalars_in_lists_like_pytorch():
+    assert tinyattn.tensor([np.float64(0.1)]).dtype is tinyattn.float64
+    assert tinyattn.tensor([np.float64(0.1)]).item() == 0.1
+    assert tinyattn.tensor([0.2, np.float64(0.1)]).dtype is tinyattn.float64
+    assert tinyattn.tensor([np.float32(1), 0.5]).dtype is tinyattn.float32
+    assert tinyattn.tensor([np.int32(3)]).dtype is tinyattn.int32
+    assert tinyattn.tensor([np.int32(3), 4]).dtype is tinyattn.int64
+    assert tinyattn.tensor([np.int32(3), 4.5]).dtype is tinyattn.float32
+    assert tinyattn.tensor([[True, 2]]).dtype is tinyattn.int64
+    assert tinyattn.tensor([tinyattn.tensor(1.0, dtype=tinyattn.float64)]).dtype is tinyattn.float64
+    assert tinyattn.tensor(range(3)).tolist() == [0, 1, 2]
+
+
+def test_integers_too_large_for_the_dtype_raise():
+    assert tinyattn.tensor([2**63 - 1]).item() == 2**63 - 1
+    for make in (lambda: tinyattn.tensor([2**63]), lambda: tinyattn.tensor(-(2**63) - 1),
+                 lambda: tinyattn.tensor([3e9], dtype=tinyattn.int32),
+                 lambda: tinyattn.tensor([float("nan")], dtype=tinyattn.int64)):
+        with pytest.raises(OverflowError, match="does not fit in a tinyattn.int(64|32) tensor.*float dtype"):
+            make()  # it used to wrap around: tensor([2**63]) was -2**63
+    assert tinyattn.tensor([2**63], dtype=tinyattn.float32).item() == 2.0**63
+
+
+# x = arange(24).reshape(2, 3, 4); PyTorch applies ints as selects before the index lists
+MIXED_KEYS = [  # (key, PyTorch's x[key])
+    ((0, slice(None), [0, 3]), [[0, 3], [4, 7], [8, 11]]),  # NumPy: [[0, 4, 8], [3, 7, 11]]
+    ((0, Ellipsis, [0, 3]), [[0, 3], [4, 7], [8, 11]]),
+    ((1, None, [0, 2]), [[[12, 13, 14, 15], [20, 21, 22, 23]]]),  # shape (1, 2, 4)
+    ((slice(None), 0, [0, 1]), [[0, 1], [12, 13]]),  # NumPy agrees: the 0 and the list stand together
+    (([0, 1], slice(None), 0), [[0, 4, 8], [12, 16, 20]]),
+    ((1, slice(0, 2), [[0], [3]]), [[[12], [15]], [[16], [19]]]),  # a (2, 1) list: its dims after the slice's
+    ((0, slice(None), [True, False, False, True]), [[0, 3], [4, 7], [8, 11]]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(MIXED_KEYS)))
+def test_ints_with_index_lists_give_pytorchs_layout(xp_backend, case):
+    key, want = MIXED_KEYS[case]
+    x = tinyattn.arange(24.0).reshape(2, 3, 4).requires_grad_()
+    got = x[key]
+    assert got.tolist() == want
+    # the write through the same key takes the value in the same layout
+    y = tinyattn.zeros(2, 3, 4)
+    value = tinyattn.arange(1.0, got.numel() + 1).reshape(got.shape)
+    y[key] = value
+    assert y[key].tolist() == value.tolist()
+    # and the gradient goes back to the elements the key picked
+    (got * value).sum().backward()
+    assert x.grad.tolist() == y.tolist()
+
+
+@st.composite
+def index_keys(draw, shape):
+    """A key of ints, slices, None, `...`, index lists and masks for a tensor of `shape`.
+
+    Index lists hold distinct positions that broadcast to distinct tuples, so that a write through the
+    key does not depend on which of two writes to one element comes last.
+    """
+    ndim = len(shape)
+    used = draw(st.integers(1, ndim))  # how many dims the key indexes
+    split = draw(st.integers(0, used)) if draw(st.booleans()) else used  # how many come before `...`
+    length = draw(st.integers(1, 2))  # of every 1-D index list, so that they broadcast together
+    column = False  # one (2, 1) list at most: it broadcasts against the 1-D lists
+    parts = []
+    for dim in list(range(split)) + list(range(ndim - (used - split), ndim)):
+        size = shape[dim]
+        positions = st.lists(st.integers(-size, size - 1), min_size=length, max_size=length,
+                             unique_by=lambda i: i % size)
+        kind = draw(st.sampled_from(["int", "slice", "list", "list", "mask", "column"]))
+        if kind == "int":
+            parts.append(draw(st.integers(-size, size - 1)))
+        elif kind == "slice":
+            bound = st.none() | st.integers(-size, size)
+            parts.append(slice(draw(bound), draw(bound), draw(st.sampled_from([None, 1, 2]))))
+        elif kind == "mask":
+            chosen = [i % size for i in draw(positions)]
+            parts.append([i in chosen for i in range(size)])
+        elif kind == "column" and not column:
+            column = True
+            pair = st.lists(st.integers(-size, size - 1), min_size=2, max_size=2, unique_by=lambda i: i % size)
+            parts.append([[i] for i in draw(pair)])
+        else:
+            parts.append(draw(positions))
+    if split < used or draw(st.booleans()):
+        parts.insert(split, Ellipsis)
+    for _ in range(draw(st.integers(0, 2))):
+        parts.insert(draw(st.integers(0, len(parts))), None)
+    return parts
+
+
+@settings(max_examples=150)
+@given(parts=index_keys((2, 3, 4, 5)))
+def test_indexing_and_writes_match_pytorch_for_mixed_keys(xp_backend, torch, parts):
+    def key(lib):  # lists as index tensors of the library
+        return tuple(lib.tensor(p) if isinstance(p, list) else p for p in parts)
+
+    ours, theirs = tinyattn.arange(120).reshape(2, 3, 4, 5), torch.arange(120).reshape(2, 3, 4, 5)
+    want = theirs[key(torch)]
+    got = ours[key(tinyattn)]
+    assert list(got.shape) == list(want.shape) and got.tolist() == want.tolist()
+    value = torch.arange(1000, 1000 + want.numel()).reshape(want.shape)
+    theirs[key(torch)] = value
+    ours[key(tinyattn)] = tinyattn.tensor(value.numpy())
+    assert ours.tolist() == theirs.tolist()
+
+
+def test_clamp_promotes_like_pytorch(xp_backend):
+    ints = tinyattn.tensor([0, 1, 2, 3])
+    low = ints.clamp(min=1.5)  # was int64 [1, 1, 2, 3]
+    assert low.dtype is tinyattn.float32 and low.tolist() == [1.5, 1.5, 2.0, 3.0]
+    assert ints.clamp(max=1.5).tolist() == [0.0, 1.0, 1.5, 1.5]
+    assert ints.clamp(1, 2).dtype is tinyattn.int64 and ints.clamp(1, 2).tolist() == [1, 1, 2, 2]
+    assert ints.clamp(tinyattn.tensor(1.5)).tolist() == [1.5, 1.5, 2.0, 3.0]
+    assert tinyattn.tensor([True, False]).clamp(min=0).dtype is tinyattn.int64
+
+
+def test_clamp_with_tensor_bounds(xp_backend):
+    x = tinyattn.tensor([0.0, 1.0, 2.0, 3.0], requires_grad=True)
+    low = tinyattn.tensor([1.0, 1.0, 0.0, 0.0], requires_grad=True)
+    high = tinyattn.tensor([3.0, 3.0, 3.0, 2.5], requires_grad=True)
+    y = x.clamp(low, high)
+    assert y.tolist() == [1.0, 1.0, 2.0, 2.5]
+    y.sum().backward()  # each element's gradient goes to whichever of x, low, high it came from
+    assert x.grad.tolist() == [0.0, 1.0, 1.0, 0.0]
+    assert low.grad.tolist() == [1.0, 0.0, 0.0, 0.0] and high.grad.tolist() == [0.0, 0.0, 0.0, 1.0]
+    assert tinyattn.tensor([0.0, 1.0, 2.0]).clamp(tinyattn.ones(2, 3)).tolist() == [[1.0, 1.0, 2.0]] * 2
+    bounded = tinyattn.tensor([0.0, 1.0]).clamp(tinyattn.tensor([np.nan, 0.0]))
+    assert np.isnan(bounded[0].item()) and bounded[1].item() == 1.0
+    wide = tinyattn.ones(3).clamp(tinyattn.tensor([1.0], dtype=tinyattn.float64))
+    assert wide.dtype is tinyattn.float64
+
+
+def test_isclose_with_infinities(xp_backend):
+    a = tinyattn.tensor([1.0, np.inf, np.inf, -np.inf, np.nan])
+    b = tinyattn.tensor([np.inf, -np.inf, np.inf, -np.inf, np.nan])
+    assert tinyattn.isclose(a, b).tolist() == [False, False, True, True, False]  # was all True but nan
+    assert tinyattn.isclose(a, b, equal_nan=True).tolist() == [False, False, True, True, True]
+    assert not tinyattn.allclose(tinyattn.tensor([1.0]), tinyattn.tensor([np.inf]))
+    loose = tinyattn.isclose(tinyattn.tensor([1.0, np.inf]), tinyattn.tensor([2.0, 1.0]), atol=np.inf)
+    assert loose.tolist() == [True, False]
+    assert tinyattn.isclose(tinyattn.tensor([1, 2]), tinyattn.tensor([1, 3])).tolist() == [True, False]
+    assert tinyattn.isclose(tinyattn.tensor([True, False]), tinyattn.tensor([True, True])).tolist() == [True, False]
+
+
+def test_std_and_var_take_a_bool_first_argument_as_unbiased():
+    x = tinyattn.tensor([[1.0, 2.0, 4.0], [3.0, 5.0, 9.0]])
+    assert x.std(False).item() == pytest.approx(2.5819889)  # was the std along dim 0
+    assert x.var(True).item() == pytest.approx(8.0)
+    assert tinyattn.var(x, False).item() == pytest.approx(6.6666667)
+    assert tinyattn.std(x, True).item() == pytest.approx(2.8284271)
+    assert x.std(0, False).tolist() == pytest.approx([1.0, 1.5, 2.5])
+    with pytest.raises(TypeError, match="unbiased once"):
+        x.std(False, True)
+
+
+def test_std_gradient_is_zero_where_the_std_is_zero(xp_backend):
+    x = tinyattn.tensor([[1.0, 1.0, 1.0], [1.0, 2.0, 3.0]], requires_grad=True)
+    std = x.std(-1)
+    assert std.tolist() == [0.0, 1.0]
+    std.sum().backward()  # was NaN for the constant row
+    assert x.grad.tolist() == [[0.0, 0.0, 0.0], [-0.5, 0.0, 0.5]]
+
+
+def test_reducing_over_an_empty_dim_list_reduces_everything(xp_backend):
+    x = tinyattn.tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert x.sum(dim=()).item() == 10.0 and x.sum(dim=[]).item() == 10.0
+    assert x.sum(dim=[], keepdim=True).tolist() == [[10.0]]
+    assert x.mean(dim=()).item() == 2.5
+    assert x.var(dim=()).item() == pytest.approx(1.6666666)
+    assert x.std(dim=[]).item() == pytest.approx(1.2909944)
+
+
+def test_integer_division_by_zero_raises(xp_backend):
+    for divide in (lambda: tinyattn.tensor([1, 2]) // 0, lambda: tinyattn.tensor([5, 2]) % tinyattn.tensor([0, 1]),
+                   lambda: 7 // tinyattn.tensor([2, 0]), lambda: 7 % tinyattn.tensor([0]),
+                   lambda: tinyattn.tensor([1, 2], dtype=tinyattn.int32) // tinyattn.tensor(0)):
+        with pytest.raises(ZeroDivisionError, match=r"integer (//|%) by zero.*x\.float\(\)"):
+            divide()  # NumPy's answer was 0
+    assert (tinyattn.tensor([], dtype=tinyattn.int64) // 0).tolist() == []
+    with np.errstate(divide="ignore"):  # floats keep inf and nan (with NumPy's warning)
+        assert (tinyattn.tensor([1.0, -1.0]) // 0).tolist() == [np.inf, -np.inf]
+        assert (tinyattn.tensor([1, 2]) // 0.0).tolist() == [np.inf, np.inf]
+    assert (7 % tinyattn.tensor([2, 3])).tolist() == [1, 1]  # __rmod__ was missing
+    assert (tinyattn.tensor([7, -7]) // tinyattn.tensor([True, True])).tolist() == [7, -7]
+    with pytest.raises(TypeError, match="bool"):
+        tinyattn.tensor([True]) // tinyattn.tensor([True])  # was an int8 array tinyattn has no dtype for
+
+
+def test_augmented_assignments_write_in_place(xp_backend):
+    for statement, want in [("a //= 2", [3, 4]), ("a %= 3", [1, 2]), ("a **= 2", [49, 64]),
+                            ("a &= 6", [6, 0]), ("a |= 1", [7, 9]), ("a ^= 1", [6, 9])]:
+        a = tinyattn.tensor([7, 8])
+        alias = a
+        exec(statement)
+        assert a is alias and alias.tolist() == want, statement  # they rebound `a` to a new tensor
+    mask = tinyattn.tensor([True, False])
+    row = mask
+    mask |= tinyattn.tensor([False, True])
+    assert row.tolist() == [True, True]
+    a = tinyattn.tensor([1, 2])
+    with pytest.raises(TypeError, match="int64"):
+        a //= 1.5
+    with pytest.raises(TypeError, match="int64"):
+        a **= 0.5
+    x = tinyattn.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    y **= 2
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 4.0]
+    with pytest.raises(RuntimeError, match="no gradient"):
+        y //= 2
+
+
+def test_inplace_ops_cannot_grow_the_tensor(xp_backend):
+    for grow in (lambda a: a.add_(tinyattn.ones(1, 3)), lambda a: a.mul_(tinyattn.ones(2, 3)),
+                 lambda a: a.copy_(tinyattn.ones(1, 3))):
+        a = tinyattn.zeros(3)
+        with pytest.raises(ShapeError, match=r"output with shape \[3\] doesn't match the broadcast shape \[(1|2), 3\]"):
+            grow(a)
+        assert a.tolist() == [0.0, 0.0, 0.0]
+    assert tinyattn.zeros(2, 3).copy_(tinyattn.ones(3)).tolist() == [[1.0] * 3] * 2
+
+
+def test_sum_honours_its_dtype(xp_backend):
+    total = tinyattn.tensor([1, 2]).sum(dtype=tinyattn.int32)
+    assert total.dtype is tinyattn.int32 and total.item() == 3  # was int64
+    assert tinyattn.tensor([1, 2, 0]).sum(dtype=tinyattn.bool).item() is True  # was int64 3
+    assert tinyattn.tensor([[1, 0], [0, 0]]).sum(0, dtype=tinyattn.bool).tolist() == [True, False]
+    assert tinyattn.tensor([0.1, 0.2]).sum(dtype=tinyattn.float64).dtype is tinyattn.float64
+
+
+def test_writes_convert_the_value_to_the_tensors_dtype(xp_backend):
+    a = tinyattn.tensor([1, 2])
+    a[0] = 2.7  # truncated, as PyTorch does (it was refused)
+    assert a.tolist() == [2, 2]
+    a[:] = tinyattn.tensor([1.5, -2.5])
+    assert a.tolist() == [1, -2]
+    assert tinyattn.tensor([1, 2]).masked_fill(tinyattn.tensor([True, False]), 2.7).tolist() == [2, 2]
+    assert tinyattn.tensor([1, 2]).masked_fill_(tinyattn.tensor([True, False]), -2.7).tolist() == [-2, 2]
+    assert tinyattn.tensor([1, 2]).fill_(2.7).tolist() == [2, 2]
+    flags = tinyattn.tensor([False, False])
+    flags[0] = 2.7
+    assert flags.tolist() == [True, False]
+
+
+def test_where_with_two_numbers(xp_backend):
+    c = tinyattn.tensor([True, False])
+    assert tinyattn.where(c, 1.0, 0.0).dtype is tinyattn.float32 and tinyattn.where(c, 1.0, 0.0).tolist() == [1.0, 0.0]
+    assert tinyattn.where(c, 1, 0).dtype is tinyattn.int64
+    assert tinyattn.where(c, 1, 0.5).tolist() == [1.0, 0.5]
+
+
+def test_more_bad_input_raises_instead_of_computing():
+    x = tinyattn.arange(24).reshape(2, 3, 4)
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        tinyattn.arange(5)[::-1]  # NumPy would reverse
+    with pytest.raises(IndexError, match="one ... "):
+        x[..., 1, ...]
+    with pytest.raises(TypeError, match=r"var\(\) and std\(\) need a floating point tensor"):
+        tinyattn.tensor([1, 2, 3]).var()
+    with pytest.raises(TypeError, match="floating point"):
+        tinyattn.tensor([True, False]).std()
+    with pytest.raises(ShapeError, match="-1 is not allowed in the new leading dims"):
+        tinyattn.tensor([1.0, 2.0]).expand(-1, 2)
+    assert tinyattn.tensor([[1.0, 2.0]]).expand(3, -1).shape == (3, 2)
+    with pytest.raises(ValueError, match="start_dim 2 comes after end_dim 0"):
+        x.flatten(2, 0)
+    assert x.flatten(1, 1).shape == (2, 3, 4)
+    mask = tinyattn.tensor([True, False])
+    with pytest.raises(ShapeError, match=r"0-d tensor, got a tensor of shape \[1\]"):
+        tinyattn.zeros(2).masked_fill(mask, tinyattn.tensor([5.0]))
+    with pytest.raises(ShapeError, match=r"0-d tensor"):
+        tinyattn.zeros(2).fill_(tinyattn.tensor([5.0]))
+
+
+def test_bool_tensors_where_pytorch_refuses_them():
+    b = tinyattn.tensor([True, False])
+    for op in (lambda: b.relu(), lambda: b.abs(), lambda: b.topk(1)):
+        with pytest.raises(TypeError, match="bool"):
+            op()
+    for subtract in (lambda: tinyattn.tensor([1, 2]) - b, lambda: 1 - b, lambda: b - 1,
+                     lambda: tinyattn.tensor([1.0, 2.0]) - b, lambda: tinyattn.tensor([1, 2]).sub_(b)):
+        with pytest.raises(TypeError, match=r"with a bool tensor is not supported.*`~` or `logical_not\(\)`"):
+            subtract()
+    with pytest.raises(TypeError, match=r"two bool tensors.*`\^` or `logical_xor\(\)`"):
+        b - b
+
+
+def test_matmul_needs_one_dtype_and_mm_bmm_their_ranks():
+    for a, b in [(tinyattn.tensor([[1, 2]]), tinyattn.tensor([[1.0], [2.0]])),
+                 (tinyattn.ones(2, 2), tinyattn.ones(2, 2, dtype=tinyattn.float64))]:
+        with pytest.raises(TypeError, match=r"same dtype, got tinyattn\.\w+ and tinyattn\.\w+"):
+            a @ b  # was promoted
+    with pytest.raises(ShapeError, match=r"mm expects two 2-D matrices, got shapes \[2, 2, 2\] and \[2, 2\]"):
+        tinyattn.ones(2, 2, 2).mm(tinyattn.ones(2, 2))
+    with pytest.raises(ShapeError, match=r"mm expects.*\[2\]"):
+        tinyattn.ones(2, 2).mm(tinyattn.ones(2))
+    with pytest.raises(ShapeError, match=r"bmm expects.*same batch size.*\[2, 2, 2\] and \[3, 2, 2\]"):
+        tinyattn.ones(2, 2, 2).bmm(tinyattn.ones(3, 2, 2))
+    with pytest.raises(ShapeError, match="bmm expects"):
+        tinyattn.ones(2, 2).bmm(tinyattn.ones(2, 2))
+    assert tinyattn.ones(2, 2, 3).bmm(tinyattn.ones(2, 3, 2)).tolist() == [[[3.0, 3.0]] * 2] * 2

@@ -45,26 +45,89 @@ TopkResult = collections.namedtuple("topk", ["values", "indices"])
 _NUMPY_SCALARS = {np.float32, np.float64, np.int32, np.int64, np.bool_}
 
 
-def _host_values(data):
-    """Python/NumPy data as a new NumPy array with PyTorch's dtype inference (floats -> float32).
+def _numpy_dtype(numpy_dtype):
+    """The dtype of a tensor made from NumPy data of this dtype (PyTorch's, among tinyattn's five)."""
+    if numpy_dtype.kind == "b":
+        return dtypes.bool_
+    if numpy_dtype.kind == "f":  # float16 has no tinyattn dtype: float32 holds it exactly
+        return dtypes.float64 if numpy_dtype.itemsize >= 8 else dtypes.float32
+    if numpy_dtype.kind in "iu":
+        return dtypes.int32 if numpy_dtype == np.int32 else dtypes.int64
+    raise TypeError(f"cannot make a tensor from NumPy data of dtype {numpy_dtype}: tinyattn has "
+                    "float32, float64, int64, int32 and bool")
 
+
+def _inferred_dtype(data):
+    """PyTorch's dtype for data: the promotion of the dtypes of the numbers in it.
+
+    A Python float counts as float32, an int as int64, a bool as bool; a NumPy scalar or array or a
+    tensor counts as its own dtype. So [0.1] is float32 but [np.float64(0.1)] float64, as in PyTorch.
+    """
+    if isinstance(data, Tensor):
+        return data.dtype
+    if isinstance(data, (np.ndarray, np.generic)) or backend.is_cupy_array(data):
+        return _numpy_dtype(np.dtype(data.dtype))
+    found = set()
+    pending = [data if isinstance(data, (list, tuple, range)) else [data]]
+    while pending:
+        items = pending.pop()
+        for kind in set(map(type, items)):  # one look per kind of item, not one per number
+            if issubclass(kind, (list, tuple, range)):
+                pending.extend(item for item in items if type(item) is kind)
+            elif issubclass(kind, (np.ndarray, Tensor)):  # each has its own dtype
+                found.update(_inferred_dtype(item) for item in items if type(item) is kind)
+            elif issubclass(kind, np.generic):  # np.float64(0.1): the kind is the dtype
+                found.add(_numpy_dtype(np.dtype(kind)))
+            elif issubclass(kind, bool):
+                found.add(dtypes.bool_)
+            elif issubclass(kind, int):
+                found.add(dtypes.int64)
+            elif issubclass(kind, float):
+                found.add(dtypes.default_float)
+            else:
+                raise TypeError(f"cannot make a tensor from {kind.__name__} data: use numbers, (nested) "
+                                "lists of numbers, NumPy arrays or tensors")
+    result = found.pop() if found else dtypes.default_float  # tensor([]) is float32
+    for d in found:
+        result = dtypes.promote(result, d)
+    return result
+
+
+def _check_fits(values, target):
+    """Numbers too large for an integer dtype raise, as in PyTorch (NumPy would wrap them around)."""
+    if not values.size or target.is_floating_point or target is dtypes.bool_ or values.dtype.kind == "b":
+        return
+    if values.dtype.kind in "iu" and np.can_cast(values.dtype, target.name):
+        return  # an int8 ... int64 array into int64: always fits
+    info = np.iinfo(target.name)
+    if values.dtype.kind == "f":  # info.max + 1 (2**63, 2**31) is exact in floating point; max is not
+        bad = np.isnan(values) | (values < info.min) | (values >= info.max + 1)
+    else:
+        bad = (values < info.min) | (values > info.max)
+    if bad.any():
+        raise OverflowError(
+            f"{values[bad].flat[0]} does not fit in a {target} tensor (from {info.min} to {info.max}): "
+            "use a float dtype, or smaller numbers"
+        )
+
+
+def _host_values(data, dtype=None):
+    """Python/NumPy data as a new NumPy array of `dtype`, or of PyTorch's dtype for the data.
+
+    The requested dtype is applied to the numbers as given (a Python float is a float64): going
+    through float32 first would make tensor([0.1], dtype=float64) 0.10000000149011612.
     Always a copy: a tensor made from data owns its numbers (`from_numpy` is the sharing one).
     """
     if isinstance(data, Tensor):
-        return np.array(backend.to_host(data.array))
+        values = np.array(backend.to_host(data.array))
+        return values if dtype is None else values.astype(dtype.name)
     if backend.is_cupy_array(data):
         data = backend.to_host(data)  # its values, then treated as NumPy data (float64 stays float64)
-    is_numpy = isinstance(data, (np.ndarray, np.generic))
-    values = np.array(data)
-    if values.dtype.kind == "f":
-        if not is_numpy or values.dtype == np.float16:
-            values = values.astype(np.float32)
-    elif values.dtype.kind in "iu":
-        if not is_numpy or values.dtype != np.int32:  # NumPy int32 data stays int32, as in PyTorch
-            values = values.astype(np.int64)
-    elif values.dtype.kind != "b":
-        raise TypeError(f"cannot make a tensor from {type(data).__name__} data of dtype {values.dtype}")
-    return values
+    inferred = _inferred_dtype(data)  # also refuses data that is not numbers
+    values = np.array(data)  # Python floats become float64 and Python ints int64: nothing rounded yet
+    target = dtype or inferred
+    _check_fits(values, target)
+    return values.astype(target.name, copy=False)
 
 
 class Tensor:
@@ -75,7 +138,7 @@ class Tensor:
         if device is None:  # where the data is: a tensor's or CuPy array's device, else the CPU
             device = (data.device if isinstance(data, Tensor) else
                       backend.device_of(data) if backend.is_cupy_array(data) else backend.CPU)
-        self.array = backend.from_host(_host_values(data), device, dtype)
+        self.array = backend.from_host(_host_values(data, dtype), device)
         self.grad = None
         self.grad_fn = None
         self.output_nr = 0
@@ -331,9 +394,11 @@ class Tensor:
         return _binary(ops.Add, other, self)
 
     def __sub__(self, other):
+        _check_no_bool_subtraction(self, other)
         return _binary(ops.Sub, self, other)
 
     def __rsub__(self, other):
+        _check_no_bool_subtraction(other, self)
         return _binary(ops.Sub, other, self)
 
     def __mul__(self, other):
@@ -376,13 +441,16 @@ class Tensor:
     pow = __pow__
 
     def __floordiv__(self, other):
-        return _no_grad_binary(lambda a, b: a // b, self, other)
+        return _no_grad_binary(_floor_divide, self, other)
 
     def __rfloordiv__(self, other):
-        return _no_grad_binary(lambda a, b: a // b, other, self)
+        return _no_grad_binary(_floor_divide, other, self)
 
     def __mod__(self, other):
-        return _no_grad_binary(lambda a, b: a % b, self, other)
+        return _no_grad_binary(_remainder, self, other)
+
+    def __rmod__(self, other):
+        return _no_grad_binary(_remainder, other, self)
 
     # in-place arithmetic: `x += y` changes x's memory, like PyTorch
     def __iadd__(self, other):
@@ -397,10 +465,30 @@ class Tensor:
     def __itruediv__(self, other):
         return self.div_(other)
 
+    def __ipow__(self, other):
+        return self.pow_(other)
+
+    # without these, Python would run `x = x // y`: a new tensor, and x's other names would not see it
+    def __ifloordiv__(self, other):
+        return self._inplace_no_grad(Tensor.__floordiv__, other)
+
+    def __imod__(self, other):
+        return self._inplace_no_grad(Tensor.__mod__, other)
+
+    def __iand__(self, other):
+        return self._inplace_no_grad(Tensor.__and__, other)
+
+    def __ior__(self, other):
+        return self._inplace_no_grad(Tensor.__or__, other)
+
+    def __ixor__(self, other):
+        return self._inplace_no_grad(Tensor.__xor__, other)
+
     def add_(self, other, alpha=1):
         return self._inplace(ops.Add, _inplace_operand(self, other if alpha == 1 else other * alpha))
 
     def sub_(self, other, alpha=1):
+        _check_no_bool_subtraction(self, other)
         return self._inplace(ops.Sub, _inplace_operand(self, other if alpha == 1 else other * alpha))
 
     def mul_(self, other):
@@ -408,6 +496,9 @@ class Tensor:
 
     def div_(self, other):
         return self._inplace(ops.Div, _inplace_operand(self, other))
+
+    def pow_(self, other):
+        return self._inplace(ops.Pow, _inplace_operand(self, other))
 
     # --- comparisons and logic (no gradient) ---
 
@@ -473,8 +564,15 @@ class Tensor:
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         a, b = _promoted_arrays(self, other)
         xp = backend.namespace(a)
-        close = xp.abs(a - b) <= atol + rtol * xp.abs(b)
-        close = close | (a == b)  # equal infinities
+        if not backend.is_float(a):  # integers and bools: compared as float64 (bools have no a - b)
+            a = xp.astype(a, xp.float64)
+            b = xp.astype(b, xp.float64) if hasattr(b, "dtype") else float(b)
+        # PyTorch's rule: equal, or a finite difference within the tolerance. So an infinity is close
+        # only to the same infinity (inf - inf is nan and |1 - inf| <= inf would hold).
+        finite = xp.isfinite(a) & xp.isfinite(b)
+        a0, b0 = xp.where(finite, a, 0), xp.where(finite, b, 0)  # no inf - inf (and its warning)
+        error = xp.abs(a0 - b0)
+        close = (a == b) | (finite & xp.isfinite(error) & (error <= atol + rtol * xp.abs(b0)))
         if equal_nan:
             close = close | (xp.isnan(a) & xp.isnan(b))
         return Tensor._wrap(close)
@@ -500,18 +598,31 @@ class Tensor:
         return ops.Sigmoid.apply(_floating(self))
 
     def relu(self):
+        _check_not_bool(self, "relu")
         return ops.Relu.apply(self)
 
     def relu_(self):
+        _check_not_bool(self, "relu_")
         return self._inplace(ops.Relu)
 
     def abs(self):
+        _check_not_bool(self, "abs")
         return ops.Abs.apply(self)
 
     def clamp(self, min=None, max=None):
         if min is None and max is None:
             raise ValueError("clamp needs at least one of min and max")
-        return ops.Clamp.apply(self, _scalar(min), _scalar(max))
+        bounds = [b for b in (min, max) if b is not None]
+        x = self.to(result_dtype(self, *bounds))  # int.clamp(min=1.5) is float32, as in PyTorch
+        if any(isinstance(b, Tensor) and (b.ndim or b.requires_grad) for b in bounds):
+            # tensor bounds (elementwise, differentiable): pick with where(), which sends each
+            # element's gradient to x or to the bound that replaced it; a NaN bound gives NaN
+            if min is not None:
+                x = where(_beyond_bound(x, min, x < min), min, x)
+            if max is not None:
+                x = where(_beyond_bound(x, max, x > max), max, x)
+            return x
+        return ops.Clamp.apply(x, _scalar(min, "clamp bound"), _scalar(max, "clamp bound"))
 
     clip = clamp
 
@@ -527,7 +638,10 @@ class Tensor:
         x = self if dtype is None else self.to(dtype)
         if x.dtype is dtypes.bool_:
             x = x.long()
-        return ops.Sum.apply(x, dim, keepdim)
+        total = ops.Sum.apply(x, _all_dims_if_empty(dim), keepdim)
+        if dtype is not None and total.dtype is not dtype:  # the array library sums int32 as int64
+            total = total != 0 if dtype is dtypes.bool_ else total.to(dtype)
+        return total
 
     def mean(self, dim=None, keepdim=False, dtype=None):
         x = self if dtype is None else self.to(dtype)
@@ -536,17 +650,28 @@ class Tensor:
                 f"mean() needs a floating point tensor, got {x.dtype}: use .float().mean() "
                 "or mean(dtype=tinyattn.float32)"
             )
-        return ops.Mean.apply(x, dim, keepdim)
+        return ops.Mean.apply(x, _all_dims_if_empty(dim), keepdim)
 
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        if isinstance(dim, bool):  # x.var(False): PyTorch's older form var(unbiased)
+            if unbiased is not None:
+                raise TypeError("var(unbiased, ...) takes unbiased once: use var(dim, unbiased, keepdim)")
+            dim, unbiased = None, dim
         if unbiased is not None and correction is not None:
             raise ValueError("give either unbiased or correction, not both")
         if correction is None:
             correction = 0 if unbiased is False else 1
-        return ops.Var.apply(_floating(self), dim, correction, keepdim)
+        if not self.dtype.is_floating_point:
+            raise TypeError(f"var() and std() need a floating point tensor, got {self.dtype}: use .float().var()")
+        return ops.Var.apply(self, _all_dims_if_empty(dim), correction, keepdim)
 
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
+        var = self.var(dim, unbiased, keepdim, correction=correction)
+        # sqrt's slope is infinite at 0, which would make the gradient of a constant row NaN (inf * 0).
+        # Where the variance is 0, take the sqrt of 1 and put 0 in its place: the gradient there is then
+        # 0, as PyTorch gives.
+        zero = var == 0
+        return where(zero, 0.0, var.masked_fill(zero, 1.0).sqrt())
 
     def max(self, dim=None, keepdim=False):
         if isinstance(dim, Tensor):
@@ -574,6 +699,7 @@ class Tensor:
         axis = _dim(dim, self.ndim)
         if not 0 <= k <= self.array.shape[axis]:
             raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {self.array.shape[axis]}")
+        _check_not_bool(self, "topk")
         order = xp.argsort(self.array, axis=axis, descending=largest, stable=True)
         key = (slice(None),) * axis + (slice(0, k),)
         indices = Tensor._wrap(order[backend.index_key(xp, key, order.ndim)])
@@ -598,8 +724,21 @@ class Tensor:
             )
         return matmul(self, other)
 
-    mm = matmul
-    bmm = matmul
+    def mm(self, other):
+        if self.ndim != 2 or other.ndim != 2:
+            raise ShapeError(
+                f"mm expects two 2-D matrices, got shapes {list(self.shape)} and {list(other.shape)}: "
+                "use @ (matmul) for vectors and batches"
+            )
+        return matmul(self, other)
+
+    def bmm(self, other):
+        if self.ndim != 3 or other.ndim != 3 or self.shape[0] != other.shape[0]:
+            raise ShapeError(
+                f"bmm expects two 3-D batches of matrices with the same batch size, got shapes "
+                f"{list(self.shape)} and {list(other.shape)}: use @ (matmul) to broadcast batches"
+            )
+        return matmul(self, other)
 
     # --- shapes ---
 
@@ -653,6 +792,8 @@ class Tensor:
         if self.ndim == 0:
             return self.reshape(1)
         start, end = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
+        if start > end:
+            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}: swap them")
         shape = self.array.shape
         return ops.Reshape.apply(self, shape[:start] + (math.prod(shape[start : end + 1]),) + shape[end + 1 :])
 
@@ -661,6 +802,11 @@ class Tensor:
         lead = len(sizes) - self.ndim
         if lead < 0:
             raise ShapeError(f"expand: the target {list(sizes)} has fewer dims than the tensor {list(self.shape)}")
+        if -1 in sizes[:lead]:  # -1 keeps a dim's size: a new dim has none to keep
+            raise ShapeError(
+                f"expand: -1 is not allowed in the new leading dims of {list(sizes)} (the tensor has shape "
+                f"{list(self.shape)}): give their sizes"
+            )
         target = tuple(
             self.array.shape[i - lead] if n == -1 else n for i, n in enumerate(sizes)
         )
@@ -718,11 +864,21 @@ class Tensor:
 
     def __getitem__(self, key):
         key = _array_key(key, self)
-        return ops.Index.apply(self, key)  # basic keys give a view: it shares self's version counter
+        result = ops.Index.apply(self, key)  # basic keys give a view: it shares self's version counter
+        order = _pytorch_order(key, self.ndim)
+        return result if order is None else ops.Permute.apply(result, order)
 
     def __setitem__(self, key, value):
         key = _array_key(key, self)
-        value = _inplace_operand(self, value)
+        value = _value_to_write(self, value)
+        order = _pytorch_order(key, self.ndim)
+        if order is not None and isinstance(value, Tensor) and value.ndim:
+            # the value is laid out as PyTorch's x[key]; the write below takes NumPy's layout
+            extra = value.ndim - len(order)  # leading 1s, or missing dims that broadcast
+            shape = tuple(value.shape)[extra:] if extra > 0 else (1,) * -extra + tuple(value.shape)
+            if math.prod(shape) == value.numel():  # else the write below names the shapes that don't fit
+                numpy_order = sorted(range(len(order)), key=order.__getitem__)
+                value = ops.Permute.apply(value.reshape(shape), tuple(numpy_order))
         self._inplace(ops.IndexPut, key, value)
 
     def gather(self, dim, index):
@@ -746,10 +902,10 @@ class Tensor:
         return ops.Gather.apply(self, axis, index.array)
 
     def masked_fill(self, mask, value):
-        return ops.MaskedFill.apply(self, _mask_array(mask, self), _scalar(value))
+        return ops.MaskedFill.apply(self, _mask_array(mask, self), _value_to_write(self, _scalar(value)))
 
     def masked_fill_(self, mask, value):
-        return self._inplace(ops.MaskedFill, _mask_array(mask, self), _scalar(value), True)
+        return self._inplace(ops.MaskedFill, _mask_array(mask, self), _value_to_write(self, _scalar(value)), True)
 
     def where(self, condition, other):
         return where(condition, self, other)
@@ -760,11 +916,17 @@ class Tensor:
         return self.fill_(0)
 
     def fill_(self, value):
-        return self._inplace(ops.IndexPut, Ellipsis, _scalar(value))
+        return self._inplace(ops.IndexPut, Ellipsis, _value_to_write(self, _scalar(value)))
 
     def copy_(self, source):
         if not isinstance(source, Tensor):
             source = Tensor(source, dtype=self.dtype, device=self.device)
+        if ops.broadcast_shape(source.shape, self.shape) != self.shape:  # NumPy would drop leading 1s
+            raise ShapeError(
+                f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                f"{list(ops.broadcast_shape(source.shape, self.shape) or source.shape)}: copy_ needs a "
+                "source that broadcasts to the tensor's shape"
+            )
         return self._inplace(ops.IndexPut, Ellipsis, source.to(self.device, self.dtype))
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
@@ -819,11 +981,7 @@ class Tensor:
             original = backend.namespace(self.array).asarray(self.array, copy=True)
             node.saved = tuple(original if item is self.array else item for item in node.saved)
             node.saved_versions = tuple(v for v in node.saved_versions if v[0] is not self._version)
-        if result.array.dtype != self.array.dtype:
-            raise TypeError(
-                f"an in-place op would change this {self.dtype} tensor into {result.dtype}: "
-                "use the out-of-place op instead"
-            )
+        self._check_fits_in_place(result)
         if result.array is not self.array:  # ops that wrote in place already did
             self.array[...] = result.array
         self._version[0] += 1
@@ -832,6 +990,38 @@ class Tensor:
         if node is not None:
             self.grad_fn, self.output_nr, self._requires_grad = node, 0, True
         return self
+
+    def _inplace_no_grad(self, operator, other):
+        """x //= y, x %= y, x &= y ...: the out-of-place result written into x's memory (no gradient)."""
+        result = operator(self, other)
+        if result is NotImplemented:
+            return NotImplemented
+        if autograd.grad_mode.enabled and self.requires_grad:
+            raise BackwardError(
+                "this in-place op has no gradient and the tensor requires grad: do it under "
+                "`with tinyattn.no_grad():` or on x.detach()"
+            )
+        self._check_inplace(recording=False)
+        self._check_fits_in_place(result)
+        self.array[...] = result.array
+        self._version[0] += 1
+        if self._base is not None:
+            self._view_version = self._version[0]
+        return self
+
+    def _check_fits_in_place(self, result):
+        """An in-place op keeps the tensor's shape and dtype: refuse a result that would change either."""
+        if result.array.shape != self.array.shape:  # NumPy would quietly drop the new leading 1s
+            raise ShapeError(
+                f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                f"{list(result.shape)}: an in-place op cannot change a tensor's shape; use the "
+                "out-of-place op (a = a + b)"
+            )
+        if result.array.dtype != self.array.dtype:
+            raise TypeError(
+                f"an in-place op would change this {self.dtype} tensor into {result.dtype}: "
+                "use the out-of-place op instead"
+            )
 
     # --- random (in tinyattn.functions for the torch.* forms) ---
 
@@ -884,11 +1074,48 @@ def _shape_arg(shape):
     return tuple(int(n) for n in shape)
 
 
-def _scalar(value):
-    """A Python number from a number or a one-element tensor (for fill values, clamp bounds)."""
+def _scalar(value, name="value"):
+    """A Python number from a number or a 0-d tensor (for fill values and clamp bounds)."""
     if isinstance(value, Tensor):
+        if value.ndim != 0:  # PyTorch takes only 0-d tensors here: a [1]-shaped one would hide a mistake
+            raise ShapeError(
+                f"the {name} must be a number or a 0-d tensor, got a tensor of shape {list(value.shape)}: "
+                "use value.item() or value.squeeze()"
+            )
         return value.item()
     return value
+
+
+def _value_to_write(tensor, value):
+    """The value of x[key] = value, fill_ or masked_fill, converted to x's dtype as PyTorch's copy does.
+
+    A write keeps x's dtype whatever the value's: 2.7 written into an int64 tensor is 2, as in PyTorch
+    (arithmetic in place, x += 2.7, refuses instead: see _inplace_operand).
+    """
+    if isinstance(value, Tensor):
+        return value if value.dtype is tensor.dtype else value.to(tensor.dtype)
+    if isinstance(value, (numbers.Number, np.bool_)):
+        if tensor.dtype is dtypes.bool_:
+            return bool(value)
+        return float(value) if tensor.dtype.is_floating_point else int(value)  # int() truncates, as PyTorch
+    return Tensor(value, dtype=tensor.dtype, device=tensor.device)
+
+
+def _all_dims_if_empty(dim):
+    """sum(dim=()) reduces over every dim, as in PyTorch (NumPy's axis=() reduces over none)."""
+    return None if isinstance(dim, (tuple, list)) and len(dim) == 0 else dim
+
+
+def _check_not_bool(x, name):
+    if x.dtype is dtypes.bool_:
+        raise TypeError(f"{name} is not defined for bool tensors: convert with .long() or .float() first")
+
+
+def _beyond_bound(x, bound, beyond):
+    """Where clamp replaces x by a tensor `bound`: `beyond` it, or everywhere the bound is NaN (as PyTorch)."""
+    if isinstance(bound, Tensor) and bound.dtype.is_floating_point:
+        return beyond | bound.isnan()
+    return beyond
 
 
 def _floating(x):
@@ -1000,6 +1227,45 @@ def _promoted_arrays(a, b):
     return arrays
 
 
+def _check_no_bool_subtraction(a, b):
+    """a - b with a bool tensor is refused, as in PyTorch (NumPy refuses bool - bool, computes int - bool)."""
+    bools = [isinstance(x, bool) or isinstance(x, Tensor) and x.dtype is dtypes.bool_ for x in (a, b)]
+    if all(bools):
+        raise TypeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                        "Use the `^` or `logical_xor()` operator instead.")
+    if any(isinstance(x, Tensor) and x.dtype is dtypes.bool_ for x in (a, b)):
+        raise TypeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                        "to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _check_integer_divisor(a, b, symbol):
+    """Integer // and % by zero raise ZeroDivisionError, as in PyTorch: NumPy would quietly give 0.
+
+    `a` and `b` are promoted arrays or numbers; float division by zero keeps its inf and nan.
+    """
+    dtype = backend.dtype_of(a if hasattr(a, "dtype") else b)
+    if dtype is dtypes.bool_:
+        raise TypeError(f"{symbol} is not defined for two bool tensors: convert one with .long() first")
+    if dtype.is_floating_point:
+        return
+    has_zero = bool(backend.namespace(b).any(b == 0)) if hasattr(b, "dtype") else b == 0
+    if has_zero and all(x.size for x in (a, b) if hasattr(x, "dtype")):  # an empty result divides nothing
+        raise ZeroDivisionError(
+            f"integer {symbol} by zero: the divisor holds a 0 (NumPy would give 0 there, PyTorch raises); "
+            "mask the zeros out first, or use floats (x.float()) to get inf and nan"
+        )
+
+
+def _floor_divide(a, b):
+    _check_integer_divisor(a, b, "//")
+    return a // b
+
+
+def _remainder(a, b):
+    _check_integer_divisor(a, b, "%")
+    return a % b
+
+
 def _no_grad_binary(compute, a, b):
     """Comparisons, //, %, bitwise ops: computed on arrays, no graph."""
     if not isinstance(b, (Tensor, numbers.Number, np.generic)) and not isinstance(b, (list, tuple)):
@@ -1017,7 +1283,11 @@ def _inplace_operand(tensor, other):
                 )
             other = other.to(tensor.dtype)
         return other
-    if not isinstance(other, numbers.Number):
+    if not isinstance(other, numbers.Number):  # a list or NumPy array: refused as a tensor of its dtype would be
+        if dtypes.category(_inferred_dtype(other)) > dtypes.category(tensor.dtype):
+            raise TypeError(
+                f"result type {_inferred_dtype(other)} can't be written into a {tensor.dtype} tensor in place"
+            )
         return Tensor(other, dtype=tensor.dtype, device=tensor.device)
     if dtypes.category(_python_dtype(other)) > dtypes.category(tensor.dtype):
         raise TypeError(f"a {type(other).__name__} can't be written into a {tensor.dtype} tensor in place")
@@ -1050,6 +1320,8 @@ def _mask_array(mask, like):
 def _array_key(key, tensor):
     """An index key with tensors and lists turned into arrays on the tensor's device."""
     parts = key if isinstance(key, tuple) else (key,)
+    if sum(part is Ellipsis for part in parts) > 1:
+        raise IndexError("an index can only have one ... (Ellipsis): write the other dims as `:`")
     converted = []
     for part in parts:
         if isinstance(part, Tensor):
@@ -1062,6 +1334,11 @@ def _array_key(key, tensor):
                 part = part.array
         elif isinstance(part, slice):
             part = slice(*(None if v is None else _int_index(v) for v in (part.start, part.stop, part.step)))
+            if part.step is not None and part.step <= 0:  # PyTorch has no negative steps (NumPy has)
+                raise ValueError(
+                    f"step must be greater than zero, got {part.step}: to reverse a dim, index it with "
+                    "reversed positions, e.g. x[tinyattn.arange(len(x) - 1, -1, -1)]"
+                )
         elif isinstance(part, (list, np.ndarray)):
             values = np.asarray(part)
             if values.dtype.kind not in "iub":
@@ -1072,6 +1349,50 @@ def _array_key(key, tensor):
         converted.append(part)
     _check_index_bounds(converted, tensor.array.shape)
     return tuple(converted) if isinstance(key, tuple) else converted[0]
+
+
+def _pytorch_order(key, ndim):
+    """PyTorch's order of the dims of x[key], as a permutation of NumPy's; None where the two agree.
+
+    Index arrays (tensors, lists, masks) in a key give the dims of their broadcast shape. Both libraries
+    put those dims where the first index array is if the index arrays stand together in the key, and in
+    front of all other dims if something stands between them. They differ in what stands between:
+    NumPy counts plain ints as index arrays, and a `...` as something between even where it stands for
+    no dims; PyTorch applies the ints first, as selects (views), and then looks only at the dims the
+    arrays index. So for x of shape (2, 3, 4), x[0, :, [0, 3]] is (2, 3) in NumPy (the 0 and the list
+    stand apart) but (3, 2) in PyTorch, which indexes x[0], of shape (3, 4), with [:, [0, 3]].
+    """
+    parts = key if isinstance(key, tuple) else (key,)
+    if not any(p is Ellipsis for p in parts):  # `is`: `in` would compare the key's arrays with ==
+        parts = parts + (Ellipsis,)  # the dims after the key are kept
+    slots = []  # for each dim that the key indexes or adds: "int", "array", or "dim" (kept in the result)
+    for part in parts:
+        if part is Ellipsis:  # NumPy sees a `...` between index arrays even where it stands for no dims
+            slots += ["..."] + ["dim"] * (ndim - sum(_dims_indexed(p) for p in parts))
+        elif isinstance(part, bool):
+            return None  # x[True] adds a dim, as None does: too rare to reorder around
+        elif isinstance(part, int):
+            slots.append("int")
+        elif hasattr(part, "dtype"):  # an index array, or a mask over one or more dims
+            slots += ["array"] * _dims_indexed(part)
+        else:  # a slice or None
+            slots.append("dim")
+
+    def together(kinds):
+        positions = [i for i, kind in enumerate(kinds) if kind in ("int", "array")]
+        return positions == list(range(positions[0], positions[-1] + 1))
+
+    if "array" not in slots:
+        return None
+    if together(slots) or not together([kind for kind in slots if kind not in ("int", "...")]):
+        return None  # both put the index dims in the same place
+    # NumPy put the index dims in front; PyTorch puts them after the `before` dims that precede them
+    index_dims = max(1 if backend.dtype_of(p) is dtypes.bool_ else p.ndim  # a mask gives one dim
+                     for p in parts if hasattr(p, "dtype"))
+    before = slots[:slots.index("array")].count("dim")
+    others = slots.count("dim")
+    return (tuple(range(index_dims, index_dims + before)) + tuple(range(index_dims))
+            + tuple(range(index_dims + before, index_dims + others)))
 
 
 def _check_index_bounds(parts, shape):
@@ -1110,7 +1431,11 @@ def _int_index(value):
 def matmul(a, b):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError("matmul expects two tensors")
-    a, b = _promote(a, b)
+    if a.dtype is not b.dtype:  # PyTorch does not promote in matmul: a float64 result would surprise
+        raise TypeError(
+            f"matmul expects two tensors of the same dtype, got {a.dtype} and {b.dtype}: convert one, "
+            "e.g. x.float() @ w or x @ w.to(x.dtype)"
+        )
     if a.dtype is dtypes.bool_:
         raise TypeError("matmul is not defined for bool tensors: convert with .float()")
     return ops.Matmul.apply(a, b)
@@ -1120,6 +1445,8 @@ def where(condition, input, other):
     if not isinstance(condition, Tensor) or condition.dtype is not dtypes.bool_:
         raise TypeError("where expects a bool tensor as its condition")
     like = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else condition
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):  # where(c, 1.0, 0.0): float32
+        input = Tensor(input, dtype=result_dtype(input, other), device=condition.device)
     a, b = _promote(_as_operand(input, like), _as_operand(other, like))
     backend.same_device([condition.array] + [x.array for x in (a, b) if isinstance(x, Tensor)])
     return ops.Where.apply(condition.array, a, b)
