@@ -71,7 +71,7 @@ def test_grad_fn_names_like_pytorch():
     }
     overloads = [  # PyTorch's names where one function has several overloads or is a copy
         ("MaxBackward1", x.max()), ("MinBackward1", x.min()), ("MaxBackward0", x.max(0).values),
-        ("ClampBackward1", x.clamp(0.0, 2.0)), ("CloneBackward0", x.T.contiguous()),
+        ("ClampBackward1", x.clamp(0.0, 2.0)), ("CloneBackward0", x.T.contiguous()), ("StdBackward0", x.std()),
     ]
     for name, t in list(names.items()) + overloads:
         assert t.grad_fn.name() == name

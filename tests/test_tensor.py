@@ -1097,3 +1097,7 @@ def test_matmul_needs_one_dtype_and_mm_bmm_their_ranks():
     with pytest.raises(ShapeError, match="bmm expects"):
         tinyattn.ones(2, 2).bmm(tinyattn.ones(2, 2))
     assert tinyattn.ones(2, 2, 3).bmm(tinyattn.ones(2, 3, 2)).tolist() == [[[3.0, 3.0]] * 2] * 2
+    with pytest.raises(ShapeError, match="mm expects two 2-D matrices"):  # the torch.* forms check too
+        tinyattn.mm(tinyattn.ones(2, 2, 2), tinyattn.ones(2, 2))
+    with pytest.raises(ShapeError, match="bmm expects"):
+        tinyattn.bmm(tinyattn.ones(2, 2), tinyattn.ones(2, 2))

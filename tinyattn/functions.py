@@ -363,8 +363,12 @@ def dot(input, other):
     return input.dot(other)
 
 
-mm = matmul
-bmm = matmul
+def mm(input, mat2):
+    return input.mm(mat2)
+
+
+def bmm(input, mat2):
+    return input.bmm(mat2)
 
 
 def reshape(input, shape):

@@ -389,7 +389,28 @@ class Var(Op):
     def backward(ctx, grad):
         (centered,) = ctx.saved_tensors
         kept = ctx.xp.reshape(grad, keepdims_shape(centered.shape, ctx.axes))
-        return kept * (2 / ctx.denominator) * centered, None, None, None
+        scale = 2 / ctx.denominator if ctx.denominator else math.nan  # no degrees of freedom: NaN, as the value
+        return kept * scale * centered, None, None, None
+
+
+class Std(Op):
+    """sqrt(Var). Its gradient is Var's divided by 2 std, and 0 where std is 0, as PyTorch gives it
+    (sqrt's slope is infinite there)."""
+
+    @staticmethod
+    def forward(ctx, x, dim, correction, keepdim):
+        std = ctx.xp.sqrt(Var.forward(ctx, x, dim, correction, keepdim))  # Var saves the centred x
+        ctx.save_for_backward(*ctx.saved, std)
+        return std
+
+    @staticmethod
+    def backward(ctx, grad):
+        centered, std = ctx.saved_tensors
+        xp = ctx.xp
+        shape = keepdims_shape(centered.shape, ctx.axes)
+        kept = xp.reshape(grad, shape) / xp.reshape(xp.where(std == 0, math.inf, 2 * std), shape)
+        scale = 2 / ctx.denominator if ctx.denominator else math.nan
+        return kept * scale * centered, None, None, None
 
 
 class MaxAlongDim(Op):

@@ -653,6 +653,10 @@ class Tensor:
         return ops.Mean.apply(x, _all_dims_if_empty(dim), keepdim)
 
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return self._spread(ops.Var, dim, unbiased, keepdim, correction)
+
+    def _spread(self, op, dim, unbiased, keepdim, correction):
+        """var or std: PyTorch's arguments, including the older var(unbiased) form."""
         if isinstance(dim, bool):  # x.var(False): PyTorch's older form var(unbiased)
             if unbiased is not None:
                 raise TypeError("var(unbiased, ...) takes unbiased once: use var(dim, unbiased, keepdim)")
@@ -663,15 +667,10 @@ class Tensor:
             correction = 0 if unbiased is False else 1
         if not self.dtype.is_floating_point:
             raise TypeError(f"var() and std() need a floating point tensor, got {self.dtype}: use .float().var()")
-        return ops.Var.apply(self, _all_dims_if_empty(dim), correction, keepdim)
+        return op.apply(self, _all_dims_if_empty(dim), correction, keepdim)
 
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        var = self.var(dim, unbiased, keepdim, correction=correction)
-        # sqrt's slope is infinite at 0, which would make the gradient of a constant row NaN (inf * 0).
-        # Where the variance is 0, take the sqrt of 1 and put 0 in its place: the gradient there is then
-        # 0, as PyTorch gives.
-        zero = var == 0
-        return where(zero, 0.0, var.masked_fill(zero, 1.0).sqrt())
+        return self._spread(ops.Std, dim, unbiased, keepdim, correction)
 
     def max(self, dim=None, keepdim=False):
         if isinstance(dim, Tensor):
