@@ -108,7 +108,8 @@ def test_bad_prompt_and_bad_checkpoints(capsys, tmp_path, corpus):
 
 
 @pytest.mark.parametrize("argv", [["train", "--steps", "0"], ["train", "--model", "rnn"], ["generate", "--top-k", "x"],
-                                  ["train", "--dropout", "1.5"], ["frobnicate"]])
+                                  ["train", "--dropout", "1.5"], ["frobnicate"], ["train", "--seed", str(2**64)],
+                                  ["generate", "--seed", "-99999999999999999999"], ["train", "--sample-tokens", "-5"]])
 def test_argument_errors_exit_2(capsys, argv):
     code = None
     try:
@@ -124,6 +125,29 @@ def test_bad_option_values_get_one_line(capsys, tmp_path, corpus):
                      "must be divisible by n_head")
     assert_bad_input(capsys, ["train", "--data", corpus, "--device", "cuda", "--out", tmp_path / "o"],
                      "device 'cuda' is not available")
+    for options, message in ((["--min-lr", 1, "--lr", 0.001], "min_lr must be between 0 and lr (0.001)"),
+                             (["--warmup-steps", -5], "warmup_steps must be 0 or more"),
+                             (["--resume", "--force"], "give one of them")):
+        assert_bad_input(capsys, ["train", "--data", corpus, "--out", tmp_path / "o", *options], message)
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    for out, message in ((a_file, "is a file, not a directory"), (a_file / "sub", "cannot create the output")):
+        assert_bad_input(capsys, ["train", "--data", corpus, "--out", out, *SMALL], message)
+
+
+def test_a_text_without_newlines_trains_and_samples(capsys, tmp_path):
+    path = tmp_path / "one_line.txt"
+    path.write_text(TEXT.replace("\n", " "), encoding="utf-8")
+    code, out, err = run(capsys, "train", "--data", path, "--steps", 2, "--out", tmp_path / "o", *SMALL)
+    assert code == 0 and err == "" and "--- sample ---" in out  # the sample starts from the first character
+
+
+def test_a_diverging_run_stops_with_one_line_and_keeps_no_nan_checkpoint(capsys, tmp_path, corpus):
+    code, out, err = run(capsys, "train", "--data", corpus, "--steps", 30, "--out", tmp_path / "o", "--lr", 1e30,
+                         "--grad-clip", 0, "--lr-schedule", "constant", "--quiet", *SMALL)
+    assert code == 1 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("tinyattn train: error: training diverged at step")
+    assert not (tmp_path / "o" / "ckpt").exists()  # diverged before its first checkpoint (step 3)
 
 
 def test_commands_of_other_modules_are_delegated(capsys):
@@ -170,3 +194,17 @@ def test_progress_bar_draws_one_line_on_a_terminal_and_nothing_elsewhere():
     bar.write("step 10: val loss 2.0")
     bar.close()
     assert log.text == "step 10: val loss 2.0\n"
+
+
+def test_generate_refuses_a_checkpoint_of_nan_weights(capsys, tmp_path, corpus):
+    from tinyattn import checkpoint, models
+
+    out_dir = tmp_path / "out"
+    assert run(capsys, "train", "--data", corpus, "--steps", 3, "--out", out_dir, *SMALL)[0] == 0
+    saved = checkpoint.load_checkpoint(out_dir)
+    model = models.build_model(saved.meta["model"]["kind"], **saved.meta["model"]["config"])
+    checkpoint.load_model_state(saved, model)
+    model.lm_head.weight.detach().fill_(float("nan"))  # what a diverged run would have saved
+    meta = {k: v for k, v in saved.meta.items() if k not in ("format", "version", "files")}
+    checkpoint.save_checkpoint(out_dir / "ckpt", model, None, meta)
+    assert_bad_input(capsys, ["generate", "--ckpt", out_dir], "holds NaN or infinite weights")

@@ -13,12 +13,13 @@ status 2 and a one-line message on stderr.
 import argparse
 import dataclasses
 import importlib
+import os
 import pathlib
 import sys
 
 from .checkpoint import CheckpointError
 from .data import DataError
-from .training import TrainConfig
+from .training import TrainConfig, TrainingDiverged
 
 EXIT_BAD_INPUT = 2
 
@@ -46,6 +47,26 @@ def _positive_int(text):
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def _seed(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
+    if not -(2**63) <= value < 2**64:
+        raise argparse.ArgumentTypeError(f"a seed must be in [-2**63, 2**64), got {value}")
     return value
 
 
@@ -107,11 +128,11 @@ def build_parser():
     option("--eval-interval", "steps between loss estimates and checkpoints", type=_positive_int)
     option("--eval-iters", "batches per loss estimate", type=_positive_int)
     option("--device", "'cpu' or 'cuda'")
-    option("--seed", "random seed for weights and batches", type=int)
+    option("--seed", "random seed for weights and batches", type=_seed)
     t.add_argument("--out", metavar="DIR", default="out", help="output directory (default: out)")
     t.add_argument("--resume", action="store_true", help="continue the run saved in --out")
     t.add_argument("--force", action="store_true", help="start a new run even if --out holds a checkpoint")
-    t.add_argument("--sample-tokens", type=int, default=300,
+    t.add_argument("--sample-tokens", type=_non_negative_int, default=300,
                    help="characters to generate at the end (default 300, 0 = none)")
     t.add_argument("--quiet", action="store_true", help="no progress bar and no loss lines")
 
@@ -123,7 +144,7 @@ def build_parser():
     g.add_argument("--tokens", type=int, default=500, help="characters to generate (default 500)")
     g.add_argument("--temperature", type=float, default=1.0, help="< 1 safer, > 1 more surprising (default 1.0)")
     g.add_argument("--top-k", type=_positive_int, help="sample only among the k most likely characters")
-    g.add_argument("--seed", type=int, help="random seed (the same seed gives the same text)")
+    g.add_argument("--seed", type=_seed, help="random seed (the same seed gives the same text)")
     g.add_argument("--device", default="cpu", help="'cpu' or 'cuda' (default cpu)")
 
     # listed in --help; main() hands their arguments to the module that owns them
@@ -149,6 +170,18 @@ def _train_config(args, base):
         raise UsageError(str(error)) from None
 
 
+def _check_out_dir(out):
+    """The output directory exists (made if need be) and can be written to, or a UsageError."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {str(out)!r} is a file, not a directory: give a directory for the run")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"cannot create the output directory {str(out)!r}: {error.strerror}") from None
+    if not os.access(out, os.W_OK):
+        raise UsageError(f"cannot write to the output directory {str(out)!r}: choose another --out")
+
+
 def _read_data(args, resume_meta=None):
     """(text, source) for --data, the checkpoint's data on --resume, or the bundled corpus."""
     from .data import default_corpus, load_text
@@ -167,6 +200,8 @@ def command_train(args):
 
     out = pathlib.Path(args.out)
     resume = None
+    if args.resume and args.force:
+        raise UsageError("--resume continues the run in --out and --force starts it over: give one of them")
     if args.resume:
         if not out.exists():
             raise UsageError(f"nothing to resume: {str(out)!r} does not exist (train without --resume first)")
@@ -212,6 +247,7 @@ def command_train(args):
             raise UsageError(f"device {config.device!r} is not available: {error}") from None
 
     check_text(config, text)  # before anything is printed or written
+    _check_out_dir(out)  # now, not at the first checkpoint after minutes of training
     quiet = args.quiet
     if not quiet:
         where = "the bundled sonnets" if source == "bundled" else source
@@ -266,6 +302,9 @@ def command_generate(args):
             f"(the model knows: {''.join(tokenizer.chars)!r})"
         )
     ckpt.load_model_state(checkpoint, model)
+    if not all(bool(p.isfinite().all()) for p in model.parameters()):
+        raise CheckpointError(f"{str(checkpoint.path)!r} holds NaN or infinite weights: the run that wrote it "
+                              "diverged; train again with a lower --lr")
     try:
         model.to(args.device)
     except Exception as error:
@@ -310,6 +349,9 @@ def main(argv=None):
     except (UsageError, DataError, CheckpointError) as error:
         print(f"tinyattn {args.command}: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except TrainingDiverged as error:
+        print(f"tinyattn {args.command}: error: {error}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
