@@ -85,3 +85,15 @@ def test_peak_memory_sees_a_big_array():
             "print((b.peak_memory() - start) / 2**20)\n")
     grown = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert 95 <= grown <= 110  # the array is freed before the reading: only the peak remembers it
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--sizes", "1", "2", "5", "2"], "D divisible by H"),
+    (["--sizes", "0", "2", "2", "1"], "positive numbers"),
+    (["--rounds", "-3"], "--rounds must be at least 1"),
+    (["--json", "/nonexistent-dir/x.json"], "cannot be written"),
+])
+def test_bad_arguments_are_refused_before_the_run(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit:
+        bench.main(argv + ["--what", "overhead", "--no-torch"])
+    assert exit.value.code == 2 and message in capsys.readouterr().err

@@ -451,6 +451,13 @@ def main(argv=None):
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--no-torch", action="store_true", help="do not compare with PyTorch")
     args = parser.parse_args(argv)
+    for size in (args.sizes or []) + [args.memory_size]:
+        if min(size) < 1 or size[2] % size[3]:
+            parser.error(f"a size (B, T, D, H) needs positive numbers and D divisible by H, got {tuple(size)}")
+    if args.rounds is not None and args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    if args.json and not os.access(os.path.dirname(os.path.abspath(args.json)), os.W_OK):
+        parser.error(f"--json {args.json!r}: its directory does not exist or cannot be written")  # before the run
     if args.device == "cuda" and not backend.cuda_is_available():
         print("tinyattn bench: --device cuda needs CuPy and a CUDA GPU", file=sys.stderr)
         return 2
