@@ -391,7 +391,21 @@ def test_main_filter_and_fast_mode(capsys):
     assert gradient_check.main(["-k", "softmax", "--fast"]) == 0
     out = capsys.readouterr().out
     assert "log_softmax" in out and "matmul" not in out and "fast mode" in out
-    assert gradient_check.main(["-k", "no such check"]) == 1
+    for argv, message in ((["-k", "no such check"], "no check matches 'no such check'"),
+                          (["--eps", "0"], "eps must be a small positive step"), (["--atol", "-1"], "atol must be")):
+        with pytest.raises(SystemExit) as exit:  # bad input: exit status 2 and one line, like other commands
+            gradient_check.main(argv)
+        assert exit.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_impossible_settings_are_refused():
+    x = random_leaf(3)
+    for settings, message in (({"eps": 0}, "eps must be a small positive step"), ({"atol": -1}, "atol must be"),
+                              ({"rtol": float("nan")}, "rtol must be")):
+        with pytest.raises(ValueError, match=message):
+            gradcheck(Square.apply, x, **settings)
+    with pytest.raises(ValueError, match="eps must be"):
+        numerical_grad(lambda t: (t * t).sum(), x, eps=-1e-6)
 
 
 def test_main_reports_a_failure(capsys, monkeypatch):

@@ -75,6 +75,7 @@ def numerical_jacobian(fn, inputs, eps=1e-6, seed=0):
     single_input = isinstance(inputs, Tensor)
     inputs = _as_tuple(inputs)
     checked = _checked_positions(inputs, "numerical_jacobian")
+    _check_settings(eps)
     _warn_unless_float64(inputs, checked, eps)
     with _frozen_randomness(seed) as reseed:
         outputs, single_output = _evaluate(fn, inputs, reseed, record=False)
@@ -95,6 +96,7 @@ def numerical_grad(fn, inputs, eps=1e-6, seed=0):
     single_input = isinstance(inputs, Tensor)
     inputs = _as_tuple(inputs)
     checked = _checked_positions(inputs, "numerical_grad")
+    _check_settings(eps)
     _warn_unless_float64(inputs, checked, eps)
     with _frozen_randomness(seed) as reseed:
         outputs, _ = _evaluate(fn, inputs, reseed, record=False)
@@ -139,6 +141,7 @@ def check_gradients(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, fast_mode=Fal
     """Run the check and return a Report (gradcheck raises or returns from it)."""
     inputs = _as_tuple(inputs)
     checked = _checked_positions(inputs, "gradcheck")
+    _check_settings(eps, atol, rtol)
     _warn_unless_float64(inputs, checked, eps, _stacklevel)
     report = Report()
     try:
@@ -346,6 +349,15 @@ def _check_projection(report, fn, inputs, checked, outputs, eps, atol, rtol, see
 
 # ---------------------------------------------------------------------------------------------
 # helpers
+
+
+def _check_settings(eps, atol=0.0, rtol=0.0):
+    """A step and tolerances that can work (eps = 0 divides by zero; a negative tolerance fails all)."""
+    if not (eps > 0 and math.isfinite(eps)):
+        raise ValueError(f"eps must be a small positive step (1e-6 in float64), got {eps}")
+    for name, value in (("atol", atol), ("rtol", rtol)):
+        if not value >= 0:
+            raise ValueError(f"{name} must be 0 or more, got {value}")
 
 
 def _as_tuple(inputs):
@@ -681,6 +693,10 @@ def main(argv=None):
     parser.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default 1e-5)")
     parser.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
     args = parser.parse_args(argv)
+    try:
+        _check_settings(args.eps, args.atol, args.rtol)
+    except ValueError as error:
+        parser.error(str(error))
 
     state = random.get_rng_state()
     try:
@@ -689,8 +705,7 @@ def main(argv=None):
         random.set_rng_state(state)
     checks = [c for c in checks if args.filter.lower() in c.name.lower()]
     if not checks:
-        print(f"no check matches {args.filter!r}")
-        return 1
+        parser.error(f"no check matches {args.filter!r}: run without -k to see every check's name")
 
     name_width = max(len("check"), *(len(c.name) for c in checks))
     shape_width = max(len("inputs"), *(len(c.label) for c in checks))
