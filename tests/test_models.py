@@ -8,6 +8,7 @@ import pytest
 
 import tinyattn
 from tinyattn import nn
+from tinyattn.errors import ShapeError
 from tinyattn.data import CharTokenizer, get_batch
 from tinyattn.models import GPT, BigramLanguageModel, GPTConfig, build_model, parameter_groups
 from tinyattn.optim import AdamW
@@ -82,6 +83,24 @@ def test_gpt_refuses_more_tokens_than_its_block_and_bad_configs():
         GPTConfig(vocab_size=5, dropout=1.0)
     with pytest.raises(ValueError):
         build_model("rnn", vocab_size=5)
+    with pytest.raises(ValueError, match="vocab_size must be a positive int, got 0"):
+        BigramLanguageModel(0)
+    assert GPTConfig(vocab_size=np.int64(5)).vocab_size == 5 and type(GPTConfig(vocab_size=np.int64(5)).vocab_size) is int
+
+
+@pytest.mark.parametrize("make", [lambda: tiny_gpt(), lambda: BigramLanguageModel(11)])
+def test_ids_and_targets_of_the_wrong_shape_are_named(make):
+    model = make()
+    x = tinyattn.randint(0, 11, (2, 5))
+    with pytest.raises(ShapeError, match=r"targets of shape \[2, 4\] for ids of shape \[2, 5\]"):
+        model(x, x[:, 1:])
+    with pytest.raises(ShapeError, match="at least one token"):
+        model(x[:, :0])
+    with pytest.raises(ShapeError, match="at least one token"):
+        model.generate(x[:, :0], 3)
+    sequence = tinyattn.randint(0, 11, (2, 6))
+    _, loss = model(sequence[:, :-1], sequence[:, 1:])  # strided slices of one batch, as inputs and targets
+    assert loss.shape == ()
 
 
 @pytest.mark.parametrize("make", [lambda: tiny_gpt(), lambda: (tinyattn.manual_seed(0), BigramLanguageModel(11))[1]])
@@ -108,6 +127,9 @@ def test_generate_with_top_k_1_is_greedy_and_temperature_is_checked():
         model.generate(ids([1]), 1, temperature=0)
     with pytest.raises(ValueError, match="top_k"):
         model.generate(ids([1]), 1, top_k=0)
+    with pytest.raises(ValueError, match="top_k"):
+        model.generate(ids([1]), 1, top_k=True)
+    assert model.generate(ids([1]), 10, top_k=np.int64(1)).equal(out)  # a NumPy int is an int
 
 
 def test_generate_matches_seed_002s_bigram_loop():

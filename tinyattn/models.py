@@ -18,6 +18,7 @@ token embedding (weight tying, as in GPT-2): a character's input vector is also 
 
 import dataclasses
 import math
+import numbers
 
 from . import functions, nn
 from .autograd import no_grad
@@ -42,10 +43,9 @@ class LanguageModel(nn.Module):
         """
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
-        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 1):
             raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
-        if idx.ndim != 2:
-            raise ShapeError(f"generate expects ids of shape (batch, tokens), got {list(idx.shape)}")
+        _check_ids(idx, "generate")
         for _ in range(max_new_tokens):
             context = idx if idx.shape[1] <= self.block_size else idx[:, -self.block_size:]
             logits, _ = self(context)
@@ -61,18 +61,37 @@ class LanguageModel(nn.Module):
         return idx
 
 
+def _check_ids(idx, who):
+    if idx.ndim != 2 or idx.shape[1] == 0:
+        raise ShapeError(f"{who} expects ids of shape (batch, tokens) with at least one token, got "
+                         f"{list(idx.shape)} (to start from nothing, give one token: zeros((1, 1), dtype=long))")
+
+
 def _loss(logits, targets):
     """Seed 002's reshape: cross_entropy wants (N, C) logits and (N,) targets."""
     if targets is None:
         return logits, None
     B, T, C = logits.shape
+    if tuple(targets.shape) != (B, T):
+        raise ShapeError(f"targets of shape {list(targets.shape)} for ids of shape {[B, T]}: give one target "
+                         "(the next token) per id, the same shape as the ids")
     logits = logits.view(B * T, C)
-    return logits, F.cross_entropy(logits, targets.view(B * T))
+    return logits, F.cross_entropy(logits, targets.reshape(B * T))  # reshape: a slice of a batch may be strided
+
+
+def _positive_int(name, value):
+    """An int (NumPy's too) of at least 1, as a Python int; a ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
 
 
 @dataclasses.dataclass
 class BigramConfig:
     vocab_size: int
+
+    def __post_init__(self):
+        self.vocab_size = _positive_int("vocab_size", self.vocab_size)
 
 
 class BigramLanguageModel(LanguageModel):
@@ -87,6 +106,7 @@ class BigramLanguageModel(LanguageModel):
         self.token_embedding_table = nn.Embedding(vocab_size, vocab_size)
 
     def forward(self, idx, targets=None):
+        _check_ids(idx, "the bigram model")
         logits = self.token_embedding_table(idx)  # (B, T, C)
         return _loss(logits, targets)
 
@@ -103,9 +123,7 @@ class GPTConfig:
 
     def __post_init__(self):
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"GPTConfig.{name} must be a positive int, got {value!r}")
+            setattr(self, name, _positive_int(f"GPTConfig.{name}", getattr(self, name)))
         if self.n_embd % self.n_head:
             raise ValueError(
                 f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head}): each head gets "
@@ -182,8 +200,7 @@ class GPT(LanguageModel):
             nn.init.normal_(block.mlp.proj.weight, mean=0.0, std=residual_std)
 
     def forward(self, idx, targets=None):
-        if idx.ndim != 2:
-            raise ShapeError(f"GPT expects ids of shape (batch, tokens), got {list(idx.shape)}")
+        _check_ids(idx, "GPT")
         B, T = idx.shape
         if T > self.block_size:
             raise ValueError(
