@@ -380,6 +380,17 @@ def test_writing_the_graph_without_graphviz(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "other.dot").exists() and "-Tpng" in capsys.readouterr().out
 
 
+def test_draw_graph_refuses_what_it_cannot_draw_or_write(tmp_path):
+    y = (tinyattn.ones(2, requires_grad=True) * 3).sum()
+    with pytest.raises(TypeError, match="draws the graph behind a tensor, got float"):
+        tinyattn.draw_graph(3.0)
+    with pytest.raises(ValueError, match="format must be one of svg, png, pdf, got 'bogus'"):
+        tinyattn.draw_graph(y, tmp_path / "graph", format="bogus")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        tinyattn.draw_graph(y, tmp_path / "missing" / "graph")
+    assert not list(tmp_path.iterdir())  # nothing half-written
+
+
 def test_rendering_with_graphviz(tmp_path):
     if tracing.shutil.which("dot") is None:
         pytest.skip("Graphviz's dot program is not installed")

@@ -259,8 +259,9 @@ def show_trace(namespace):
         forward and hand-derived backward sit side by side in tinyattn/nn/functional.py), the
         transpose (10), contiguous and view (11); then out_proj (the identity here). The backward
         rows run the same ops newest first, each shown at the line of its forward op (None: the
-        gradient of the attention weights, which nothing used); views and transposes allocate
-        nothing."""))
+        gradient of the attention weights, which nothing used). Views and transposes allocate
+        nothing in the forward; in the backward, undoing a view copies the gradient when it arrives
+        transposed (here the queries' and the values': their gradients come laid out head by head)."""))
     return tr
 
 

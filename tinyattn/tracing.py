@@ -691,6 +691,8 @@ def draw_graph(tensor, path=None, format="svg", params=None):
     `path` with the suffix .dot and, when Graphviz's `dot` program is installed, rendered to
     `format` (svg, png, pdf); otherwise the message says how to render it. Needs no Python package.
     """
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"draw_graph draws the graph behind a tensor, got {type(tensor).__name__}")
     names = _param_names(params)
     node_keys = {}
     nodes, edges = [], []
@@ -753,16 +755,24 @@ def _trace_dot(records, title):
     return DotGraph(_dot(title, nodes, edges))
 
 
+_FORMATS = ("svg", "png", "pdf")
+
+
 def _save(graph, path, format):
     """Write the DOT text next to `path` and render it with Graphviz when its `dot` is installed."""
     if path is None:
         return graph
     path = os.fspath(path)
     base, ext = os.path.splitext(path)
-    if ext.lstrip(".") in ("svg", "png", "pdf"):
+    if ext.lstrip(".") in _FORMATS:
         format = ext.lstrip(".")
     elif ext != ".dot":
         base = path
+    if format not in _FORMATS:
+        raise ValueError(f"format must be one of {', '.join(_FORMATS)}, got {format!r}")
+    folder = os.path.dirname(os.path.abspath(base))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"cannot write the graph to {path!r}: the folder {folder!r} does not exist")
     dot_path, out_path = base + ".dot", f"{base}.{format}"
     with open(dot_path, "w") as f:
         f.write(graph)
