@@ -529,6 +529,10 @@ def test_layer_norm_matches_numpy(xp_backend, seed, batch, tokens, dim):
 def test_layer_norm_shape_error():
     with pytest.raises(ShapeError):
         nn.LayerNorm(4)(tinyattn.randn(2, 3))
+    with pytest.raises(ShapeError, match=r"the weight must have that shape, got \[3\]"):
+        F.layer_norm(tinyattn.randn(2, 4), (4,), weight=tinyattn.ones(3))
+    with pytest.raises(ShapeError, match=r"the bias must have that shape, got \[4, 1\]"):
+        F.layer_norm(tinyattn.randn(2, 4), 4, bias=tinyattn.ones(4, 1))
 
 
 @given(seed=seeds, approximate=st.sampled_from(["none", "tanh"]))
@@ -849,7 +853,7 @@ def test_softmax_of_a_single_number_matches_pytorch(torch):
     for dim in (0, -1):
         forward_backward_parity(torch, lambda t: F.softmax(t, dim=dim), lambda t: torch.softmax(t, dim=dim), x)
         forward_backward_parity(torch, lambda t: F.log_softmax(t, dim=dim), lambda t: torch.log_softmax(t, dim=dim), x)
-    assert F.softmax(tinyattn.tensor(2.0), dim=0).shape == ()
+    assert F.softmax(tinyattn.tensor(2.0), dim=0).shape == () and tinyattn.tensor(2.0).softmax(0).item() == 1.0
     with pytest.raises(IndexError, match="out of range"):
         F.softmax(tinyattn.tensor(2.0), dim=1)
 

@@ -705,9 +705,13 @@ class Tensor:
         return TopkResult(self.gather(axis, indices), indices)
 
     def softmax(self, dim):
+        if self.ndim == 0:  # a single number (dim 0 or -1, as in PyTorch): as a vector of one
+            return self.reshape(1).softmax(dim).reshape(())
         return ops.Softmax.apply(_floating(self), dim)
 
     def log_softmax(self, dim):
+        if self.ndim == 0:
+            return self.reshape(1).log_softmax(dim).reshape(())
         return ops.LogSoftmax.apply(_floating(self), dim)
 
     # --- matrix products ---

@@ -214,6 +214,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             f"layer_norm over shape {list(shape)}: the input's last dims are "
             f"{list(input.shape[input.ndim - len(shape):])} (input shape {list(input.shape)})"
         )
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != shape:
+            raise ShapeError(f"layer_norm over shape {list(shape)}: the {name} must have that shape, got "
+                             f"{list(t.shape)}")
     axes = tuple(range(input.ndim - len(shape), input.ndim))
     return LayerNormOp.apply(input, weight, bias, axes, eps)
 
@@ -289,19 +293,13 @@ def sigmoid(input):
 def softmax(input, dim=None, dtype=None):
     if dim is None:
         raise TypeError("softmax needs dim= (e.g. dim=-1): PyTorch's implicit choice is deprecated")
-    input = input if dtype is None else input.to(dtype)
-    if input.ndim == 0:  # a single number (dim 0 or -1, as in PyTorch): softmax it as a vector of one
-        return input.reshape(1).softmax(dim).reshape(())
-    return input.softmax(dim)
+    return (input if dtype is None else input.to(dtype)).softmax(dim)
 
 
 def log_softmax(input, dim=None, dtype=None):
     if dim is None:
         raise TypeError("log_softmax needs dim= (e.g. dim=-1)")
-    input = input if dtype is None else input.to(dtype)
-    if input.ndim == 0:  # as in softmax
-        return input.reshape(1).log_softmax(dim).reshape(())
-    return input.log_softmax(dim)
+    return (input if dtype is None else input.to(dtype)).log_softmax(dim)
 
 
 def safe_softmax(input, dim=-1):
