@@ -1366,6 +1366,8 @@ def _pytorch_order(key, ndim):
     stand apart) but (3, 2) in PyTorch, which indexes x[0], of shape (3, 4), with [:, [0, 3]].
     """
     parts = key if isinstance(key, tuple) else (key,)
+    if not any(hasattr(p, "dtype") for p in parts):
+        return None  # no index arrays (the common case: ints, slices, None, ...): the two agree
     if not any(p is Ellipsis for p in parts):  # `is`: `in` would compare the key's arrays with ==
         parts = parts + (Ellipsis,)  # the dims after the key are kept
     slots = []  # for each dim that the key indexes or adds: "int", "array", or "dim" (kept in the result)
