@@ -142,6 +142,7 @@ def test_a_text_without_newlines_trains_and_samples(capsys, tmp_path):
     assert code == 0 and err == "" and "--- sample ---" in out  # the sample starts from the first character
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's overflow warnings on the way to NaN
 def test_a_diverging_run_stops_with_one_line_and_keeps_no_nan_checkpoint(capsys, tmp_path, corpus):
     code, out, err = run(capsys, "train", "--data", corpus, "--steps", 30, "--out", tmp_path / "o", "--lr", 1e30,
                          "--grad-clip", 0, "--lr-schedule", "constant", "--quiet", *SMALL)
