@@ -40,34 +40,23 @@ class UsageError(Exception):
     """Bad command-line input: printed as one line, exit status 2."""
 
 
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+def _int_option(what, low, high=None):
+    """An argparse type: an int from `low` up to (not including) `high`, `what` naming it in errors."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < low or (high is not None and value >= high):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+        return value
+
+    return parse
 
 
-def _non_negative_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
-
-
-def _seed(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
-    if not -(2**63) <= value < 2**64:
-        raise argparse.ArgumentTypeError(f"a seed must be in [-2**63, 2**64), got {value}")
-    return value
+_positive_int = _int_option("a positive integer", 1)
+_non_negative_int = _int_option("an integer >= 0", 0)
+_seed = _int_option("a seed in [-2**63, 2**64)", -(2**63), 2**64)
 
 
 def _non_negative_float(text):
