@@ -827,6 +827,7 @@ MIXED_KEYS = [  # (key, PyTorch's x[key])
     (([0, 1], slice(None), 0), [[0, 4, 8], [12, 16, 20]]),
     ((1, slice(0, 2), [[0], [3]]), [[[12], [15]], [[16], [19]]]),  # a (2, 1) list: its dims after the slice's
     ((0, slice(None), [True, False, False, True]), [[0, 3], [4, 7], [8, 11]]),
+    ((0, slice(None), (0, 3)), [[0, 3], [4, 7], [8, 11]]),  # a tuple inside a key is a list of indices
 ]
 
 
@@ -844,6 +845,13 @@ def test_ints_with_index_lists_give_pytorchs_layout(xp_backend, case):
     # and the gradient goes back to the elements the key picked
     (got * value).sum().backward()
     assert x.grad.tolist() == y.tolist()
+
+
+def test_a_bool_among_index_lists_is_refused_not_misplaced():
+    x = tinyattn.arange(120).reshape(2, 3, 4, 5)
+    with pytest.raises(IndexError, match="True or False in an index with index lists"):
+        x[0, :, True, [0, 1]]
+    assert x[True].shape == (1, 2, 3, 4, 5)  # alone, it adds a dim, as in PyTorch
 
 
 @st.composite

@@ -1342,7 +1342,7 @@ def _array_key(key, tensor):
                     f"step must be greater than zero, got {part.step}: to reverse a dim, index it with "
                     "reversed positions, e.g. x[tinyattn.arange(len(x) - 1, -1, -1)]"
                 )
-        elif isinstance(part, (list, np.ndarray)):
+        elif isinstance(part, (list, tuple, np.ndarray)):  # a tuple inside a key is a list of indices
             values = np.asarray(part)
             if values.dtype.kind not in "iub":
                 raise IndexError("lists used as indices must hold ints or bools")
@@ -1374,8 +1374,9 @@ def _pytorch_order(key, ndim):
     for part in parts:
         if part is Ellipsis:  # NumPy sees a `...` between index arrays even where it stands for no dims
             slots += ["..."] + ["dim"] * (ndim - sum(_dims_indexed(p) for p in parts))
-        elif isinstance(part, bool):
-            return None  # x[True] adds a dim, as None does: too rare to reorder around
+        elif isinstance(part, bool):  # x[True] adds a dim, as None does: too rare to reorder around
+            raise IndexError("a True or False in an index with index lists or tensors is not supported: "
+                             "use None to add the dim")
         elif isinstance(part, int):
             slots.append("int")
         elif hasattr(part, "dtype"):  # an index array, or a mask over one or more dims
