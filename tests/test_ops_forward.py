@@ -619,10 +619,28 @@ def test_arange_with_a_float_step_gives_pytorchs_numbers(torch, start, step, cou
     np.testing.assert_array_equal(ours, torch.arange(start, end, step, dtype=getattr(torch, dtype)).numpy())
 
 
+@pytest.mark.parametrize("make, want", [  # (call, PyTorch's result)
+    (lambda lib: lib.arange(np.int64(3)), [0, 1, 2]),  # NumPy ints are ints: int64
+    (lambda lib: lib.arange(True, 4), [1, 2, 3]),
+    (lambda lib: lib.arange(0, 5, 1.5, dtype=lib.int64), [0, 1, 2, 3, 4]),  # the bounds made ints first
+    (lambda lib: lib.arange(0, 4.5, dtype=lib.int64), [0, 1, 2, 3]),
+    (lambda lib: lib.linspace(0, 1.5, 4, dtype=lib.int64), [0, 0, 0, 1]),
+    (lambda lib: lib.linspace(-2.7, 10.2, 7, dtype=lib.int64), [-2, 0, 2, 4, 6, 8, 10]),
+    (lambda lib: lib.linspace(0, 10, 5, dtype=lib.int32), [0, 2, 5, 7, 10]),
+])
+def test_integer_arange_and_linspace_are_pytorchs(make, want):
+    result = make(tinyattn)
+    assert result.tolist() == want and not result.dtype.is_floating_point
+
+
 def test_arange_refuses_a_step_pointing_away_from_the_end():
     for start, end, step in ((0, 10, -1), (5.0, 0.0, 0.5)):
         with pytest.raises(ValueError, match="sign must point from start to end"):
             tinyattn.arange(start, end, step)
+    with pytest.raises(ValueError, match="sign must point"):  # checked on the bounds as given
+        tinyattn.arange(-0.5, 0, -1, dtype=tinyattn.int64)
+    with pytest.raises(ValueError, match="step must be nonzero"):  # 0.5 made an int is 0
+        tinyattn.arange(0, 0, 0.5, dtype=tinyattn.int64)
     assert tinyattn.arange(5, 5).shape == (0,)
 
 

@@ -6,6 +6,7 @@ PyTorch-compatible generator, so `manual_seed(123); rand(3, 2)` gives PyTorch's 
 """
 
 import math
+import numbers
 
 import numpy as np
 
@@ -102,17 +103,19 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     if end is None:
         start, end = 0, start
-    if step == 0:
-        raise ValueError("arange: step must be nonzero")
-    bounds = [float(v) if isinstance(v, Tensor) and v.dtype.is_floating_point else
-              int(v) if isinstance(v, Tensor) else v for v in (start, end, step)]
+    bounds = [_number(v) for v in (start, end, step)]
     all_ints = all(isinstance(v, int) for v in bounds)
     dt = dtype or (dtypes.int64 if all_ints else dtypes.default_float)
     start, end, step = bounds
-    size = math.ceil((end - start) / step)  # PyTorch's count, in float64
-    if size < 0:
+    if step != 0 and (end - start) / step < 0:
         raise ValueError(f"arange: a step of {step} cannot go from {start} to {end}: the step's sign must "
                          "point from start to end")
+    if not dt.is_floating_point:  # PyTorch makes the bounds integers first: arange(0, 4.5, dtype=long) stops at 3
+        start, end, step = (int(v) for v in bounds)
+        all_ints = True
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    size = math.ceil((end - start) / step)  # PyTorch's count, in float64
     if all_ints:
         values = np.arange(start, end, step, dtype=np.int64)
     else:
@@ -141,11 +144,28 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     if steps < 0:
         raise ValueError(f"linspace: steps must be non-negative, got {steps}")
     dt = dtype or dtypes.default_float
+    start, end = _number(start), _number(end)
     if dt.is_floating_point and steps > 1:
         values = _linspace_floats(float(start), float(end), steps, dt)
+    elif steps > 1:  # as PyTorch: integer ends, a float64 step, each number truncated
+        start, end = int(start), int(end)
+        step = (end - start) / (steps - 1)
+        index = np.arange(steps)
+        half = steps // 2
+        values = np.concatenate([start + step * index[:half], end - step * (steps - 1 - index[half:])])
+        values = np.trunc(values)
     else:
         values = np.linspace(start, end, steps)
     return _from_host(values, dt, device, requires_grad)
+
+
+def _number(value):
+    """A bound given as a number, a NumPy number or a 0-d tensor, as a Python int or float."""
+    if isinstance(value, Tensor):
+        value = value.item()
+    if isinstance(value, numbers.Integral):  # a bool too, as in PyTorch
+        return int(value)
+    return float(value)
 
 
 def _linspace_floats(start, end, steps, dt):
