@@ -627,6 +627,14 @@ def test_one_hot(xp_backend):
         F.one_hot(tinyattn.tensor([], dtype=tinyattn.int64))
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy warns at the loss's 0 / 0
+def test_a_batch_of_ignored_targets_gives_a_nan_loss_and_zero_gradients():
+    logits = tinyattn.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    loss = F.cross_entropy(logits, tinyattn.tensor([-100, -100]))
+    loss.backward()
+    assert np.isnan(loss.item()) and np.abs(host(logits.grad)).max() == 0  # PyTorch's: NaN, then zeros
+
+
 def test_cross_entropy_gradient_is_softmax_minus_one_hot_over_counted_rows():
     logits = tinyattn.randn(4, 3, dtype=tinyattn.float64, requires_grad=True)
     target = tinyattn.tensor([2, -100, 0, 1])

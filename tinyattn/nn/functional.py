@@ -340,8 +340,8 @@ class CrossEntropyOp(Op):
         weight = xp.astype(valid, probs.dtype)[:, None]
         if ctx.reduction == "none":
             weight = weight * grad[:, None]
-        elif ctx.reduction == "mean":
-            weight = weight * (grad / count)
+        elif ctx.reduction == "mean":  # no valid row: every weight is 0, and stays 0 (PyTorch's zeros, not NaN)
+            weight = weight * (grad / xp.maximum(count, 1))
         else:
             weight = weight * grad
         return (probs - one_hot) * weight, None, None, None
