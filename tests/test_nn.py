@@ -526,6 +526,20 @@ def test_layer_norm_matches_numpy(xp_backend, seed, batch, tokens, dim):
     close(F.layer_norm(x, (dim,)), numpy_layer_norm(host(x), 1.0, 0.0), rtol=1e-10, atol=1e-10)
 
 
+def test_linear_refuses_two_dtypes_as_pytorch_does():
+    with pytest.raises(TypeError, match=r"input is tinyattn.float64 but the weight is tinyattn.float32"):
+        nn.Linear(3, 2)(tinyattn.ones(2, 3, dtype=tinyattn.float64))  # no silent float64 result
+    assert nn.Linear(3, 2).double()(tinyattn.ones(2, 3, dtype=tinyattn.float64)).dtype is tinyattn.float64
+
+
+def test_named_children_lists_a_shared_submodule_once():
+    parent = nn.Module()
+    parent.a = nn.Linear(1, 1)
+    parent.b = parent.a
+    assert [name for name, _ in parent.named_children()] == ["a"]  # PyTorch's; state_dict has both names
+    assert list(parent.state_dict()) == ["a.weight", "a.bias", "b.weight", "b.bias"]
+
+
 def test_layer_norm_shape_error():
     with pytest.raises(ShapeError):
         nn.LayerNorm(4)(tinyattn.randn(2, 3))

@@ -847,6 +847,21 @@ def test_ints_with_index_lists_give_pytorchs_layout(xp_backend, case):
     assert x.grad.tolist() == y.tolist()
 
 
+def test_subtracting_a_python_bool_is_refused_as_a_bool_tensor_is():
+    for subtract in (lambda: tinyattn.tensor([1.0]) - True, lambda: True - tinyattn.tensor([1.0])):
+        with pytest.raises(TypeError, match="Subtraction, the `-` operator, with a bool"):
+            subtract()
+
+
+def test_masked_fill_with_a_tensor_value_sends_it_its_gradient():
+    x = tinyattn.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    value = tinyattn.tensor(5.0, requires_grad=True)
+    filled = x.masked_fill(x > 1.5, value)
+    (filled * tinyattn.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert filled.tolist() == [1.0, 5.0, 5.0]
+    assert x.grad.tolist() == [1.0, 0.0, 0.0] and value.grad.item() == 5.0  # PyTorch's
+
+
 def test_a_bool_among_index_lists_is_refused_not_misplaced():
     x = tinyattn.arange(120).reshape(2, 3, 4, 5)
     with pytest.raises(IndexError, match="True or False in an index with index lists"):
@@ -945,6 +960,9 @@ def test_isclose_with_infinities(xp_backend):
     assert loose.tolist() == [True, False]
     assert tinyattn.isclose(tinyattn.tensor([1, 2]), tinyattn.tensor([1, 3])).tolist() == [True, False]
     assert tinyattn.isclose(tinyattn.tensor([True, False]), tinyattn.tensor([True, True])).tolist() == [True, False]
+    big = tinyattn.tensor([2**60 + 1])  # integers compare exactly: float64 would round both to 2**60
+    assert not tinyattn.isclose(big, tinyattn.tensor([2**60]), rtol=0, atol=0).item()
+    assert tinyattn.isclose(big, tinyattn.tensor([2**60]), rtol=0, atol=1).item()
 
 
 def test_std_and_var_take_a_bool_first_argument_as_unbiased():

@@ -564,9 +564,10 @@ class Tensor:
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         a, b = _promoted_arrays(self, other)
         xp = backend.namespace(a)
-        if not backend.is_float(a):  # integers and bools: compared as float64 (bools have no a - b)
-            a = xp.astype(a, xp.float64)
-            b = xp.astype(b, xp.float64) if hasattr(b, "dtype") else float(b)
+        if not backend.is_float(a):  # integers and bools: the difference exact, the tolerance in float64
+            error = xp.astype(a != b if backend.dtype_of(a) is dtypes.bool_ else xp.abs(a - b), xp.float64)
+            size = xp.abs(xp.astype(b, xp.float64)) if hasattr(b, "dtype") else abs(float(b))
+            return Tensor._wrap((a == b) | (error <= atol + rtol * size))
         # PyTorch's rule: equal, or a finite difference within the tolerance. So an infinity is close
         # only to the same infinity (inf - inf is nan and |1 - inf| <= inf would hold).
         finite = xp.isfinite(a) & xp.isfinite(b)
@@ -905,6 +906,9 @@ class Tensor:
         return ops.Gather.apply(self, axis, index.array)
 
     def masked_fill(self, mask, value):
+        if isinstance(value, Tensor) and value.requires_grad and autograd.grad_mode.enabled:
+            _scalar(value)  # a 0-d tensor only, as below
+            return where(mask, value.to(self.dtype), self)  # so that the value receives its gradient too
         return ops.MaskedFill.apply(self, _mask_array(mask, self), _value_to_write(self, _scalar(value)))
 
     def masked_fill_(self, mask, value):
@@ -1236,7 +1240,7 @@ def _check_no_bool_subtraction(a, b):
     if all(bools):
         raise TypeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                         "Use the `^` or `logical_xor()` operator instead.")
-    if any(isinstance(x, Tensor) and x.dtype is dtypes.bool_ for x in (a, b)):
+    if any(bools):  # one bool tensor, or a Python True/False (PyTorch takes it as a bool tensor)
         raise TypeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
                         "to invert a mask, use the `~` or `logical_not()` operator instead.")
 

@@ -203,6 +203,7 @@ def multihead_from_wrapper(wrapper):
     d_in = first.W_query.in_features
     qkv_bias = first.W_query.bias is not None
     mha = MultiHeadAttention(d_in, head_dim * len(heads), first.context_length, first.dropout.p, len(heads), qkv_bias)
+    mha.to(first.W_query.weight.dtype)  # the wrapper's precision (a float64 wrapper gives a float64 copy)
     state = {"mask": first.mask}
     for name in ("W_query", "W_key", "W_value"):
         state[f"{name}.weight"] = functions.cat([getattr(h, name).weight.detach() for h in heads], dim=0)

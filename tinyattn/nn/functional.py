@@ -59,6 +59,9 @@ def linear(input, weight, bias=None):
     if weight.ndim != 2:
         raise ShapeError(f"linear: the weight must be 2-D (out_features, in_features) or 1-D, got shape "
                          f"{list(weight.shape)}")
+    if input.dtype is not weight.dtype:  # as matmul: no silent promotion to float64
+        raise TypeError(f"linear: the input is {input.dtype} but the weight is {weight.dtype}: convert one "
+                        f"(e.g. input.to({weight.dtype}))")
     if input.shape[-1:] != weight.shape[1:]:
         raise ShapeError(
             f"linear: the input's last dim is {input.shape[-1] if input.ndim else None} (shape "

@@ -216,7 +216,12 @@ class Module:
         return (module for _, module in self.named_modules())
 
     def named_children(self):
-        return ((name, m) for name, m in self._modules.items() if m is not None)
+        """(name, submodule) for each direct submodule; one held under two names is listed once."""
+        seen = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
 
     def children(self):
         return (m for _, m in self.named_children())
