@@ -126,6 +126,17 @@ def test_dtype_inference_like_pytorch():
         tinyattn.tensor("abc")
 
 
+def test_the_tensor_class_is_pytorchs_older_float32_constructor():
+    assert tinyattn.Tensor([1, 2]).dtype is tinyattn.float32  # torch.Tensor: always the default dtype
+    assert tinyattn.Tensor([1, 2]).tolist() == [1.0, 2.0]
+    assert tinyattn.Tensor(2, 3).shape == (2, 3) and tinyattn.Tensor(3).shape == (3,)  # sizes, not data
+    assert tinyattn.Tensor(tinyattn.Size([2, 1])).shape == (2, 1)
+    assert tinyattn.Tensor().shape == (0,) and tinyattn.Tensor().dtype is tinyattn.float32
+    assert tinyattn.tensor([1, 2]).dtype is tinyattn.int64  # the function infers, as torch.tensor does
+    with pytest.raises(TypeError, match="takes sizes"):
+        tinyattn.Tensor([1], [2])
+
+
 def test_dtype_names_and_aliases():
     assert repr(tinyattn.float32) == "tinyattn.float32"
     assert tinyattn.long is tinyattn.int64 and tinyattn.float is tinyattn.float32

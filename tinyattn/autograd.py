@@ -384,7 +384,7 @@ def _initial_grad(tensor, grad_tensor):
         xp = backend.namespace(tensor.array)
         return xp.ones_like(tensor.array)
     if not isinstance(grad_tensor, Tensor):
-        grad_tensor = Tensor(grad_tensor, dtype=tensor.dtype, device=tensor.device)
+        grad_tensor = Tensor._from_data(grad_tensor, dtype=tensor.dtype, device=tensor.device)
     elif grad_tensor.dtype is not tensor.dtype:  # the gradient takes the tensor's dtype, as in PyTorch
         grad_tensor = grad_tensor.detach().to(tensor.dtype)
     if tuple(grad_tensor.shape) != tuple(tensor.shape):

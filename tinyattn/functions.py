@@ -36,7 +36,7 @@ def _from_host(values, dtype, device, requires_grad):
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new leaf tensor holding a copy of `data` (nested lists, numbers, NumPy arrays, tensors)."""
-    return Tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+    return Tensor._from_data(data, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -48,7 +48,7 @@ def as_tensor(data, dtype=None, device=None):
 def from_numpy(array):
     """A CPU tensor sharing memory with a NumPy array (as in PyTorch)."""
     if backend.strict_mode():
-        return Tensor(array)
+        return Tensor._from_data(array)
     backend.dtype_of(array)  # a clear error for dtypes tinyattn lacks
     return Tensor._wrap(array)
 

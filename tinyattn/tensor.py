@@ -45,6 +45,13 @@ TopkResult = collections.namedtuple("topk", ["values", "indices"])
 _NUMPY_SCALARS = {np.float32, np.float64, np.int32, np.int64, np.bool_}
 
 
+def _data_device(data):
+    """Where data lives: a tensor's or a CuPy array's device, otherwise the CPU."""
+    if isinstance(data, Tensor):
+        return data.device
+    return backend.device_of(data) if backend.is_cupy_array(data) else backend.CPU
+
+
 def _numpy_dtype(numpy_dtype):
     """The dtype of a tensor made from NumPy data of this dtype (PyTorch's, among tinyattn's five)."""
     if numpy_dtype.kind == "b":
@@ -134,18 +141,40 @@ class Tensor:
     __slots__ = ("array", "_requires_grad", "grad", "grad_fn", "output_nr", "_version", "_base", "_view_version",
                  "__weakref__")
 
-    def __init__(self, data, dtype=None, device=None, requires_grad=False):
-        if device is None:  # where the data is: a tensor's or CuPy array's device, else the CPU
-            device = (data.device if isinstance(data, Tensor) else
-                      backend.device_of(data) if backend.is_cupy_array(data) else backend.CPU)
-        self.array = backend.from_host(_host_values(data, dtype), device)
+    def __init__(self, *args, device=None):
+        """`tinyattn.Tensor(...)`, PyTorch's older constructor: Tensor(2, 3) is a (2, 3) float32 tensor
+        (of zeros; PyTorch leaves it unset), Tensor(data) a float32 copy of data, whatever its numbers.
+        `tinyattn.tensor(data)` infers the dtype from the data instead, as torch.tensor does."""
+        sizes = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
+        if not args:
+            values = np.zeros(0, dtype=dtypes.default_float.name)
+        elif all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in sizes):
+            values = np.zeros(tuple(int(n) for n in sizes), dtype=dtypes.default_float.name)
+        elif len(args) == 1:
+            data = args[0]
+            values = _host_values(data, data.dtype if isinstance(data, Tensor) else dtypes.default_float)
+        else:
+            raise TypeError("Tensor(...) takes sizes, as in Tensor(2, 3), or one piece of data, as in "
+                            "Tensor([1, 2]); for a dtype of your choice use tinyattn.tensor(data, dtype=...)")
+        self._fill_in(values, device or _data_device(args[0] if len(args) == 1 else None))
+
+    @classmethod
+    def _from_data(cls, data, dtype=None, device=None, requires_grad=False):
+        """A new leaf holding a copy of `data`, with tinyattn.tensor()'s dtype inference (what the
+        library uses inside; Tensor(data) keeps PyTorch's older float32 meaning)."""
+        t = object.__new__(cls)
+        t._fill_in(_host_values(data, dtype), device or _data_device(data))
+        t.requires_grad = requires_grad
+        return t
+
+    def _fill_in(self, host_values, device):
+        self.array = backend.from_host(host_values, device)
         self.grad = None
         self.grad_fn = None
         self.output_nr = 0
         self._version = [0]
         self._base = None
         self._requires_grad = False
-        self.requires_grad = requires_grad
 
     @classmethod
     def _wrap(cls, array, requires_grad=False, grad_fn=None, output_nr=0):
@@ -927,7 +956,7 @@ class Tensor:
 
     def copy_(self, source):
         if not isinstance(source, Tensor):
-            source = Tensor(source, dtype=self.dtype, device=self.device)
+            source = Tensor._from_data(source, dtype=self.dtype, device=self.device)
         if ops.broadcast_shape(source.shape, self.shape) != self.shape:  # NumPy would drop leading 1s
             raise ShapeError(
                 f"output with shape {list(self.shape)} doesn't match the broadcast shape "
@@ -1105,7 +1134,7 @@ def _value_to_write(tensor, value):
         if tensor.dtype is dtypes.bool_:
             return bool(value)
         return float(value) if tensor.dtype.is_floating_point else int(value)  # int() truncates, as PyTorch
-    return Tensor(value, dtype=tensor.dtype, device=tensor.device)
+    return Tensor._from_data(value, dtype=tensor.dtype, device=tensor.device)
 
 
 def _all_dims_if_empty(dim):
@@ -1164,7 +1193,7 @@ def _as_operand(value, like):
     """The other operand of a binary op: tensors and Python numbers as they are, the rest a tensor."""
     if isinstance(value, (Tensor, numbers.Number)):
         return value.item() if isinstance(value, np.generic) else value
-    return Tensor(value, device=like.device)
+    return Tensor._from_data(value, device=like.device)
 
 
 def _to_one_device(a, b):
@@ -1295,7 +1324,7 @@ def _inplace_operand(tensor, other):
             raise TypeError(
                 f"result type {_inferred_dtype(other)} can't be written into a {tensor.dtype} tensor in place"
             )
-        return Tensor(other, dtype=tensor.dtype, device=tensor.device)
+        return Tensor._from_data(other, dtype=tensor.dtype, device=tensor.device)
     if dtypes.category(_python_dtype(other)) > dtypes.category(tensor.dtype):
         raise TypeError(f"a {type(other).__name__} can't be written into a {tensor.dtype} tensor in place")
     return other.item() if isinstance(other, np.generic) else other
@@ -1315,7 +1344,7 @@ def _argext(x, dim, keepdim, name):
 
 def _mask_array(mask, like):
     if not isinstance(mask, Tensor):
-        mask = Tensor(mask, device=like.device)
+        mask = Tensor._from_data(mask, device=like.device)
     if mask.dtype is not dtypes.bool_:
         raise TypeError(f"masked_fill expects a bool mask, got {mask.dtype}: use mask.bool() or mask == 0")
     backend.same_device([like.array, mask.array])
@@ -1456,7 +1485,7 @@ def where(condition, input, other):
         raise TypeError("where expects a bool tensor as its condition")
     like = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else condition
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):  # where(c, 1.0, 0.0): float32
-        input = Tensor(input, dtype=result_dtype(input, other), device=condition.device)
+        input = Tensor._from_data(input, dtype=result_dtype(input, other), device=condition.device)
     a, b = _promote(_as_operand(input, like), _as_operand(other, like))
     backend.same_device([condition.array] + [x.array for x in (a, b) if isinstance(x, Tensor)])
     return ops.Where.apply(condition.array, a, b)

@@ -21,7 +21,7 @@ class Parameter(Tensor):
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
-            data = Tensor(np.zeros(0, dtype=np.float32))
+            data = Tensor._from_data(np.zeros(0, dtype=np.float32))
         parameter = Tensor._wrap.__func__(cls, data.array)  # shares memory with `data`, like PyTorch
         parameter.requires_grad = requires_grad
         return parameter

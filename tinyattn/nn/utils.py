@@ -22,7 +22,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     """
     grads = _grads(parameters)
     if not grads:
-        return Tensor(0.0)
+        return Tensor._from_data(0.0)
     xp = backend.namespace(grads[0].array)
     norm_type = float(norm_type)
     if norm_type == 2.0:  # the usual case, as each gradient's dot product with itself: 2x faster
