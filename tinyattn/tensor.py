@@ -64,12 +64,18 @@ def _numpy_dtype(numpy_dtype):
                     "float32, float64, int64, int32 and bool")
 
 
+_PYTHON_NUMBER_DTYPES = {float: lambda: dtypes.default_float, int: lambda: dtypes.int64, bool: lambda: dtypes.bool_}
+
+
 def _inferred_dtype(data):
     """PyTorch's dtype for data: the promotion of the dtypes of the numbers in it.
 
     A Python float counts as float32, an int as int64, a bool as bool; a NumPy scalar or array or a
     tensor counts as its own dtype. So [0.1] is float32 but [np.float64(0.1)] float64, as in PyTorch.
     """
+    simple = _PYTHON_NUMBER_DTYPES.get(type(data))
+    if simple is not None:  # a single Python number: the common case, answered at once
+        return simple()
     if isinstance(data, Tensor):
         return data.dtype
     if isinstance(data, (np.ndarray, np.generic)) or backend.is_cupy_array(data):
