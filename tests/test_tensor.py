@@ -987,6 +987,17 @@ def test_std_and_var_take_a_bool_first_argument_as_unbiased():
         x.std(False, True)
 
 
+def test_float32_variance_is_summed_in_float64_as_in_pytorch(torch):
+    assert tinyattn.tensor([1e20, -1e20]).std().item() == torch.tensor([1e20, -1e20]).std().item()  # was inf
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x = (rng.standard_normal((4, 37)) * rng.uniform(0.1, 100)).astype(np.float32)
+        for method in ("var", "std"):
+            ours, theirs = getattr(tinyattn.tensor(x), method)(1), getattr(torch.tensor(x), method)(1)
+            np.testing.assert_array_equal(ours.numpy(), theirs.numpy())  # to the bit
+            assert ours.dtype is tinyattn.float32
+
+
 def test_std_gradient_is_zero_where_the_std_is_zero(xp_backend):
     x = tinyattn.tensor([[1.0, 1.0, 1.0], [1.0, 2.0, 3.0]], requires_grad=True)
     std = x.std(-1)

@@ -12,7 +12,7 @@ gradient of the input's own shape: `unbroadcast` sums the gradient over the broa
 
 import math
 
-from . import backend
+from . import backend, dtypes
 from .autograd import Function
 from .errors import ShapeError
 
@@ -373,15 +373,25 @@ class Mean(Op):
 
 
 class Var(Op):
-    """Variance with `correction` (1: the unbiased estimate, PyTorch's default)."""
+    """Variance with `correction` (1: the unbiased estimate, PyTorch's default).
+
+    float32 is summed in float64, as PyTorch does: its squares cannot overflow (1e20 squared can in
+    float32), and the result is float32's nearest to the true variance.
+    """
 
     @staticmethod
     def forward(ctx, x, dim, correction, keepdim):
+        return ctx.xp.astype(Var.wide_variance(ctx, x, dim, correction, keepdim), x.dtype)
+
+    @staticmethod
+    def wide_variance(ctx, x, dim, correction, keepdim):
+        """The variance in float64 for float32 input (in x's dtype otherwise); saves the centred x."""
         xp = ctx.xp
+        wide = xp.astype(x, xp.float64) if backend.dtype_of(x) is dtypes.float32 else x
         axes = normalize_dims(dim, x.ndim)
         count = math.prod(x.shape[a] for a in axes)
-        centered = x - xp.mean(x, axis=axes, keepdims=True)
-        ctx.save_for_backward(centered)
+        centered = wide - xp.mean(wide, axis=axes, keepdims=True)
+        ctx.save_for_backward(xp.astype(centered, x.dtype))
         ctx.axes, ctx.keepdim, ctx.denominator = axes, keepdim, max(count - correction, 0)
         return xp.sum(centered * centered, axis=axes, keepdims=keepdim) / ctx.denominator
 
@@ -399,8 +409,9 @@ class Std(Op):
 
     @staticmethod
     def forward(ctx, x, dim, correction, keepdim):
-        std = ctx.xp.sqrt(Var.forward(ctx, x, dim, correction, keepdim))  # Var saves the centred x
-        ctx.save_for_backward(*ctx.saved, std)
+        xp = ctx.xp
+        std = xp.astype(xp.sqrt(Var.wide_variance(ctx, x, dim, correction, keepdim)), x.dtype)
+        ctx.save_for_backward(*ctx.saved, std)  # after the centred x that Var saved
         return std
 
     @staticmethod
