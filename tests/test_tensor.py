@@ -858,6 +858,15 @@ def test_ints_with_index_lists_give_pytorchs_layout(xp_backend, case):
     assert x.grad.tolist() == y.tolist()
 
 
+def test_writing_a_number_beyond_float32_is_refused():
+    x = tinyattn.zeros(2)
+    for write in (lambda: x.__setitem__(0, 1e300), lambda: x.fill_(-1e300), lambda: x.masked_fill(x == 0, 1e39)):
+        with pytest.raises(OverflowError, match="does not fit in a float32 tensor"):
+            write()  # it became inf
+    x[0] = float("inf")  # an infinity is a float32 number
+    assert x.tolist() == [float("inf"), 0.0]
+
+
 def test_subtracting_a_python_bool_is_refused_as_a_bool_tensor_is():
     for subtract in (lambda: tinyattn.tensor([1.0]) - True, lambda: True - tinyattn.tensor([1.0])):
         with pytest.raises(TypeError, match="Subtraction, the `-` operator, with a bool"):

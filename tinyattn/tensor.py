@@ -1128,6 +1128,9 @@ def _scalar(value, name="value"):
     return value
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _value_to_write(tensor, value):
     """The value of x[key] = value, fill_ or masked_fill, converted to x's dtype as PyTorch's copy does.
 
@@ -1139,6 +1142,8 @@ def _value_to_write(tensor, value):
     if isinstance(value, (numbers.Number, np.bool_)):
         if tensor.dtype is dtypes.bool_:
             return bool(value)
+        if tensor.dtype is dtypes.float32 and math.isfinite(value) and abs(value) > _FLOAT32_MAX:
+            raise OverflowError(f"{value} does not fit in a float32 tensor (it would become inf): use float64")
         return float(value) if tensor.dtype.is_floating_point else int(value)  # int() truncates, as PyTorch
     return Tensor._from_data(value, dtype=tensor.dtype, device=tensor.device)
 
