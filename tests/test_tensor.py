@@ -858,6 +858,13 @@ def test_ints_with_index_lists_give_pytorchs_layout(xp_backend, case):
     assert x.grad.tolist() == y.tolist()
 
 
+def test_a_written_value_may_carry_extra_leading_ones():
+    x = tinyattn.zeros(2, 3)
+    x[0] = tinyattn.tensor([[1.0, 2.0, 3.0]])  # (1, 3) into a (3,) row, as PyTorch allows
+    x[1, 0] = tinyattn.tensor([5.0])
+    assert x.tolist() == [[1.0, 2.0, 3.0], [5.0, 0.0, 0.0]]
+
+
 def test_writing_a_number_beyond_float32_is_refused():
     x = tinyattn.zeros(2)
     for write in (lambda: x.__setitem__(0, 1e300), lambda: x.fill_(-1e300), lambda: x.masked_fill(x == 0, 1e39)):

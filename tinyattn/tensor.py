@@ -910,6 +910,12 @@ class Tensor:
     def __setitem__(self, key, value):
         key = _array_key(key, self)
         value = _value_to_write(self, value)
+        if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1:
+            # leading 1s are what broadcasting adds anyway: PyTorch drops them, so x[0] = t[None] works
+            kept = list(value.shape)
+            while kept and kept[0] == 1:
+                kept.pop(0)
+            value = value.reshape(tuple(kept))
         order = _pytorch_order(key, self.ndim)
         if order is not None and isinstance(value, Tensor) and value.ndim:
             # the value is laid out as PyTorch's x[key]; the write below takes NumPy's layout
