@@ -1058,6 +1058,9 @@ def test_augmented_assignments_write_in_place(xp_backend):
     row = mask
     mask |= tinyattn.tensor([False, True])
     assert row.tolist() == [True, True]
+    narrow = tinyattn.tensor([7, 9], dtype=tinyattn.int32)
+    narrow //= tinyattn.tensor([2, 2])  # an int64 operand, as in x += y: the result stays int32
+    assert narrow.tolist() == [3, 4] and narrow.dtype is tinyattn.int32
     a = tinyattn.tensor([1, 2])
     with pytest.raises(TypeError, match="int64"):
         a //= 1.5

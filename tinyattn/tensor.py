@@ -1041,7 +1041,7 @@ class Tensor:
 
     def _inplace_no_grad(self, operator, other):
         """x //= y, x %= y, x &= y ...: the out-of-place result written into x's memory (no gradient)."""
-        result = operator(self, other)
+        result = operator(self, _inplace_operand(self, other))  # y in x's dtype, as for x += y
         if result is NotImplemented:
             return NotImplemented
         if autograd.grad_mode.enabled and self.requires_grad:
