@@ -37,6 +37,18 @@ def ours(arrays):
     return [nn.Parameter(tinyattn.tensor(a.copy())) for a in arrays]
 
 
+def step_both(torch, torch_opt, theirs, our_opt, mine, rng, steps):
+    """`steps` steps of both optimizers with the same random gradients; then the same parameters."""
+    for _ in range(steps):
+        grads = draw(rng, SHAPES)
+        for p, q, g in zip(theirs, mine, grads):
+            p.grad, q.grad = torch.from_numpy(g.copy()), tinyattn.tensor(g.copy())
+        torch_opt.step()
+        our_opt.step()
+    for p, q in zip(theirs, mine):
+        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("name, options", CASES, ids=[f"{n}-{sorted(o.items())}" for n, o in CASES])
 def test_steps_match_torch(torch, name, options):
     """Ten steps with the same gradients give the same parameters (float32 rounding apart)."""
@@ -46,16 +58,7 @@ def test_steps_match_torch(torch, name, options):
     mine = ours(start)
     torch_opt = getattr(torch.optim, name)(theirs, **options)
     our_opt = getattr(tinyattn.optim, name)(mine, **options)
-    for _ in range(10):
-        grads = draw(rng, SHAPES)
-        for p, g in zip(theirs, grads):
-            p.grad = torch.from_numpy(g.copy())
-        for p, g in zip(mine, grads):
-            p.grad = tinyattn.tensor(g.copy())
-        torch_opt.step()
-        our_opt.step()
-    for p, q in zip(theirs, mine):
-        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-6, atol=1e-6)
+    step_both(torch, torch_opt, theirs, our_opt, mine, rng, steps=10)
 
 
 def test_param_groups_with_their_own_options_match_torch(torch):
@@ -69,14 +72,7 @@ def test_param_groups_with_their_own_options_match_torch(torch):
                     lr=1e-2, weight_decay=0.0)
     assert our_opt.param_groups[1]["lr"] == 0.1 and our_opt.param_groups[0]["lr"] == 1e-2
     assert our_opt.param_groups[1]["weight_decay"] == 0.0
-    for _ in range(5):
-        grads = draw(rng, SHAPES)
-        for p, q, g in zip(theirs, mine, grads):
-            p.grad, q.grad = torch.from_numpy(g.copy()), tinyattn.tensor(g.copy())
-        torch_opt.step()
-        our_opt.step()
-    for p, q in zip(theirs, mine):
-        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-6, atol=1e-6)
+    step_both(torch, torch_opt, theirs, our_opt, mine, rng, steps=5)
 
 
 def test_a_model_trained_with_both_libraries_stays_in_step(torch):
@@ -251,14 +247,7 @@ def test_a_tensor_learning_rate_is_accepted_like_torch(torch, name):
     torch_opt = getattr(torch.optim, name)(theirs, lr=torch.tensor(0.01))
     our_opt = getattr(tinyattn.optim, name)(mine, lr=tinyattn.tensor(0.01))
     assert isinstance(our_opt.param_groups[0]["lr"], float)
-    for _ in range(3):
-        grads = draw(rng, SHAPES)
-        for p, q, g in zip(theirs, mine, grads):
-            p.grad, q.grad = torch.from_numpy(g.copy()), tinyattn.tensor(g.copy())
-        torch_opt.step()
-        our_opt.step()
-    for p, q in zip(theirs, mine):
-        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-6, atol=1e-6)
+    step_both(torch, torch_opt, theirs, our_opt, mine, rng, steps=3)
     group = getattr(tinyattn.optim, name)([{"params": mine, "lr": tinyattn.tensor([0.5])}]).param_groups[0]
     assert group["lr"] == 0.5
     with pytest.raises(ValueError, match="Tensor lr must be 1-element"):
