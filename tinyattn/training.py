@@ -271,6 +271,7 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
             step += 1
             losses.append(loss.item())
             if not math.isfinite(losses[-1]):  # stop before a checkpoint of NaN weights replaces a good one
+                bar.close()
                 raise TrainingDiverged(
                     f"training diverged at step {step}: the loss is {losses[-1]}. Lower the learning rate "
                     f"(lr is {lr}) or clip gradients (grad_clip is {config.grad_clip}); the last checkpoint "
