@@ -144,6 +144,8 @@ BINARY = {
     "pow": (lambda a, b: a**b, POSITIVE, ANY, False),
     "maximum": (lambda a, b: a.maximum(b), ANY, ANY, True),
     "minimum": (lambda a, b: a.minimum(b), ANY, ANY, True),
+    "clamp tensor min": (lambda a, b: a.clamp(min=b), ANY, ANY, True),
+    "clamp tensor max": (lambda a, b: a.clamp(max=b), ANY, ANY, True),
 }
 
 
@@ -165,6 +167,17 @@ def test_binary_gradient_with_broadcasting(xp_backend, name, data):
     if distinct:
         assume(np.all(np.abs(a - number) > 1e-3))
     check(lambda a: fn(a, number), leaf(a))
+
+
+@property_test
+@given(data=st.data())
+def test_clamp_between_tensor_bounds(xp_backend, data):
+    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=3, min_dims=0, max_dims=2, max_side=3),
+                       label="shapes").input_shapes
+    x, low, high = (data.draw(arrays(shape), label=name) for shape, name in zip(shapes, ("x", "low", "high")))
+    low, high = np.minimum(low, high), np.maximum(low, high)
+    assume(np.all(np.abs(x - low) > 1e-3) and np.all(np.abs(x - high) > 1e-3))  # off the kinks
+    check(lambda x, low, high: x.clamp(low, high), leaf(x), leaf(low), leaf(high))
 
 
 @property_test

@@ -975,6 +975,14 @@ def test_clamp_with_tensor_bounds(xp_backend):
     assert np.isnan(bounded[0].item()) and bounded[1].item() == 1.0
     wide = tinyattn.ones(3).clamp(tinyattn.tensor([1.0], dtype=tinyattn.float64))
     assert wide.dtype is tinyattn.float64
+    assert y.grad_fn.name() == "ClampBackward0"
+    # NaN in x or in a bound: NaN out, and no gradient to either there (PyTorch's rule)
+    x = tinyattn.tensor([np.nan, 1.0, -2.0], requires_grad=True)
+    low = tinyattn.tensor([0.0, 0.0, np.nan], requires_grad=True)
+    y = x.clamp(min=low)
+    y.sum().backward()
+    assert np.isnan(host(y)[[0, 2]]).all() and x.grad.tolist() == [0.0, 1.0, 0.0]
+    assert low.grad.tolist() == [0.0, 0.0, 0.0]
 
 
 def test_isclose_with_infinities(xp_backend):

@@ -508,6 +508,8 @@ def op_checks(seed=0):
         Check("abs", lambda a: a.abs(), (r.nonzero(3, 4),)),
         Check("clamp", lambda a: a.clamp(-1.0, 1.0), (r.nonzero(3, 4),)),
         Check("clamp min only", lambda a: a.clamp(min=0.0), (r.nonzero(3, 4),)),
+        Check("clamp tensor bounds", lambda a, low, high: a.clamp(low, high),
+              (r.nonzero(3, 4), r.leaf(np.full((1, 4), -1.0)), r.leaf(np.full(4, 1.0)))),
         Check("maximum broadcast", lambda a, b: a.maximum(b), (m1, m2)),
         Check("minimum broadcast", lambda a, b: a.minimum(b), tuple(r.distinct((2, 3, 1), (3, 4)))),
         # reductions

@@ -307,6 +307,37 @@ class Clamp(Op):
         return ctx.xp.where(inside, grad, 0), None, None
 
 
+class ClampBetween(Op):
+    """clamp with tensor bounds (broadcast): min(max(x, low), high), NaN wherever x or a bound is NaN.
+    PyTorch's gradients: to x where low <= x <= high, to a bound where it replaced x (none at NaN)."""
+
+    @staticmethod
+    def forward(ctx, x, low, high):
+        xp = ctx.xp
+        ctx.name_hint = "Clamp"  # PyTorch's ClampBackward0
+        y = x if low is None else xp.maximum(x, low)
+        y = y if high is None else xp.minimum(y, high)
+        ctx.save_for_backward(x, low, high)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, low, high = ctx.saved_tensors
+        xp = ctx.xp
+        inside = xp.ones_like(grad, dtype=xp.bool)
+        if low is not None:
+            inside = inside & (x >= low)
+        if high is not None:
+            inside = inside & (x <= high)
+        gx = unbroadcast(xp, xp.where(inside, grad, 0), x.shape)
+        glow = ghigh = None
+        if low is not None and ctx.needs_input_grad[1]:
+            glow = unbroadcast(xp, xp.where(x < low, grad, 0), shape_of(low))
+        if high is not None and ctx.needs_input_grad[2]:
+            ghigh = unbroadcast(xp, xp.where(x > high, grad, 0), shape_of(high))
+        return gx, glow, ghigh
+
+
 class Maximum(Op):
     """Elementwise max of two tensors; at ties the gradient is split in half, like PyTorch."""
 

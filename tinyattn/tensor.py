@@ -650,14 +650,9 @@ class Tensor:
             raise ValueError("clamp needs at least one of min and max")
         bounds = [b for b in (min, max) if b is not None]
         x = self.to(result_dtype(self, *bounds))  # int.clamp(min=1.5) is float32, as in PyTorch
-        if any(isinstance(b, Tensor) and (b.ndim or b.requires_grad) for b in bounds):
-            # tensor bounds (elementwise, differentiable): pick with where(), which sends each
-            # element's gradient to x or to the bound that replaced it; a NaN bound gives NaN
-            if min is not None:
-                x = where(_beyond_bound(x, min, x < min), min, x)
-            if max is not None:
-                x = where(_beyond_bound(x, max, x > max), max, x)
-            return x
+        if any(isinstance(b, Tensor) and (b.ndim or b.requires_grad) for b in bounds):  # elementwise bounds
+            low, high = (b.to(x.dtype) if isinstance(b, Tensor) else b for b in (min, max))
+            return ops.ClampBetween.apply(x, low, high)
         return ops.Clamp.apply(x, _scalar(min, "clamp bound"), _scalar(max, "clamp bound"))
 
     clip = clamp
@@ -1162,13 +1157,6 @@ def _all_dims_if_empty(dim):
 def _check_not_bool(x, name):
     if x.dtype is dtypes.bool_:
         raise TypeError(f"{name} is not defined for bool tensors: convert with .long() or .float() first")
-
-
-def _beyond_bound(x, bound, beyond):
-    """Where clamp replaces x by a tensor `bound`: `beyond` it, or everywhere the bound is NaN (as PyTorch)."""
-    if isinstance(bound, Tensor) and bound.dtype.is_floating_point:
-        return beyond | bound.isnan()
-    return beyond
 
 
 def _floating(x):
