@@ -1039,6 +1039,13 @@ def test_reducing_over_an_empty_dim_list_reduces_everything(xp_backend):
     assert x.std(dim=[]).item() == pytest.approx(1.2909944)
 
 
+def test_float_remainder_gives_a_zero_the_dividends_sign(xp_backend):
+    r = tinyattn.tensor([4.0, -4.0, 5.5, -5.5]) % tinyattn.tensor([-1.0, 1.0, 2.0, 2.0])
+    values = host(r)
+    assert values.tolist() == [0.0, 0.0, 1.5, 0.5]
+    assert np.signbit(values).tolist() == [False, True, False, False]  # PyTorch prints [0., -0., ...]
+
+
 def test_integer_division_by_zero_raises(xp_backend):
     for divide in (lambda: tinyattn.tensor([1, 2]) // 0, lambda: tinyattn.tensor([5, 2]) % tinyattn.tensor([0, 1]),
                    lambda: 7 // tinyattn.tensor([2, 0]), lambda: 7 % tinyattn.tensor([0]),

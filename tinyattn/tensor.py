@@ -1304,7 +1304,11 @@ def _floor_divide(a, b):
 
 def _remainder(a, b):
     _check_integer_divisor(a, b, "%")
-    return a % b
+    result = a % b
+    if backend.is_float(result):  # a zero takes the dividend's sign, as in PyTorch (NumPy gives the divisor's)
+        xp = backend.namespace(result)
+        result = xp.where(result == 0, xp.copysign(result, a), result)
+    return result
 
 
 def _no_grad_binary(compute, a, b):
