@@ -287,53 +287,36 @@ class Abs(Op):
 
 
 class Clamp(Op):
-    """min(max(x, low), high); the gradient passes where x is inside [low, high]."""
+    """min(max(x, low), high), each bound a number, an array (broadcast) or None; NaN wherever x or a
+    bound is NaN. PyTorch's gradients: to x where low <= x <= high, to an array bound where it
+    replaced x (none at NaN)."""
 
     @staticmethod
     def forward(ctx, x, low, high):
         xp = ctx.xp
-        ctx.name_hint = "ClampBackward1"  # PyTorch's name for clamp with number bounds
-        inside = xp.ones_like(x, dtype=xp.bool)
-        if low is not None:
-            inside = inside & (x >= low)
-        if high is not None:
-            inside = inside & (x <= high)
-        ctx.save_for_backward(inside)
-        return backend.clip(x, low, high)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (inside,) = ctx.saved_tensors
-        return ctx.xp.where(inside, grad, 0), None, None
-
-
-class ClampBetween(Op):
-    """clamp with tensor bounds (broadcast): min(max(x, low), high), NaN wherever x or a bound is NaN.
-    PyTorch's gradients: to x where low <= x <= high, to a bound where it replaced x (none at NaN)."""
-
-    @staticmethod
-    def forward(ctx, x, low, high):
-        xp = ctx.xp
-        ctx.name_hint = "Clamp"  # PyTorch's ClampBackward0
+        # PyTorch's names: ClampBackward1 for number bounds, ClampBackward0 for tensor bounds
+        ctx.name_hint = "ClampBackward0" if hasattr(low, "shape") or hasattr(high, "shape") else "ClampBackward1"
         y = x if low is None else xp.maximum(x, low)
         y = y if high is None else xp.minimum(y, high)
-        ctx.save_for_backward(x, low, high)
+        inside = xp.ones_like(y, dtype=xp.bool)
+        if low is not None:
+            inside &= x >= low
+        if high is not None:
+            inside &= x <= high
+        bounds_need_x = ctx.needs_input_grad[1] or ctx.needs_input_grad[2]
+        ctx.save_for_backward(inside, x if bounds_need_x else None, low, high)
+        ctx.x_shape = x.shape
         return y
 
     @staticmethod
     def backward(ctx, grad):
-        x, low, high = ctx.saved_tensors
+        inside, x, low, high = ctx.saved_tensors
         xp = ctx.xp
-        inside = xp.ones_like(grad, dtype=xp.bool)
-        if low is not None:
-            inside = inside & (x >= low)
-        if high is not None:
-            inside = inside & (x <= high)
-        gx = unbroadcast(xp, xp.where(inside, grad, 0), x.shape)
+        gx = unbroadcast(xp, xp.where(inside, grad, 0), ctx.x_shape)
         glow = ghigh = None
-        if low is not None and ctx.needs_input_grad[1]:
+        if ctx.needs_input_grad[1]:
             glow = unbroadcast(xp, xp.where(x < low, grad, 0), shape_of(low))
-        if high is not None and ctx.needs_input_grad[2]:
+        if ctx.needs_input_grad[2]:
             ghigh = unbroadcast(xp, xp.where(x > high, grad, 0), shape_of(high))
         return gx, glow, ghigh
 

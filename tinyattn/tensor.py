@@ -428,12 +428,10 @@ class Tensor:
     def __radd__(self, other):
         return _binary(ops.Add, other, self)
 
-    def __sub__(self, other):
-        _check_no_bool_subtraction(self, other)
+    def __sub__(self, other):  # _promote refuses a bool operand, as PyTorch does
         return _binary(ops.Sub, self, other)
 
     def __rsub__(self, other):
-        _check_no_bool_subtraction(other, self)
         return _binary(ops.Sub, other, self)
 
     def __mul__(self, other):
@@ -652,7 +650,7 @@ class Tensor:
         x = self.to(result_dtype(self, *bounds))  # int.clamp(min=1.5) is float32, as in PyTorch
         if any(isinstance(b, Tensor) and (b.ndim or b.requires_grad) for b in bounds):  # elementwise bounds
             low, high = (b.to(x.dtype) if isinstance(b, Tensor) else b for b in (min, max))
-            return ops.ClampBetween.apply(x, low, high)
+            return ops.Clamp.apply(x, low, high)
         return ops.Clamp.apply(x, _scalar(min, "clamp bound"), _scalar(max, "clamp bound"))
 
     clip = clamp
@@ -912,13 +910,12 @@ class Tensor:
                 kept.pop(0)
             value = value.reshape(tuple(kept))
         order = _pytorch_order(key, self.ndim)
-        if order is not None and isinstance(value, Tensor) and value.ndim:
-            # the value is laid out as PyTorch's x[key]; the write below takes NumPy's layout
-            extra = value.ndim - len(order)  # leading 1s, or missing dims that broadcast
-            shape = tuple(value.shape)[extra:] if extra > 0 else (1,) * -extra + tuple(value.shape)
-            if math.prod(shape) == value.numel():  # else the write below names the shapes that don't fit
-                numpy_order = sorted(range(len(order)), key=order.__getitem__)
-                value = ops.Permute.apply(value.reshape(shape), tuple(numpy_order))
+        if order is not None and isinstance(value, Tensor) and 0 < value.ndim <= len(order):
+            # the value is laid out as PyTorch's x[key] (its missing leading dims broadcast); the write
+            # below takes NumPy's layout. A value of more dims fails there, naming both shapes.
+            shape = (1,) * (len(order) - value.ndim) + tuple(value.shape)
+            numpy_order = sorted(range(len(order)), key=order.__getitem__)
+            value = ops.Permute.apply(value.reshape(shape), tuple(numpy_order))
         self._inplace(ops.IndexPut, key, value)
 
     def gather(self, dim, index):
@@ -1216,14 +1213,18 @@ def _float_tensor_and_number(t, number):
             and backend.dtype_of(t.array).is_floating_point)
 
 
-def _promote(a, b, true_division=False):
+def _promote(a, b, true_division=False, subtraction=False):
     if isinstance(a, Tensor) and isinstance(b, Tensor) and a.array.dtype is b.array.dtype:
         target = a.dtype
+        if subtraction and target is dtypes.bool_:
+            _check_no_bool_subtraction(a, b)
         if target.is_floating_point or not true_division:
             return a, b  # the common case: nothing to convert
     elif _float_tensor_and_number(a, b) or _float_tensor_and_number(b, a):
         return a, b  # a float tensor keeps its dtype next to a Python number, as in PyTorch
     else:
+        if subtraction:
+            _check_no_bool_subtraction(a, b)
         target = result_dtype(a, b)
     if true_division and not target.is_floating_point:
         target = dtypes.default_float
@@ -1238,7 +1239,7 @@ def _binary(function, a, b):
     """Apply a binary op after PyTorch's type promotion; name both shapes if they don't broadcast."""
     tensor = a if isinstance(a, Tensor) else b
     a, b = _to_one_device(_as_operand(a, tensor), _as_operand(b, tensor))
-    a, b = _promote(a, b, true_division=function is ops.Div)
+    a, b = _promote(a, b, true_division=function is ops.Div, subtraction=function is ops.Sub)
     try:
         return function.apply(a, b)
     except ValueError:

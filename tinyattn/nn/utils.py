@@ -48,6 +48,5 @@ def clip_grad_value_(parameters, clip_value):
     """Clamp every gradient entry into [-clip_value, clip_value], in place."""
     clip_value = float(clip_value)
     for g in _grads(parameters):
-        xp = backend.namespace(g.array)
         g.array[...] = backend.clip(g.array, -clip_value, clip_value)
         g._version[0] += 1
