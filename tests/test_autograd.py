@@ -588,32 +588,68 @@ def test_inplace_mul_on_a_copy_is_allowed_and_correct():
     assert x.grad.tolist() == [8.0, 16.0]
 
 
-def test_inplace_change_of_a_view_while_recording_raises():
+def test_inplace_change_of_a_view_is_recorded_on_its_base():
     x = leaf([1.0, 2.0, 3.0])
     y = x * 2
-    with pytest.raises(BackwardError, match=r"view.*x\[key\] = v"):
-        y[1:].mul_(3)
-    with pytest.raises(BackwardError, match="view"):
-        y.view(3).add_(1)
-    buffer = tinyattn.zeros(3)
-    with pytest.raises(BackwardError, match="view"):
-        buffer[1:].add_(x[1:])  # the base would silently miss the gradient
-    with tinyattn.no_grad():
-        y[1:].mul_(3)  # nothing recorded: allowed
+    tail = y[1:]
+    tail.mul_(3)
     assert y.tolist() == [2.0, 12.0, 18.0]
+    assert y.grad_fn.name() == "CopySlices" and tail.grad_fn.name() == "AsStridedBackward0"  # PyTorch's names
+    (y * y).sum().backward()
+    assert x.grad.tolist() == [8.0, 144.0, 216.0]  # d(2x)^2 = 8x; d(6x)^2 = 72x
+
+    buffer = tinyattn.zeros(3)
+    w = leaf([5.0, 7.0])
+    buffer[1:].add_(w)  # a base that needed no grad now gets it through the view
+    assert buffer.requires_grad and buffer.grad_fn.name() == "CopySlices"
+    (buffer * tinyattn.tensor([1.0, 10.0, 100.0])).sum().backward()
+    assert w.grad.tolist() == [10.0, 100.0]
 
 
-def test_view_taken_before_an_inplace_change_of_its_base_raises():
+def test_inplace_change_of_a_view_of_a_leaf_that_requires_grad_raises():
+    x = leaf([1.0, 2.0, 3.0])
+    with pytest.raises(BackwardError, match="view of a leaf.*no_grad"):
+        x[1:].mul_(3)
+    with pytest.raises(BackwardError, match="view of a leaf"):
+        x.view(3)[0] = 1.0
+    with tinyattn.no_grad():
+        x[1:].mul_(3)  # nothing recorded: allowed, as an optimizer step would
+    assert x.tolist() == [1.0, 6.0, 9.0]
+
+
+def test_a_view_changed_in_place_can_be_used_again():
+    x = leaf([[1.0, 2.0], [3.0, 4.0]])
+    y = x * 1
+    row = y[0]
+    row += 10  # row is y[0] of the new y from here on
+    (row * row).sum().backward()
+    assert x.grad.tolist() == [[22.0, 24.0], [0.0, 0.0]]
+
+
+def test_random_fills_and_zero__on_a_non_leaf_cut_the_gradient():
+    for fill, name in [(lambda t: t.normal_(), "NormalBackward0"), (lambda t: t.uniform_(), "UniformBackward0"),
+                       (lambda t: t.bernoulli_(), "BernoulliBackward2"), (lambda t: t.zero_(), "ZeroBackward0")]:
+        x = leaf([1.0, 2.0, 3.0])
+        y = x * 2
+        fill(y)
+        assert y.grad_fn.name() == name
+        y.sum().backward()
+        assert x.grad.tolist() == [0.0, 0.0, 0.0], name  # the old numbers are gone: no gradient reaches them
+        y = x * 2
+        fill(y[1:])
+        y.sum().backward()
+        assert x.grad.tolist() == [2.0, 0.0, 0.0], name
+
+
+def test_view_taken_before_an_inplace_change_of_its_base_follows_the_change():
     x = leaf([1.0, 2.0])
     y = x * 2
     v = y[0]
     y.mul_(3)
     assert v.item() == 6.0  # the view sees the new numbers ...
-    with pytest.raises(BackwardError, match="take the view again"):
-        (v * 1).backward()  # ... but its graph does not: refuse rather than give a wrong gradient
-    w = y[0]  # a view taken after the change is fine
-    (w * 1).backward()
+    (v * 1).backward()  # ... and its gradient goes through the change too, as in PyTorch
     assert x.grad.tolist() == [6.0, 0.0]
+    assert v.grad_fn.name() == "AsStridedBackward0"
 
 
 def test_setitem_on_a_non_leaf_gives_correct_gradients():
@@ -621,7 +657,7 @@ def test_setitem_on_a_non_leaf_gives_correct_gradients():
     w = leaf([5.0])
     y = x * 2
     y[1] = w[0] * 3
-    assert y.grad_fn.name() == "IndexPutBackward0"
+    assert y.grad_fn.name() == "CopySlices"  # PyTorch writes x[1] = v through a view of x
     (y * tinyattn.tensor([1.0, 10.0, 100.0])).sum().backward()
     assert x.grad.tolist() == [2.0, 0.0, 200.0]  # the overwritten element gets no gradient
     assert w.grad.tolist() == [30.0]
@@ -672,6 +708,43 @@ def test_inplace_setitem_and_masked_fill__match_pytorch(torch, dtype):
     rtol = 1e-5 if dtype == np.float32 else 1e-12
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=rtol)
+
+
+def _inplace_on_views(lib, x, w):
+    y = x * 2
+    y[1:].mul_(3)  # a slice
+    y.t()[0].masked_fill_(w[:3] > 0, 0.5)  # a column, through a transpose
+    y.view(-1)[::5].add_(w[0])  # a strided slice of a flattened view
+    row = y[2]
+    row += w  # an augmented assignment to a row ...
+    y[0, 1:3] *= w[:2]  # ... and to a slice of one (a view, an in-place op, a write back)
+    y.unsqueeze(0)[0, :, 3].zero_()
+    transposed = (x * 1).t()  # not laid out in row order: the gradient follows its strides
+    transposed.reshape(-1)[1::2].sub_(w.sum())
+    return (y * y).sum(0) + row * 3 + transposed.sum(0).sum()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_inplace_ops_on_views_match_pytorch(torch, dtype):
+    rng = np.random.default_rng(1)
+    x0, w0 = rng.uniform(-1, 1, (3, 4)).astype(dtype), rng.uniform(-1, 1, (4,)).astype(dtype)
+    g = rng.standard_normal(4).astype(dtype)
+    results = []
+    for lib in (tinyattn, torch):
+        x, w = lib.tensor(x0, requires_grad=True), lib.tensor(w0, requires_grad=True)
+        out = _inplace_on_views(lib, x, w)
+        out.backward(lib.tensor(g))
+        results.append((out.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=rtol)
+
+
+def test_inplace_ops_on_views_pass_gradcheck():
+    rng = np.random.default_rng(2)
+    x = tinyattn.tensor(rng.uniform(-1, 1, (3, 4)), requires_grad=True)
+    w = tinyattn.tensor([0.5, -0.7, 0.3, 0.9], dtype=tinyattn.float64, requires_grad=True)  # off w > 0's edge
+    assert tinyattn.gradcheck(lambda x, w: _inplace_on_views(tinyattn, x, w), (x, w))
 
 
 def test_grad_mode_and_version_errors_match_pytorch(torch):

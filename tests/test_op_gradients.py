@@ -306,7 +306,7 @@ def test_matmul_batched_broadcast_and_vectors(xp_backend, data):
 
 @pytest.mark.parametrize(
     "name", ["reshape", "view", "permute", "transpose", "expand", "unsqueeze", "squeeze", "flatten", "repeat",
-             "tril", "triu", "T"]
+             "tril", "triu", "T", "t"]
 )
 @property_test
 @given(data=st.data())
@@ -340,6 +340,9 @@ def test_shape_op(xp_backend, name, data):
     elif name == "repeat":
         sizes = data.draw(st.lists(st.integers(1, 2), min_size=ndim, max_size=ndim + 1), label="sizes")
         fn = lambda x: x.repeat(*sizes)  # noqa: E731
+    elif name == "t":
+        values = values.reshape(values.shape[0], math.prod(values.shape[1:]))[:, :3]  # t() takes at most 2 dims
+        fn = lambda x: x.t()  # noqa: E731
     elif name in ("tril", "triu"):
         diagonal = data.draw(st.integers(-2, 2), label="diagonal")
         fn = lambda x: getattr(x, name)(diagonal)  # noqa: E731
@@ -423,6 +426,36 @@ def test_index_put(xp_backend, data):
     check(put, leaf(values), leaf(value))
     # a scalar value: the gradient goes to x only, zero where it was overwritten
     check(lambda x: put(x, 0.5), leaf(values))
+
+
+@property_test
+@given(data=st.data())
+def test_inplace_op_on_a_view(xp_backend, data):
+    """An in-place op on a view of y is recorded on y (CopySlices): gradients reach y's inputs and the value."""
+    values = data.draw(arrays(shapes()), label="x")
+    transposed = data.draw(st.booleans(), label="transposed")  # a base not laid out in row order
+    base_shape = values.shape[::-1] if transposed else values.shape
+    key = data.draw(basic_keys(base_shape), label="key")
+    view_shape = np.empty(base_shape)[key].shape
+    op = data.draw(st.sampled_from(["mul_", "add_", "setitem", "zero_", "masked_fill_"]), label="op")
+    value = data.draw(arrays(view_shape), label="value")
+    chosen = data.draw(hnp.arrays(bool, view_shape), label="mask")  # for masked_fill_
+
+    def change_a_view(x, v):
+        y = x.t() if transposed and x.ndim == 2 else (x.permute(*reversed(range(x.ndim))) if transposed else x)
+        y = y * 1.5  # a non-leaf, with the strides of x's transpose when transposed
+        view = y[key]
+        if op == "setitem":
+            view[...] = v
+        elif op == "zero_":
+            view.zero_()
+        elif op == "masked_fill_":
+            view.masked_fill_(mask(chosen), 0.25)
+        else:
+            getattr(view, op)(v)
+        return y * y + view.sum()
+
+    check(change_a_view, leaf(values), leaf(value))
 
 
 @property_test

@@ -188,8 +188,9 @@ class Node:
         # fused ops are classes named e.g. LinearOp (beside the nn.Linear module): show "LinearBackward0"
         # "0" as in PyTorch's names (MulBackward0), which printed tensors show as grad_fn=<...>; a hint
         # may give the whole name where PyTorch numbers an overload ("MaxBackward1": max of all elements)
+        # (CopySlices, an in-place change of a view, is named without "Backward", as in PyTorch)
         hint = self.name_hint or self.function.__name__.removesuffix("Op")
-        return hint if hint[-1].isdigit() else f"{hint}Backward0"
+        return hint if hint[-1].isdigit() or hint == "CopySlices" else f"{hint}Backward0"
 
     @property
     def next_functions(self):
@@ -266,7 +267,7 @@ class Function:
             node.saved = ()
             outputs = [Tensor._wrap(a) for a in out_arrays]
         if cls.is_view and not getattr(node, "copied", False):
-            _mark_views(args[0], outputs)
+            _mark_views(args[0], outputs, (cls, args[1:]))
         if node.saved:
             node.saved_versions = _saved_versions(node.saved, tensors, outputs)
 
@@ -276,11 +277,43 @@ class Function:
         return outputs[0] if single else tuple(outputs)
 
 
-def _mark_views(base, outputs):
-    """Views share their base's memory, so they share its version counter too (as in PyTorch)."""
-    root = base if base._base is None else base._base
+def _mark_views(base, outputs, step):
+    """Views share their base's memory, so they share its version counter too (as in PyTorch).
+
+    Each view also keeps the steps that take it from its root (the tensor that owns the memory):
+    an in-place op on the view replays them to record the change on the root (see CopySlices).
+    """
+    if base._base is None:
+        root, steps = base, (step,)
+    else:
+        root, steps = base._base, base._view_steps + (step,)
     for out in outputs:
-        out._version, out._base, out._view_version = base._version, root, base._version[0]
+        out._version, out._base, out._view_version, out._view_steps = base._version, root, base._version[0], steps
+
+
+def replay_view(steps, root):
+    """Take a view again from `root`: the view ops that made it, one after another.
+
+    This is bookkeeping, not an op the user ran: the tracer and anomaly detection do not see it.
+    """
+    watching = observers[:]
+    observers.clear()
+    try:
+        for function, args in steps:
+            root = function.apply(root, *args)
+    finally:
+        observers.extend(watching)
+    return root
+
+
+def refresh_view(view):
+    """A view whose root was changed in place after the view was taken: its grad_fn still describes
+    the old memory, so take it again from the root, whose graph has the change (as PyTorch does)."""
+    fresh = replay_view(view._view_steps, view._base)
+    if fresh.grad_fn is not None:
+        fresh.grad_fn.name_hint = "AsStrided"  # the name PyTorch shows: it takes such views again by their strides
+    view.grad_fn, view.output_nr, view._requires_grad = fresh.grad_fn, fresh.output_nr, fresh._requires_grad
+    view._view_version = view._version[0]
 
 
 def _edge_to(tensor):
@@ -288,12 +321,7 @@ def _edge_to(tensor):
     if not tensor.requires_grad:
         return None
     if tensor._base is not None and tensor._view_version != tensor._version[0]:
-        # its grad_fn still describes the memory before the in-place change: its gradient would be wrong
-        raise BackwardError(
-            f"this view (shape {list(tensor.shape)}) was taken before an in-place change of the tensor "
-            "it views, so autograd cannot differentiate through it: take the view again after the "
-            "in-place op (or .clone() it before)"
-        )
+        refresh_view(tensor)
     if tensor.grad_fn is not None:
         return (tensor.grad_fn, tensor.output_nr)
     return (tensor, 0)
@@ -353,6 +381,8 @@ def _edge_key(tensor):
 def _initial_grad(tensor, grad_tensor):
     if not isinstance(tensor, Tensor):
         raise TypeError(f"backward() expects tensors, got {type(tensor).__name__}")
+    if tensor.requires_grad and tensor._base is not None and tensor._view_version != tensor._version[0]:
+        refresh_view(tensor)
     if not tensor.requires_grad:
         raise BackwardError(
             "this tensor does not require grad and has no grad_fn, so there is nothing to "

@@ -399,6 +399,10 @@ def transpose(input, dim0, dim1):
     return input.transpose(dim0, dim1)
 
 
+def t(input):
+    return input.t()
+
+
 def permute(input, dims):
     return input.permute(dims)
 

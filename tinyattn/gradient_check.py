@@ -537,6 +537,7 @@ def op_checks(seed=0):
         Check("view", lambda a: a.view(4, 3), (r.x(3, 4),)),
         Check("permute", lambda a: a.permute(2, 0, 1), (r.x(2, 3, 4),)),
         Check("transpose", lambda a: a.transpose(0, -1), (r.x(2, 3, 4),)),
+        Check("t", lambda a: a.t(), (r.x(3, 4),)),
         Check("transpose contiguous view", lambda a: a.transpose(0, 1).contiguous().view(-1), (r.x(3, 4),)),
         Check("expand", lambda a: a.expand(2, 3, 4), (r.x(3, 1),)),
         Check("unsqueeze squeeze flatten", lambda a: a.unsqueeze(1).squeeze(1).flatten(), (r.x(3, 4),)),
@@ -554,6 +555,7 @@ def op_checks(seed=0):
         Check("index_put slices", _index_put(lambda: (slice(1, None), slice(None, 2))), (r.x(3, 4), r.x(2, 2))),
         Check("index_put int tensor broadcast", _index_put(lambda: T.tensor([2, 0])), (r.x(3, 4), r.x(4))),
         Check("index_put bool mask scalar", _fill_where_positive, (r.x(3, 4),)),
+        Check("in-place ops on views (CopySlices)", _change_views_in_place, (r.x(3, 4), r.x(4))),
         Check("gather", lambda a, index: a.gather(1, index), (r.x(3, 4), r.ints(4, 3, 5))),
         Check("masked_fill broadcast mask", lambda a, mask: a.masked_fill(mask, -1.5), (r.x(3, 4), r.mask(4))),
         Check("where broadcast", lambda mask, a, b: T.where(mask, a, b), (r.mask(3, 4), r.x(3, 4), r.x(4))),
@@ -617,6 +619,15 @@ def _fill_where_positive(x):
     y = x.clone()
     y[x.detach() > 0] = 0.5
     return y
+
+
+def _change_views_in_place(x, w):
+    y = x * 1.5
+    y[1:].mul_(w)
+    y.t()[0].zero_()
+    row = y[0]
+    row += w  # from here on, row is y[0] of the changed y
+    return y * y + row
 
 
 def _masked_safe_softmax(x):

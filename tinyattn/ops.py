@@ -600,6 +600,10 @@ class Transpose(Permute):
     """Swap two dims: a permute, named as the user wrote it."""
 
 
+class T(Permute):
+    """x.t(): a matrix (or vector) transposed, named as PyTorch names it (TBackward0)."""
+
+
 class Expand(Op):
     is_view = True
 
@@ -749,6 +753,9 @@ class IndexPut(Op):
     def forward(ctx, x, key, value):
         xp = ctx.xp
         ctx.key, ctx.value_shape = key, shape_of(value)
+        parts = key if isinstance(key, tuple) else (key,)
+        if any(p is None or isinstance(p, int) or isinstance(p, slice) and p != slice(None) for p in parts):
+            ctx.name_hint = "CopySlices"  # PyTorch writes through a view of x there (x[0] = v)
         return backend.setitem(xp.asarray(x, copy=True), key, value)
 
     @staticmethod
@@ -760,6 +767,45 @@ class IndexPut(Op):
         if ctx.needs_input_grad[2]:
             gv = unbroadcast(xp, backend.getitem(grad, ctx.key), ctx.value_shape)
         return gx, None, gv
+
+
+class CopySlices(Op):
+    """An in-place op on a view, recorded on the view's root: root[where the view is] = value.
+
+    The view shares the root's memory, so the change is the root's too; recording it here keeps
+    the root's gradients right. `view_of` takes the view again from any array laid out like the
+    root; the backward uses it to split the gradient: the view's part goes to the value, the
+    rest to the root as it was before.
+    """
+
+    @staticmethod
+    def forward(ctx, root, value, view_of):
+        ctx.view_of, ctx.root_layout = view_of, root  # kept for its memory layout (strides), not its numbers
+        view_of(root)[...] = value
+        return root
+
+    @staticmethod
+    def backward(ctx, grad):
+        xp = ctx.xp
+        g_root = xp.empty_like(ctx.root_layout)  # the root's strides, so that every step of the view is a view again
+        g_root[...] = grad
+        region = ctx.view_of(g_root)
+        g_value = xp.asarray(region, copy=True) if ctx.needs_input_grad[1] else None
+        region[...] = 0  # those elements of the old root were overwritten: they get no gradient
+        return g_root, g_value, None
+
+
+class Overwrite(Op):
+    """New numbers for every element (x.normal_(), x.zero_() ...): no gradient reaches the old x."""
+
+    @staticmethod
+    def forward(ctx, x, values, name):
+        ctx.name_hint = name
+        return values
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.xp.zeros_like(grad), None, None
 
 
 class Gather(Op):

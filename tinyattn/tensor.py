@@ -145,7 +145,7 @@ def _host_values(data, dtype=None):
 
 class Tensor:
     __slots__ = ("array", "_requires_grad", "grad", "grad_fn", "output_nr", "_version", "_base", "_view_version",
-                 "__weakref__")
+                 "_view_steps", "__weakref__")
 
     def __init__(self, *args, device=None):
         """`tinyattn.Tensor(...)`, PyTorch's older constructor: Tensor(2, 3) is a (2, 3) float32 tensor
@@ -800,6 +800,12 @@ class Tensor:
             raise ShapeError(f"permute: {list(dims)} is not a permutation of the {self.ndim} dims")
         return ops.Permute.apply(self, dims)
 
+    def t(self):
+        if self.ndim > 2:
+            raise ShapeError(f"t() expects a tensor with at most 2 dims, got shape {list(self.shape)}: use "
+                             ".transpose(dim0, dim1), or .mT for the last two dims")
+        return ops.T.apply(self, tuple(reversed(range(self.ndim))))
+
     @property
     def T(self):
         return ops.Permute.apply(self, tuple(reversed(range(self.ndim))))
@@ -953,7 +959,7 @@ class Tensor:
     # --- filling in place (initialisation) ---
 
     def zero_(self):
-        return self.fill_(0)
+        return self._inplace(ops.Overwrite, backend.namespace(self.array).zeros_like(self.array), "Zero")
 
     def fill_(self, value):
         return self._inplace(ops.IndexPut, Ellipsis, _value_to_write(self, _scalar(value)))
@@ -971,18 +977,16 @@ class Tensor:
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
         values = functions.generator_or_default(generator).uniform(self.array.shape, np.dtype(self.dtype.name), a, b)
-        return self._overwrite(values)
+        return self._overwrite(values, "Uniform")
 
     def normal_(self, mean=0.0, std=1.0, generator=None):
         values = functions.generator_or_default(generator).normal(self.array.shape, np.dtype(self.dtype.name), mean, std)
-        return self._overwrite(values)
+        return self._overwrite(values, "Normal")
 
-    def _overwrite(self, host_values):
+    def _overwrite(self, host_values, name):
         """Replace the numbers (initialisation): allowed on leaves under no_grad, like PyTorch."""
-        self._check_inplace(recording=autograd.grad_mode.enabled and self.requires_grad)
-        self.array[...] = backend.from_host(host_values, self.device)
-        self._version[0] += 1
-        return self
+        self._check_inplace(recording=autograd.grad_mode.enabled and self.requires_grad)  # before the copy to the device
+        return self._inplace(ops.Overwrite, backend.from_host(host_values, self.device), name)
 
     def _check_inplace(self, recording):
         if backend.shares_elements(self.array):
@@ -997,11 +1001,11 @@ class Tensor:
                 "a leaf tensor that requires grad is being changed in place: wrap the update in "
                 "`with tinyattn.no_grad():` (as optimizers do), or work on a .clone()"
             )
-        if self._base is not None:  # the base's graph would miss the change: its gradients would be wrong
+        root = self._base
+        if root is not None and root.grad_fn is None and root.requires_grad:
             raise BackwardError(
-                "in-place change of a view (a slice, .view, .transpose ...) while recording a graph is not "
-                "supported: use the out-of-place op (x = x.masked_fill(...)) or assign through the base "
-                "(x[key] = v)"
+                "a view of a leaf tensor that requires grad is being changed in place: wrap the update in "
+                "`with tinyattn.no_grad():`, or work on a .clone() of the leaf"
             )
 
     def _inplace(self, function, *args):
@@ -1022,6 +1026,8 @@ class Tensor:
             node.saved = tuple(original if item is self.array else item for item in node.saved)
             node.saved_versions = tuple(v for v in node.saved_versions if v[0] is not self._version)
         self._check_fits_in_place(result)
+        if node is not None and self._base is not None:
+            return self._inplace_on_view(result)
         if result.array is not self.array:  # ops that wrote in place already did
             self.array[...] = result.array
         self._version[0] += 1
@@ -1029,6 +1035,25 @@ class Tensor:
             self._view_version = self._version[0]  # not a stale view: it saw this change itself
         if node is not None:
             self.grad_fn, self.output_nr, self._requires_grad = node, 0, True
+        return self
+
+    def _inplace_on_view(self, result):
+        """Write `result` into this view while recording: the change is recorded on the root (the
+        tensor whose memory the view shares) as a CopySlices node, as PyTorch does, so that the
+        root's gradients see it; the view becomes "this view of the new root"."""
+        root, steps = self._base, self._view_steps
+
+        def view_of(array):
+            base = Tensor._wrap(array)
+            view = autograd.replay_view(steps, base)
+            if view._base is not base:  # a step copied: writing to it would not reach `array`
+                raise RuntimeError("internal error: a view could not be taken again from its root's layout")
+            return view.array
+
+        changed = ops.CopySlices.apply(root, result, view_of)
+        root.grad_fn, root.output_nr, root._requires_grad = changed.grad_fn, 0, True
+        self._version[0] += 1  # the counter root and views share
+        autograd.refresh_view(self)
         return self
 
     def _inplace_no_grad(self, operator, other):
@@ -1070,7 +1095,8 @@ class Tensor:
 
     def bernoulli_(self, p=0.5, generator=None):
         values = functions.generator_or_default(generator).bernoulli(self.array.shape, p)
-        return self._overwrite(values.astype(self.dtype.name))
+        name = "BernoulliBackward1" if isinstance(p, Tensor) else "BernoulliBackward2"  # PyTorch's overloads
+        return self._overwrite(values.astype(self.dtype.name), name)
 
 
 # ---------------------------------------------------------------------------------------------

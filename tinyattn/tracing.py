@@ -144,6 +144,8 @@ def op_name(function):
 def _inplace_name(function, method):
     if method == "__setitem__":
         return "index_put_"  # x[key] = value
+    if function.__name__ == "CopySlices":
+        return "copy_slices"  # an in-place op on a view, written into the view's base
     return method if method.endswith("_") else op_name(function) + "_"
 
 
