@@ -747,6 +747,44 @@ def test_inplace_ops_on_views_pass_gradcheck():
     assert tinyattn.gradcheck(lambda x, w: _inplace_on_views(tinyattn, x, w), (x, w))
 
 
+INPLACE_METHODS = {  # name: call, on values where the op is smooth (positive for log and sqrt)
+    "exp_": lambda t: t.exp_(), "log_": lambda t: t.log_(), "sqrt_": lambda t: t.sqrt_(),
+    "tanh_": lambda t: t.tanh_(), "sigmoid_": lambda t: t.sigmoid_(), "neg_": lambda t: t.neg_(),
+    "abs_": lambda t: t.abs_(), "relu_": lambda t: t.relu_(), "clamp_": lambda t: t.clamp_(0.6, 1.4),
+    "clamp_ min": lambda t: t.clamp_(min=0.9), "clip_": lambda t: t.clip_(max=1.1),
+    "tril_": lambda t: t.tril_(), "triu_": lambda t: t.triu_(1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE_METHODS))
+def test_inplace_methods_match_pytorch_on_a_result_and_on_a_view(torch, name):
+    method = INPLACE_METHODS[name]
+    x0 = np.array([[0.5, 1.2, 0.3], [1.7, 0.8, 1.05], [0.2, 1.3, 0.7]])  # away from clamp's bounds
+    g = np.arange(9.0).reshape(3, 3)
+    results = []
+    for lib in (tinyattn, torch):
+        x = lib.tensor(x0, requires_grad=True)
+        y = x * 1
+        same = method(y)
+        assert same is y  # in place: the tensor itself comes back
+        z = x * 2
+        method(z.t()[1:])  # on a transposed slice, written into z
+        (y * lib.tensor(g) + z).sum().backward()
+        results.append((y.detach().numpy(), z.detach().numpy(), x.grad.numpy(), y.grad_fn.name()))
+    for ours, theirs in zip(results[0][:3], results[1][:3]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+    assert results[0][3] == results[1][3]  # the grad_fn PyTorch shows
+
+
+def test_inplace_methods_refuse_what_would_change_the_dtype():
+    ints = tinyattn.tensor([1, 2])
+    with pytest.raises(TypeError, match="exp_ needs a floating point tensor.*x.exp()"):
+        ints.exp_()
+    with pytest.raises(TypeError, match="clamp_ of a tinyattn.int64 tensor with tinyattn.float32 bounds"):
+        ints.clamp_(min=0.5)
+    assert ints.clamp_(min=2).tolist() == [2, 2]
+
+
 def test_grad_mode_and_version_errors_match_pytorch(torch):
     """The same misuse raises in both libraries (our messages are our own)."""
     for lib in (tinyattn, torch):

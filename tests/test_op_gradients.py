@@ -437,7 +437,8 @@ def test_inplace_op_on_a_view(xp_backend, data):
     base_shape = values.shape[::-1] if transposed else values.shape
     key = data.draw(basic_keys(base_shape), label="key")
     view_shape = np.empty(base_shape)[key].shape
-    op = data.draw(st.sampled_from(["mul_", "add_", "setitem", "zero_", "masked_fill_"]), label="op")
+    op = data.draw(st.sampled_from(["mul_", "add_", "setitem", "zero_", "masked_fill_", "exp_", "tanh_"]),
+                   label="op")
     value = data.draw(arrays(view_shape), label="value")
     chosen = data.draw(hnp.arrays(bool, view_shape), label="mask")  # for masked_fill_
 
@@ -451,6 +452,9 @@ def test_inplace_op_on_a_view(xp_backend, data):
             view.zero_()
         elif op == "masked_fill_":
             view.masked_fill_(mask(chosen), 0.25)
+        elif op in ("exp_", "tanh_"):
+            getattr(view, op)()
+            view.mul_(v)  # so that the value has a gradient too
         else:
             getattr(view, op)(v)
         return y * y + view.sum()

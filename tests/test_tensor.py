@@ -564,6 +564,8 @@ def test_inplace_writes_to_an_expanded_view_are_refused(xp_backend):
         with pytest.raises(RuntimeError, match=r"shape \[2, 3\].*one place in memory.*\.clone\(\)"):
             write()
     assert wide.clone().add_(1).tolist() == [[1.0] * 3] * 2
+    with pytest.raises(RuntimeError, match=r"shape \[3\].*read-only.*\.clone\(\)"):
+        wide[0].add_(1)  # one row repeats nothing, but NumPy keeps the whole expand() read-only
     base = tinyattn.zeros(3)
     base.expand(1, 3).add_(1)  # nothing repeats: a writable view of base, as in PyTorch
     assert base.tolist() == [1.0, 1.0, 1.0]

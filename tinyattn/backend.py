@@ -495,6 +495,16 @@ def shares_elements(array):
     return any(stride == 0 and n > 1 for stride, n in zip(inner.strides, inner.shape))
 
 
+def is_read_only(array):
+    """Whether NumPy refuses writes to `array`: a view into an expand()ed array is read-only there."""
+    xp = namespace(array)
+    if xp is numpy_xp:
+        return not array.flags.writeable
+    if xp is _ns.cuda:
+        return False
+    return not array._array.flags.writeable  # array_api_strict keeps a NumPy array inside
+
+
 def is_contiguous(array):
     xp = namespace(array)
     if xp is numpy_xp or xp is _ns.cuda:

@@ -639,21 +639,61 @@ class Tensor:
         _check_not_bool(self, "relu_")
         return self._inplace(ops.Relu)
 
+    # in place: the out-of-place op's result written back into this tensor's memory
+    def exp_(self):
+        return self._inplace_floating(ops.Exp, "exp_")
+
+    def log_(self):
+        return self._inplace_floating(ops.Log, "log_")
+
+    def sqrt_(self):
+        return self._inplace_floating(ops.Sqrt, "sqrt_")
+
+    def tanh_(self):
+        return self._inplace_floating(ops.Tanh, "tanh_")
+
+    def sigmoid_(self):
+        return self._inplace_floating(ops.Sigmoid, "sigmoid_")
+
+    def neg_(self):
+        return self._inplace(ops.Neg)
+
+    def abs_(self):
+        _check_not_bool(self, "abs_")
+        return self._inplace(ops.Abs)
+
+    def _inplace_floating(self, function, name):
+        if not self.dtype.is_floating_point:  # the float result could not be written into integers
+            raise TypeError(f"{name} needs a floating point tensor, got {self.dtype}: use the out-of-place "
+                            f"x = x.{name[:-1]}(), which gives float32")
+        return self._inplace(function)
+
     def abs(self):
         _check_not_bool(self, "abs")
         return ops.Abs.apply(self)
 
     def clamp(self, min=None, max=None):
+        dtype, low, high = self._clamp_bounds(min, max)
+        return ops.Clamp.apply(self.to(dtype), low, high)  # int.clamp(min=1.5) is float32, as in PyTorch
+
+    def clamp_(self, min=None, max=None):
+        dtype, low, high = self._clamp_bounds(min, max)
+        if dtype is not self.dtype:
+            raise TypeError(f"clamp_ of a {self.dtype} tensor with {dtype} bounds would change its dtype: use "
+                            "the out-of-place x = x.clamp(...)")
+        return self._inplace(ops.Clamp, low, high)
+
+    def _clamp_bounds(self, min, max):
+        """The result dtype and the bounds as Clamp takes them: numbers, or tensors for elementwise bounds."""
         if min is None and max is None:
             raise ValueError("clamp needs at least one of min and max")
         bounds = [b for b in (min, max) if b is not None]
-        x = self.to(result_dtype(self, *bounds))  # int.clamp(min=1.5) is float32, as in PyTorch
-        if any(isinstance(b, Tensor) and (b.ndim or b.requires_grad) for b in bounds):  # elementwise bounds
-            low, high = (b.to(x.dtype) if isinstance(b, Tensor) else b for b in (min, max))
-            return ops.Clamp.apply(x, low, high)
-        return ops.Clamp.apply(x, _scalar(min, "clamp bound"), _scalar(max, "clamp bound"))
+        dtype = result_dtype(self, *bounds)
+        if any(isinstance(b, Tensor) and (b.ndim or b.requires_grad) for b in bounds):
+            return (dtype, *(b.to(dtype) if isinstance(b, Tensor) else b for b in (min, max)))
+        return dtype, _scalar(min, "clamp bound"), _scalar(max, "clamp bound")
 
-    clip = clamp
+    clip, clip_ = clamp, clamp_
 
     def maximum(self, other):
         return _binary(ops.Maximum, self, other)
@@ -898,6 +938,12 @@ class Tensor:
     def triu(self, diagonal=0):
         return ops.Triu.apply(self, diagonal)
 
+    def tril_(self, diagonal=0):
+        return self._inplace(ops.Tril, diagonal)
+
+    def triu_(self, diagonal=0):
+        return self._inplace(ops.Triu, diagonal)
+
     # --- indexing and masking ---
 
     def __getitem__(self, key):
@@ -993,6 +1039,12 @@ class Tensor:
             raise RuntimeError(
                 f"cannot write in place to this tensor of shape {list(self.shape)}: several of its elements "
                 "are one place in memory (it is an expand()ed or broadcast view); write to a .clone() of it"
+            )
+        if backend.is_read_only(self.array):  # a part of an expand()ed view: NumPy keeps it read-only
+            raise RuntimeError(
+                f"cannot write in place to this tensor of shape {list(self.shape)}: its memory is read-only "
+                "(a view into an expand()ed tensor, or read-only NumPy data); write to the tensor before "
+                "expand(), or to a .clone()"
             )
         if not recording:
             return
