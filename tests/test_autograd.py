@@ -785,6 +785,37 @@ def test_inplace_methods_refuse_what_would_change_the_dtype():
     assert ints.clamp_(min=2).tolist() == [2, 2]
 
 
+def _hooked(lib):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    seen = []
+    y = x * 2
+    y.register_hook(lambda g: seen.append(("y", g.tolist())))  # sees d z / d y
+    y.register_hook(lambda g: g * 10)  # replaces it: everything before y gets 10x
+    x.register_hook(lambda g: seen.append(("x", g.tolist())))  # a leaf: the total, before .grad
+    removed = x.register_hook(lambda g: g * 0)
+    removed.remove()
+    y.retain_grad()
+    (y * y).sum().backward(retain_graph=True)
+    captured = lib.autograd.grad((y * y).sum(), [y, x])  # y's own gradient is taken before its hooks
+    return seen, x.grad.tolist(), y.grad.tolist(), [c.tolist() for c in captured]
+
+
+def test_register_hook_matches_pytorch(torch):
+    assert _hooked(tinyattn) == _hooked(torch)
+    assert _hooked(tinyattn)[1] == [80.0, 160.0, 240.0]
+
+
+def test_register_hook_errors():
+    with pytest.raises(BackwardError, match="does not require grad"):
+        tinyattn.ones(2).register_hook(print)
+    x = leaf([1.0, 2.0])
+    (x * 1).register_hook(lambda g: g.sum())
+    y = x * 1
+    y.register_hook(lambda g: g[:1])
+    with pytest.raises(BackwardError, match=r"hook must return None or a tensor of the gradient's shape \[2\]"):
+        y.sum().backward()
+
+
 def test_grad_mode_and_version_errors_match_pytorch(torch):
     """The same misuse raises in both libraries (our messages are our own)."""
     for lib in (tinyattn, torch):

@@ -142,7 +142,7 @@ class Node:
 
     __slots__ = (
         "function", "edges", "saved", "saved_versions", "needs_input_grad", "input_meta",
-        "output_meta", "sequence", "released", "retained", "xp", "name_hint", "materialize_grads",
+        "output_meta", "sequence", "released", "retained", "hooks", "xp", "name_hint", "materialize_grads",
         "__dict__", "__weakref__",
     )
 
@@ -152,6 +152,7 @@ class Node:
         self.saved_versions = ()
         self.released = False
         self.retained = None
+        self.hooks = None  # [(output index, hook)] from register_hook on the outputs
         self.name_hint = None
         self.materialize_grads = True
 
@@ -454,11 +455,16 @@ def _run_backward(roots, retain_graph, capture):
     while ready:
         _, node = heapq.heappop(ready)
         grads = buffers.pop(node, None)  # None when every consumer returned None for it
+        # autograd.grad takes a non-leaf's gradient before the tensor's hooks run, as PyTorch does
         if capture is not None and grads is not None:
             for index, g in enumerate(grads):
                 key = (node, index)
                 if key in capture and g is not None:
                     capture[key] = g
+        if node.hooks and grads is not None:
+            for index, hook in list(node.hooks):
+                if grads[index] is not None:
+                    grads[index] = _run_hook(hook, grads[index])
         if node.retained and grads is not None:
             for index, ref in node.retained:
                 tensor = ref()
@@ -483,11 +489,40 @@ def _run_backward(roots, retain_graph, capture):
 
     # 3. leaves: store (or add to) .grad, or hand the gradients to autograd.grad()
     for leaf, g in leaf_grads.items():
+        for hook in list(getattr(leaf, "_hooks", None) or ()):
+            g = _run_hook(hook, g)
         if capture is not None:
             if (leaf, 0) in capture:
                 capture[(leaf, 0)] = g
             continue
         _accumulate(leaf, g)
+
+
+def _run_hook(hook, grad_array):
+    """A hook from register_hook sees the gradient (a copy: it may not change the engine's); what it
+    returns, if anything, replaces the gradient."""
+    grad = Tensor._wrap(backend.namespace(grad_array).asarray(grad_array, copy=True))
+    with no_grad():
+        result = hook(grad)
+    if result is None:
+        return grad_array
+    if not isinstance(result, Tensor) or tuple(result.shape) != tuple(grad.shape):
+        got = f"shape {list(result.shape)}" if isinstance(result, Tensor) else type(result).__name__
+        raise BackwardError(f"a hook must return None or a tensor of the gradient's shape {list(grad.shape)}, "
+                            f"got {got}")
+    xp = backend.same_device([grad_array, result.array])
+    return result.array if result.array.dtype == grad_array.dtype else xp.astype(result.array, grad_array.dtype)
+
+
+class RemovableHandle:
+    """What register_hook returns: `handle.remove()` takes the hook away again."""
+
+    def __init__(self, hooks, entry):
+        self._hooks, self._entry = hooks, entry
+
+    def remove(self):
+        if self._entry in self._hooks:
+            self._hooks.remove(self._entry)
 
 
 def _accumulate(tensor, g):

@@ -145,7 +145,7 @@ def _host_values(data, dtype=None):
 
 class Tensor:
     __slots__ = ("array", "_requires_grad", "grad", "grad_fn", "output_nr", "_version", "_base", "_view_version",
-                 "_view_steps", "__weakref__")
+                 "_view_steps", "_hooks", "__weakref__")
 
     def __init__(self, *args, device=None):
         """`tinyattn.Tensor(...)`, PyTorch's older constructor: Tensor(2, 3) is a (2, 3) float32 tensor
@@ -281,6 +281,25 @@ class Tensor:
             return
         node = self.grad_fn
         node.retained = (node.retained or ()) + ((self.output_nr, weakref.ref(self)),)
+
+    def register_hook(self, hook):
+        """Call hook(grad) with the gradient of this tensor each time backward computes it; a hook
+        that returns a tensor replaces the gradient. Returns a handle: handle.remove() undoes it."""
+        if not self.requires_grad:
+            raise BackwardError("cannot register a hook on a tensor that does not require grad: "
+                                "create it with requires_grad=True, or compute it from one that does")
+        if self.grad_fn is None:  # a leaf: the hook runs on the total gradient, before it goes into .grad
+            hooks = getattr(self, "_hooks", None)
+            if hooks is None:
+                hooks = self._hooks = []
+            entry = hook
+        else:
+            node = self.grad_fn
+            hooks = node.hooks if node.hooks is not None else []
+            node.hooks = hooks
+            entry = (self.output_nr, hook)
+        hooks.append(entry)
+        return autograd.RemovableHandle(hooks, entry)
 
     # --- autograd ---
 
