@@ -1185,3 +1185,14 @@ def test_matmul_needs_one_dtype_and_mm_bmm_their_ranks():
         tinyattn.mm(tinyattn.ones(2, 2, 2), tinyattn.ones(2, 2))
     with pytest.raises(ShapeError, match="bmm expects"):
         tinyattn.bmm(tinyattn.ones(2, 2), tinyattn.ones(2, 2))
+
+
+def _new_tensors(lib):
+    x = lib.ones(2, dtype=lib.float64)
+    made = [x.new_zeros(2, 3), x.new_ones((2,)), x.new_empty(1).zero_(), x.new_full((2, 2), 7),
+            x.new_tensor([1, 2]), x.new_zeros(2, dtype=lib.int64), x.new_tensor([1.5], requires_grad=True)]
+    return [(tuple(t.shape), str(t.dtype).split(".")[-1], t.tolist(), t.requires_grad) for t in made]
+
+
+def test_new_tensors_take_the_dtype_and_device_of_self_as_in_pytorch(torch):
+    assert _new_tensors(tinyattn) == _new_tensors(torch)

@@ -282,6 +282,28 @@ class Tensor:
         node = self.grad_fn
         node.retained = (node.retained or ()) + ((self.output_nr, weakref.ref(self)),)
 
+    # --- new tensors with this one's dtype and device (unless given), as library code makes them ---
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        return functions.zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
+                               requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        return functions.ones(*size, dtype=dtype or self.dtype, device=device or self.device,
+                              requires_grad=requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        return functions.empty(*size, dtype=dtype or self.dtype, device=device or self.device,
+                               requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        return functions.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                              requires_grad=requires_grad)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        return functions.tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                                requires_grad=requires_grad)
+
     def register_hook(self, hook):
         """Call hook(grad) with the gradient of this tensor each time backward computes it; a hook
         that returns a tensor replaces the gradient. Returns a handle: handle.remove() undoes it."""
