@@ -250,6 +250,23 @@ def test_reduction_over_dims(xp_backend, name, data):
     check(fn, leaf(values))
 
 
+@property_test
+@given(data=st.data())
+def test_cumsum(xp_backend, data):
+    values = data.draw(arrays(shapes(min_dims=0)), label="x")
+    dim = data.draw(st.integers(-max(values.ndim, 1), max(values.ndim, 1) - 1), label="dim")
+    check(lambda x: x.cumsum(dim), leaf(values))
+
+
+@property_test
+@given(data=st.data())
+def test_logsumexp(xp_backend, data):
+    values = data.draw(arrays(shapes()), label="x")
+    dim = data.draw(dims(values.ndim).filter(lambda d: d is not None), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    check(lambda x: x.logsumexp(dim, keepdim=keepdim), leaf(values))
+
+
 @pytest.mark.parametrize("name", ["max", "min", "topk"])
 @property_test
 @given(data=st.data())

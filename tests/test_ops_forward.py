@@ -482,6 +482,10 @@ PARITY = {
     "var_all": (lambda lib, x: x.var(), [(2, 3, 4)], None),
     "var_dim": (lambda lib, x: x.var(dim=1), [(2, 3, 4)], None),
     "var_biased_keepdim": (lambda lib, x: x.var(dim=-1, keepdim=True, unbiased=False), [(2, 3, 4)], None),
+    "cumsum": (lambda lib, x: x.cumsum(1), [(2, 3, 4)], None),
+    "cumsum_function_last_dim": (lambda lib, x: lib.cumsum(x, dim=-1), [(2, 3, 40)], None),
+    "logsumexp": (lambda lib, x: x.logsumexp(-1), [(2, 3, 4)], None),
+    "logsumexp_dims_keepdim": (lambda lib, x: lib.logsumexp(x * 30, (0, 2), keepdim=True), [(2, 3, 4)], None),
     "max_all": (lambda lib, x: x.max(), [(2, 3, 4)], None),
     "max_dim": (lambda lib, x: x.max(dim=1).values, [(2, 3, 4)], None),
     "min_dim_keepdim": (lambda lib, x: x.min(dim=-1, keepdim=True)[0], [(2, 3, 4)], None),
@@ -649,3 +653,11 @@ def test_arange_refuses_a_step_pointing_away_from_the_end():
 def test_linspace_gives_pytorchs_numbers(torch, start, end, steps, dtype):
     ours = host(tinyattn.linspace(start, end, steps, dtype=getattr(tinyattn, dtype)))
     np.testing.assert_array_equal(ours, torch.linspace(start, end, steps, dtype=getattr(torch, dtype)).numpy())
+
+
+def test_cumsum_of_float32_is_pytorchs_to_the_bit(torch):
+    """PyTorch sums float32 in float64 and rounds each running sum once; a float32 running sum drifts."""
+    values = np.random.default_rng(0).standard_normal((4, 5000)).astype(np.float32)
+    ours = tinyattn.tensor(values).cumsum(-1).numpy()
+    assert np.array_equal(ours, torch.tensor(values).cumsum(-1).numpy())
+    assert not np.array_equal(ours, np.cumsum(values, axis=-1))  # the float32 sum would not be

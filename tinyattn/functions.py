@@ -399,6 +399,14 @@ def transpose(input, dim0, dim1):
     return input.transpose(dim0, dim1)
 
 
+def cumsum(input, dim, dtype=None):
+    return input.cumsum(dim, dtype=dtype)
+
+
+def logsumexp(input, dim, keepdim=False):
+    return input.logsumexp(dim, keepdim)
+
+
 def t(input):
     return input.t()
 

@@ -538,6 +538,8 @@ def op_checks(seed=0):
         Check("permute", lambda a: a.permute(2, 0, 1), (r.x(2, 3, 4),)),
         Check("transpose", lambda a: a.transpose(0, -1), (r.x(2, 3, 4),)),
         Check("t", lambda a: a.t(), (r.x(3, 4),)),
+        Check("cumsum", lambda a: a.cumsum(-1), (r.x(3, 4),)),
+        Check("logsumexp dims", lambda a: a.logsumexp((0, 2)), (r.x(2, 3, 4),)),
         Check("transpose contiguous view", lambda a: a.transpose(0, 1).contiguous().view(-1), (r.x(3, 4),)),
         Check("expand", lambda a: a.expand(2, 3, 4), (r.x(3, 1),)),
         Check("unsqueeze squeeze flatten", lambda a: a.unsqueeze(1).squeeze(1).flatten(), (r.x(3, 4),)),

@@ -372,6 +372,49 @@ class Sum(Op):
         return ctx.xp.broadcast_to(kept, ctx.in_shape), None, None
 
 
+class Cumsum(Op):
+    """Running sums along a dim. The gradient of element i is the sum of the gradients of outputs
+    i, i+1, ...: the running sum again, taken from the end."""
+
+    @staticmethod
+    def forward(ctx, x, axis):
+        ctx.axis = axis
+        return running_sum(ctx.xp, x, axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        xp, axis = ctx.xp, ctx.axis
+        return xp.flip(running_sum(xp, xp.flip(grad, axis=axis), axis), axis=axis), None
+
+
+def running_sum(xp, x, axis):
+    if x.dtype == xp.float32:  # summed in float64 and rounded once per element, as PyTorch does
+        return xp.astype(xp.cumulative_sum(xp.astype(x, xp.float64), axis=axis), xp.float32)
+    return xp.cumulative_sum(x, axis=axis)
+
+
+class LogSumExp(Op):
+    """log(sum(exp(x))) over dims, computed as m + log(sum(exp(x - m))) with m the max, so that
+    exp cannot overflow. Its gradient is softmax(x) over those dims."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        xp = ctx.xp
+        axes = normalize_dims(dim, x.ndim)
+        shift = xp.max(x, axis=axes, keepdims=True)
+        shift = xp.where(xp.isinf(shift), xp.zeros_like(shift), shift)  # all -inf (or an inf): no shift
+        out = xp.log(xp.sum(xp.exp(x - shift), axis=axes, keepdims=True)) + shift
+        ctx.save_for_backward(x, out)
+        ctx.axes = axes
+        return out if keepdim else xp.reshape(out, tuple(n for i, n in enumerate(x.shape) if i not in axes))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        kept = ctx.xp.reshape(grad, out.shape)
+        return kept * ctx.xp.exp(x - out), None, None
+
+
 class Mean(Op):
     @staticmethod
     def forward(ctx, x, dim, keepdim):

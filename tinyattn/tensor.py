@@ -762,6 +762,17 @@ class Tensor:
             )
         return ops.Mean.apply(x, _all_dims_if_empty(dim), keepdim)
 
+    def cumsum(self, dim, dtype=None):
+        x = self if dtype is None else self.to(dtype)
+        if x.dtype in (dtypes.bool_, dtypes.int32):
+            x = x.long()  # PyTorch's running sums of integers are int64
+        if x.ndim == 0:
+            return ops.Cumsum.apply(x.reshape(1), 0).reshape(())
+        return ops.Cumsum.apply(x, _dim(dim, x.ndim))
+
+    def logsumexp(self, dim, keepdim=False):
+        return ops.LogSumExp.apply(_floating(self), _all_dims_if_empty(dim), keepdim)
+
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         return self._spread(ops.Var, dim, unbiased, keepdim, correction)
 
