@@ -694,22 +694,6 @@ def _setitem_and_mask(lib, x, w):
     return s.softmax(-1)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_inplace_setitem_and_masked_fill__match_pytorch(torch, dtype):
-    rng = np.random.default_rng(0)
-    x0, w0 = rng.uniform(-1, 1, (3, 3)).astype(dtype), rng.uniform(-1, 1, (3,)).astype(dtype)
-    g = rng.standard_normal((3, 3)).astype(dtype)
-    results = []
-    for lib in (tinyattn, torch):
-        x, w = lib.tensor(x0, requires_grad=True), lib.tensor(w0, requires_grad=True)
-        out = _setitem_and_mask(lib, x, w)
-        out.backward(lib.tensor(g))
-        results.append((out.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
-    rtol = 1e-5 if dtype == np.float32 else 1e-12
-    for ours, theirs in zip(*results):
-        np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=rtol)
-
-
 def _inplace_on_views(lib, x, w):
     y = x * 2
     y[1:].mul_(3)  # a slice
@@ -725,15 +709,18 @@ def _inplace_on_views(lib, x, w):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_inplace_ops_on_views_match_pytorch(torch, dtype):
-    rng = np.random.default_rng(1)
-    x0, w0 = rng.uniform(-1, 1, (3, 4)).astype(dtype), rng.uniform(-1, 1, (4,)).astype(dtype)
-    g = rng.standard_normal(4).astype(dtype)
+@pytest.mark.parametrize("program, x_shape, w_shape", [
+    (_setitem_and_mask, (3, 3), (3,)),
+    (_inplace_on_views, (3, 4), (4,)),
+], ids=["setitem and masked_fill_", "in-place ops on views"])
+def test_inplace_programs_match_pytorch(torch, program, x_shape, w_shape, dtype):
+    rng = np.random.default_rng(0)
+    x0, w0 = rng.uniform(-1, 1, x_shape).astype(dtype), rng.uniform(-1, 1, w_shape).astype(dtype)
     results = []
     for lib in (tinyattn, torch):
         x, w = lib.tensor(x0, requires_grad=True), lib.tensor(w0, requires_grad=True)
-        out = _inplace_on_views(lib, x, w)
-        out.backward(lib.tensor(g))
+        out = program(lib, x, w)
+        out.backward(lib.tensor(np.random.default_rng(1).standard_normal(tuple(out.shape)).astype(dtype)))
         results.append((out.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
     rtol = 1e-5 if dtype == np.float32 else 1e-12
     for ours, theirs in zip(*results):
