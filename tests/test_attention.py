@@ -781,6 +781,32 @@ def test_book_pytorch_classes_interchange_with_ours(torch, case, dropout):
     np.testing.assert_allclose(host(ours(xo)), again(xt).detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
+def sdpa_parity(torch, rng, arrays, ours_kwargs, theirs_kwargs):
+    """scaled_dot_product_attention of q, k, v made from `arrays` in both libraries: outputs and
+    gradients agree. Returns our q, k, v leaves."""
+    qt = [torch.tensor(a, requires_grad=True) for a in arrays]
+    qo = [tinyattn.tensor(a, requires_grad=True) for a in arrays]
+    yt = torch.nn.functional.scaled_dot_product_attention(*qt, **theirs_kwargs)
+    yo = F.scaled_dot_product_attention(*qo, **ours_kwargs)
+    np.testing.assert_allclose(host(yo), yt.detach().numpy(), rtol=1e-10, atol=1e-12)
+    g = rng.standard_normal(tuple(yt.shape))
+    yt.backward(torch.tensor(g))
+    yo.backward(tinyattn.tensor(g))
+    for a, b in zip(qo, qt):
+        np.testing.assert_allclose(host(a.grad), b.grad.numpy(), rtol=1e-9, atol=1e-12)
+    return qo
+
+
+def test_sdpa_with_scale_zero_gives_equal_weights_like_pytorch(torch):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((2, 3, n, 4)) for n in (5, 6, 6)]
+    for scale in (0.0, 0.3):
+        qo = sdpa_parity(torch, rng, arrays, dict(scale=scale), dict(scale=scale))
+    # scale 0: every key weighs the same, so each query gets the mean of the values
+    mean = np.broadcast_to(arrays[2].mean(axis=-2, keepdims=True), (2, 3, 5, 4))
+    np.testing.assert_allclose(host(F.scaled_dot_product_attention(*qo, scale=0.0)), mean, rtol=1e-12, atol=1e-12)
+
+
 @given(seed=seeds, batch=st.integers(1, 3), heads=st.integers(1, 2), queries=st.integers(1, 6),
        keys=st.integers(1, 6), dim=st.integers(1, 8), mask=st.sampled_from(["none", "causal", "bool", "float"]),
        scale=st.sampled_from([None, 0.5]), dropout=st.sampled_from([0.0, 0.3]))
@@ -798,16 +824,7 @@ def test_sdpa_parity_with_pytorch(torch, seed, batch, heads, queries, keys, dim,
     elif mask == "float":
         additive = rng.standard_normal((queries, keys))
         ours_kwargs["attn_mask"], theirs_kwargs["attn_mask"] = tinyattn.tensor(additive), torch.tensor(additive)
-    qt = [torch.tensor(a, requires_grad=True) for a in arrays]
-    qo = [tinyattn.tensor(a, requires_grad=True) for a in arrays]
-    yt = torch.nn.functional.scaled_dot_product_attention(*qt, **theirs_kwargs)
-    yo = F.scaled_dot_product_attention(*qo, **ours_kwargs)
-    np.testing.assert_allclose(host(yo), yt.detach().numpy(), rtol=1e-10, atol=1e-12)
-    g = rng.standard_normal(tuple(yt.shape))
-    yt.backward(torch.tensor(g))
-    yo.backward(tinyattn.tensor(g))
-    for a, b in zip(qo, qt):
-        np.testing.assert_allclose(host(a.grad), b.grad.numpy(), rtol=1e-9, atol=1e-12)
+    qo = sdpa_parity(torch, rng, arrays, ours_kwargs, theirs_kwargs)
     if dropout:  # PyTorch's dropout inside its fused SDPA draws differently: compare our own pieces
         tinyattn.manual_seed(seed)
         dropped = F.scaled_dot_product_attention(*qo, dropout_p=dropout, **ours_kwargs)
