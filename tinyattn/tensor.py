@@ -285,24 +285,22 @@ class Tensor:
     # --- new tensors with this one's dtype and device (unless given), as library code makes them ---
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-        return functions.zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
-                               requires_grad=requires_grad)
+        return self._new(functions.zeros, size, dtype, device, requires_grad)
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-        return functions.ones(*size, dtype=dtype or self.dtype, device=device or self.device,
-                              requires_grad=requires_grad)
+        return self._new(functions.ones, size, dtype, device, requires_grad)
 
     def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
-        return functions.empty(*size, dtype=dtype or self.dtype, device=device or self.device,
-                               requires_grad=requires_grad)
+        return self._new(functions.empty, size, dtype, device, requires_grad)
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
-        return functions.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
-                              requires_grad=requires_grad)
+        return self._new(functions.full, (size, fill_value), dtype, device, requires_grad)
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
-        return functions.tensor(data, dtype=dtype or self.dtype, device=device or self.device,
-                                requires_grad=requires_grad)
+        return self._new(functions.tensor, (data,), dtype, device, requires_grad)
+
+    def _new(self, make, args, dtype, device, requires_grad):
+        return make(*args, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
     def register_hook(self, hook):
         """Call hook(grad) with the gradient of this tensor each time backward computes it; a hook
@@ -311,15 +309,13 @@ class Tensor:
             raise BackwardError("cannot register a hook on a tensor that does not require grad: "
                                 "create it with requires_grad=True, or compute it from one that does")
         if self.grad_fn is None:  # a leaf: the hook runs on the total gradient, before it goes into .grad
-            hooks = getattr(self, "_hooks", None)
-            if hooks is None:
-                hooks = self._hooks = []
-            entry = hook
+            if getattr(self, "_hooks", None) is None:
+                self._hooks = []
+            hooks, entry = self._hooks, hook
         else:
-            node = self.grad_fn
-            hooks = node.hooks if node.hooks is not None else []
-            node.hooks = hooks
-            entry = (self.output_nr, hook)
+            if self.grad_fn.hooks is None:
+                self.grad_fn.hooks = []
+            hooks, entry = self.grad_fn.hooks, (self.output_nr, hook)
         hooks.append(entry)
         return autograd.RemovableHandle(hooks, entry)
 
@@ -1083,7 +1079,6 @@ class Tensor:
 
     def _overwrite(self, host_values, name):
         """Replace the numbers (initialisation): allowed on leaves under no_grad, like PyTorch."""
-        self._check_inplace(recording=autograd.grad_mode.enabled and self.requires_grad)  # before the copy to the device
         return self._inplace(ops.Overwrite, backend.from_host(host_values, self.device), name)
 
     def _check_inplace(self, recording):
@@ -1132,11 +1127,7 @@ class Tensor:
         self._check_fits_in_place(result)
         if node is not None and self._base is not None:
             return self._inplace_on_view(result)
-        if result.array is not self.array:  # ops that wrote in place already did
-            self.array[...] = result.array
-        self._version[0] += 1
-        if self._base is not None:
-            self._view_version = self._version[0]  # not a stale view: it saw this change itself
+        self._store(result.array)
         if node is not None:
             self.grad_fn, self.output_nr, self._requires_grad = node, 0, True
         return self
@@ -1172,11 +1163,16 @@ class Tensor:
             )
         self._check_inplace(recording=False)
         self._check_fits_in_place(result)
-        self.array[...] = result.array
+        self._store(result.array)
+        return self
+
+    def _store(self, array):
+        """Write an in-place op's result into this tensor's memory and count the change."""
+        if array is not self.array:  # ops that wrote in place already did
+            self.array[...] = array
         self._version[0] += 1
         if self._base is not None:
-            self._view_version = self._version[0]
-        return self
+            self._view_version = self._version[0]  # not a stale view: it saw this change itself
 
     def _check_fits_in_place(self, result):
         """An in-place op keeps the tensor's shape and dtype: refuse a result that would change either."""
