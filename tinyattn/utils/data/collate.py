@@ -85,13 +85,13 @@ def collate(batch, *, collate_fn_map=None):
         return _same_mapping(elem, {key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map)
                                     for key in elem})
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return type(elem)(*(collate(list(field), collate_fn_map=collate_fn_map) for field in zip(*batch)))
+        return type(elem)(*(collate(field, collate_fn_map=collate_fn_map) for field in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         lengths = [len(sample) for sample in batch]
         if any(n != lengths[0] for n in lengths):
             raise RuntimeError(f"each element in list of batch should be of equal size: the samples have "
                                f"lengths {lengths}; pad them to one length or pass a collate_fn")
-        transposed = [collate(list(samples), collate_fn_map=collate_fn_map) for samples in zip(*batch)]
+        transposed = [collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch)]
         if isinstance(elem, tuple):
             return transposed  # as PyTorch: tuples become lists
         return _same_sequence(elem, transposed)

@@ -26,6 +26,7 @@ import os
 import pickle
 import queue
 import warnings
+import weakref
 
 from ... import backend, random
 from . import worker
@@ -276,10 +277,14 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         super().__init__(loader)
         self._prefetch_factor = loader.prefetch_factor
         context = loader.multiprocessing_context or multiprocessing.get_context()
-        self._shutdown = False
         self._worker_result_queue = context.Queue()
         self._workers_done_event = context.Event()
         self._index_queues, self._workers, self._workers_status = [], [], []
+        # Stops the workers when the iterator is done with, garbage or not, or when Python exits. It
+        # holds the queues itself: were they part of the iterator's garbage, their pipes might be
+        # closed before the workers are told to stop.
+        self._stop_workers = weakref.finalize(self, _stop_workers, self._workers, self._index_queues,
+                                              self._worker_result_queue, self._workers_done_event)
         for worker_id in range(self._num_workers):
             index_queue = context.Queue()
             index_queue.cancel_join_thread()
@@ -319,9 +324,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         for _ in range(self._prefetch_factor * self._num_workers):
             self._try_put_index()
 
-    def _try_get_data(self, timeout=worker.STATUS_CHECK_INTERVAL):
+    def _try_get_data(self, timeout=None):
         try:
-            return True, pickle.loads(self._worker_result_queue.get(timeout=timeout))
+            message = self._worker_result_queue.get(timeout=timeout or worker.STATUS_CHECK_INTERVAL)
+            return True, pickle.loads(message)
         except queue.Empty:
             failed = [w for i, w in enumerate(self._workers) if self._workers_status[i] and not w.is_alive()]
             if failed:
@@ -405,25 +411,21 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._workers_status[worker_id] = False
 
     def _shutdown_workers(self):
-        if self._shutdown:
-            return
-        self._shutdown = True
-        try:
-            self._workers_done_event.set()
-            for worker_id in range(len(self._workers)):
-                if self._persistent_workers or self._workers_status[worker_id]:
-                    self._mark_worker_as_unavailable(worker_id)
-            for w in self._workers:
-                w.join(timeout=worker.STATUS_CHECK_INTERVAL)
-            for index_queue in self._index_queues:
-                index_queue.cancel_join_thread()
-                index_queue.close()
-        finally:
-            for w in self._workers:
-                if w.is_alive():
-                    w.terminate()
-                    w.join(timeout=worker.STATUS_CHECK_INTERVAL)
+        self._stop_workers()  # runs once
 
-    def __del__(self):
-        if getattr(self, "_workers", None) is not None:
-            self._shutdown_workers()
+
+def _stop_workers(workers, index_queues, result_queue, done_event):
+    """Tell every worker to stop, wait a while for it, and end it if it has not stopped by then."""
+    done_event.set()
+    for process, index_queue in zip(workers, index_queues):
+        if process.is_alive():
+            index_queue.put(None)
+    for process in workers:
+        process.join(timeout=worker.STATUS_CHECK_INTERVAL)
+    for index_queue in index_queues:
+        index_queue.cancel_join_thread()
+        index_queue.close()
+    for process in workers:
+        if process.is_alive():
+            process.terminate()
+            process.join(timeout=worker.STATUS_CHECK_INTERVAL)
