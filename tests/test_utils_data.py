@@ -529,6 +529,12 @@ def test_the_main_process_has_no_worker_info():
     assert get_worker_info() is None
 
 
+def test_reachable_as_in_pytorch():
+    import tinyattn.utils.data as data_module
+
+    assert tinyattn.utils.data.DataLoader is DataLoader and data_module.default_collate is default_collate
+
+
 def set_numpy_seed_from_worker(worker_id):
     info = get_worker_info()
     assert info.id == worker_id and info.num_workers == 2
@@ -639,3 +645,12 @@ def test_sampler_lengths():
     assert len(BatchSampler(RandomSampler(range(10)), 3, drop_last=False)) == 4
     assert len(Subset(range(10), [1, 2])) == 2 and ConcatDataset([range(3), range(4)])[-1] == 3
     assert len(DataLoader(Count(7), batch_size=2, drop_last=True)) == 3
+
+
+def test_spawned_workers_and_what_they_cannot_be_given():
+    dataset = TensorDataset(tinyattn.arange(6), tinyattn.arange(6) * 2)
+    loader = DataLoader(dataset, batch_size=2, num_workers=2, multiprocessing_context="spawn")
+    assert [[x.tolist() for x in batch] for batch in loader] == [[[0, 1], [0, 2]], [[2, 3], [4, 6]], [[4, 5], [8, 10]]]
+    dataset.transform = lambda x: x  # spawn pickles the dataset: a lambda cannot go
+    with pytest.raises(RuntimeError, match="'spawn' start method pickles the dataset.*cannot be pickled"):
+        list(DataLoader(dataset, batch_size=2, num_workers=1, multiprocessing_context="spawn"))

@@ -311,7 +311,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._send_idx = 0  # number of the next task to send
         self._rcvd_idx = 0  # number of the next task to return
         self._task_info = {}  # task -> (worker,) while outstanding, (worker, data) once it came back early
-        self._tasks_outstanding = 0
         self._workers_status = [True] * self._num_workers
         self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
         if not first_iter:  # persistent workers: restart their datasets, and wait until they have
@@ -369,7 +368,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 return self._process_data(data, worker_id)
 
             task, data = self._get_data()
-            self._tasks_outstanding -= 1
             if isinstance(data, worker.IterableDatasetStopIteration):
                 if self._persistent_workers:
                     self._workers_status[data.worker_id] = False
@@ -397,7 +395,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             return
         self._index_queues[worker_id].put((self._send_idx, index))
         self._task_info[self._send_idx] = (worker_id,)
-        self._tasks_outstanding += 1
         self._send_idx += 1
 
     def _process_data(self, data, worker_id):
