@@ -85,7 +85,8 @@ def sampler_specs(draw, n):
 def loader_cases(draw):
     n = draw(st.integers(1, 25))
     case = dict(n=n, seed=draw(seeds), epochs=draw(st.integers(1, 2)), generator=draw(st.none() | seeds),
-                stop_after=draw(st.none() | st.integers(0, 3)), kind=draw(st.sampled_from(["plain", "sampler", "batch_sampler"])))
+                stop_after=draw(st.none() | st.integers(0, 3)),
+                kind=draw(st.sampled_from(["plain", "sampler", "batch_sampler"])))
     if case["kind"] == "plain":
         case["batch_size"] = draw(st.none() | st.integers(1, 8))
         case["shuffle"] = draw(st.booleans())
@@ -401,7 +402,8 @@ class TooLong(IterableDataset):
 
 
 def test_iterable_dataset_longer_than_its_len_warns():
-    assert len(DataLoader(TooLong(), batch_size=2)) == 3 and len(DataLoader(TooLong(), batch_size=2, drop_last=True)) == 2
+    assert len(DataLoader(TooLong(), batch_size=2)) == 3
+    assert len(DataLoader(TooLong(), batch_size=2, drop_last=True)) == 2
     loader = DataLoader(TooLong(), batch_size=None)
     assert len(loader) == 5
     with pytest.warns(UserWarning, match="reported to be 5"):
@@ -509,7 +511,8 @@ def test_persistent_workers_match_torch(torch):
     assert results[0] == results[1]
 
 
-@pytest.mark.parametrize("num_workers, batch_size, drop_last", [(2, 2, False), (3, 2, False), (2, 2, True), (2, None, False)])
+@pytest.mark.parametrize("num_workers, batch_size, drop_last",
+                         [(2, 2, False), (3, 2, False), (2, 2, True), (2, None, False)])
 def test_workers_with_an_iterable_dataset_match_torch(torch, num_workers, batch_size, drop_last):
     results = []
     for lib, data in both(torch):
