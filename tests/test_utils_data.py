@@ -463,7 +463,7 @@ def test_len_and_reiteration():
     assert [b.tolist() for b in loader] == [b.tolist() for b in loader] == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
 
 
-def test_pin_memory_is_accepted(torch):
+def test_pin_memory_is_accepted():
     loader = DataLoader(range(4), batch_size=2, pin_memory=True)
     if tinyattn.cuda.is_available():
         assert [b.tolist() for b in loader] == [[0, 1], [2, 3]]
