@@ -1,5 +1,6 @@
 """Checkpoints: exact round trips, atomic saving, exact resume, and refusing corrupt or foreign files."""
 
+import dataclasses
 import json
 import os
 
@@ -31,16 +32,21 @@ def trained_model(seed=0):
     return model, optimizer, x
 
 
+CHARS = "abcdefghijklmnopqrstuvwxyz"
+
+
 def meta_for(model, step=3):
-    return {"model": {"kind": model.kind, "config": vars(model.config)}, "tokenizer": {"type": "char", "chars": "ab"},
-            "step": step}
+    config = dataclasses.asdict(model.config)
+    return {"model": {"kind": model.kind, "config": config},
+            "tokenizer": {"type": "char", "chars": CHARS[:config["vocab_size"]]}, "step": step}
 
 
 def test_round_trip_reproduces_logits_exactly(tmp_path):
     model, optimizer, x = trained_model()
     save_checkpoint(tmp_path / "ck", model, optimizer, meta_for(model))
     loaded = load_checkpoint(tmp_path / "ck")
-    assert loaded.step == 3 and sorted(os.listdir(tmp_path / "ck")) == ["meta.json", "model.npz", "optimizer.npz"]
+    assert loaded.step == 3
+    assert sorted(os.listdir(tmp_path / "ck")) == ["manifest.json", "meta.json", "model.npz", "optimizer.npz"]
     again = build_model(loaded.meta["model"]["kind"], **loaded.meta["model"]["config"])
     load_model_state(loaded, again)
     model.eval()
@@ -95,21 +101,39 @@ def saved(tmp_path):
     return tmp_path / "ck"
 
 
-def rewrite_meta(path, change):
+def rewrite_meta(path, change, sign=False):
+    """Change meta.json; with sign=True also update the manifest, as a deliberate edit would."""
     meta = json.loads((path / "meta.json").read_text())
     change(meta)
     (path / "meta.json").write_text(json.dumps(meta))
+    if sign:
+        resign(path)
+
+
+def rewrite_manifest(path, change):
+    manifest = json.loads((path / "manifest.json").read_text())
+    change(manifest)
+    (path / "manifest.json").write_text(json.dumps(manifest))
+
+
+def resign(path):
+    """Record the files' present sizes and hashes in the manifest."""
+    rewrite_manifest(path, lambda m: m["files"].update({
+        name: {"size": (path / name).stat().st_size, "sha256": ckpt._sha256(path / name)} for name in m["files"]
+        if (path / name).exists()}))
 
 
 @pytest.mark.parametrize("damage, message", [
-    (lambda p: (p / "meta.json").write_text("{not json"), "meta.json' is not valid JSON"),
-    (lambda p: (p / "meta.json").unlink(), "is not a checkpoint: it has no meta.json"),
-    (lambda p: (p / "model.npz").unlink(), "model.npz' \\(the model's weights\\) is missing"),
+    (lambda p: (p / "meta.json").write_text("{not json"), "meta.json': it holds 9 bytes, not the"),
+    (lambda p: (p / "manifest.json").unlink(), "has meta.json but no manifest.json"),
+    (lambda p: [(p / name).unlink() for name in ("manifest.json", "meta.json")], "is not a checkpoint: it has no"),
+    (lambda p: (p / "model.npz").unlink(), "model.npz': it is missing"),
     (lambda p: (p / "model.npz").write_bytes((p / "model.npz").read_bytes()[:-20] + b"x" * 20),
      "does not match the hash"),
-    (lambda p: rewrite_meta(p, lambda m: m.update(version=99)), "format version 99"),
-    (lambda p: rewrite_meta(p, lambda m: m.update(format="other")), "is not a tinyattn checkpoint"),
-    (lambda p: rewrite_meta(p, lambda m: m.pop("tokenizer")), "lacks a valid 'tokenizer'"),
+    (lambda p: rewrite_manifest(p, lambda m: m.update(version=99)), "format version 99"),
+    (lambda p: rewrite_manifest(p, lambda m: m.update(format="other")), "is not a tinyattn checkpoint"),
+    (lambda p: rewrite_meta(p, lambda m: m.pop("tokenizer")), "not the [0-9]+ recorded in manifest.json"),
+    (lambda p: rewrite_meta(p, lambda m: m.pop("tokenizer"), sign=True), "lacks the 'tokenizer' field"),
 ])
 def test_corrupt_checkpoints_are_refused_with_a_clear_message(saved, damage, message):
     damage(saved)
@@ -119,8 +143,8 @@ def test_corrupt_checkpoints_are_refused_with_a_clear_message(saved, damage, mes
 
 def test_pickled_arrays_are_refused(saved):
     np.savez(saved / "model.npz", weight=np.array([{"evil": 1}], dtype=object))
-    rewrite_meta(saved, lambda m: m["files"].update({"model.npz": ckpt._sha256(saved / "model.npz")}))
-    with pytest.raises(CheckpointError, match="cannot be read"):
+    resign(saved)
+    with pytest.raises(CheckpointError, match="holds object data"):
         load_checkpoint(saved)
 
 
@@ -192,27 +216,29 @@ def test_training_writes_checkpoints_and_a_loss_curve(tmp_path):
 
 def test_the_optimizer_state_of_a_0d_parameter_is_kept(tmp_path):
     tinyattn.manual_seed(0)
-    model = tinyattn.nn.Linear(3, 1)
-    model.temperature = tinyattn.nn.Parameter(tinyattn.tensor(2.0))  # moments of shape (), not numbers
-    optimizer = AdamW(model.parameters(), lr=0.1)
-    x = tinyattn.randn(4, 3)
+    model = build_model("bigram", vocab_size=3)
+    temperature = tinyattn.nn.Parameter(tinyattn.tensor(2.0))  # moments of shape (), not numbers
+    optimizer = AdamW([*model.parameters(), temperature], lr=0.1)
+    x = tinyattn.tensor([[0, 1, 2]])
 
-    def step(m, opt):
+    def step(m, t, opt):
         opt.zero_grad()
-        (m(x) * m.temperature).pow(2).mean().backward()
+        (m(x)[0] * t).pow(2).mean().backward()
         opt.step()
 
-    step(model, optimizer)
-    meta = {"model": {"kind": "linear", "config": {}}, "tokenizer": {"type": "char", "chars": "ab"}, "step": 1}
-    save_checkpoint(tmp_path / "ck", model, optimizer, meta)
+    step(model, temperature, optimizer)
+    save_checkpoint(tmp_path / "ck", model, optimizer, meta_for(model, step=1))
     loaded = load_checkpoint(tmp_path / "ck")
-    again = tinyattn.nn.Linear(3, 1)
-    again.temperature = tinyattn.nn.Parameter(tinyattn.tensor(0.0))
-    again.load_state_dict(model.state_dict())
-    resumed = AdamW(again.parameters(), lr=0.1)
+    again = build_model("bigram", vocab_size=3)
+    again_temperature = tinyattn.nn.Parameter(tinyattn.tensor(2.0))
+    load_model_state(loaded, again)
+    resumed = AdamW([*again.parameters(), again_temperature], lr=0.1)
+    with tinyattn.no_grad():
+        again_temperature.copy_(temperature)
     resumed.load_state_dict(ckpt.optimizer_state_dict(loaded, resumed))
     for _ in range(3):
-        step(model, optimizer)
-        step(again, resumed)
-    assert again.temperature.item() == model.temperature.item()
-    assert np.array_equal(again.weight.detach().numpy(), model.weight.detach().numpy())
+        step(model, temperature, optimizer)
+        step(again, again_temperature, resumed)
+    assert again_temperature.item() == temperature.item()
+    assert np.array_equal(again.token_embedding_table.weight.detach().numpy(),
+                          model.token_embedding_table.weight.detach().numpy())

@@ -95,9 +95,13 @@ class Budget:
 
     def take(self, nbytes, what):
         """Count `nbytes` of tensor data about to be read, or refuse before anything is allocated."""
+        self.check(nbytes, what)
+        self.used += nbytes
+
+    def check(self, nbytes, what):
+        """Refuse `nbytes` that could not be taken, without counting them."""
         if nbytes > self.limit - self.used:
             self._refuse(what, self.used + nbytes, self.limit)
-        self.used += nbytes
 
     def check_text(self, nbytes, what):
         if nbytes > self.text_limit:
