@@ -263,9 +263,9 @@ def _end_of_central_directory(fp, size, where):
     return entries, directory_bytes
 
 
-def open_zip(fp, where, budget):
-    """A zipfile.ZipFile over the binary file `fp`, every member checked before any is read: at most
-    as many names as the text limit allows, each name once, stored uncompressed, inside the file."""
+def open_zip(fp, where, budget, check=True):
+    """A zipfile.ZipFile over the binary file `fp`, its table of contents bounded by the text limit before
+    it is parsed, and (unless check=False: then call check_members) every member checked."""
     fp.seek(0, io.SEEK_END)
     size = fp.tell()
     entries, directory_bytes = _end_of_central_directory(fp, size, where)
@@ -275,6 +275,13 @@ def open_zip(fp, where, budget):
         archive = zipfile.ZipFile(fp)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, struct.error) as error:
         refuse(where, f"it is not a readable zip archive ({error})")
+    if check:
+        check_members(archive, size, where)
+    return archive
+
+
+def check_members(archive, size, where):
+    """Each name once, stored uncompressed (so nothing expands), inside the file of `size` bytes."""
     seen = set()
     for info in archive.infolist():
         if info.filename in seen:
@@ -285,7 +292,6 @@ def open_zip(fp, where, budget):
                           "as torch.save and np.savez write them", "save it again with torch.save or tinyattn")
         if info.file_size != info.compress_size or info.header_offset + info.file_size > size:
             refuse(where, f"member {info.filename!r} declares {info.file_size} bytes that the file does not hold")
-    return archive
 
 
 def read_member(archive, name, where, budget=None, exact_size=None, what=None):

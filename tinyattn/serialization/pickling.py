@@ -394,6 +394,20 @@ _TORCH_STORAGES = ("ComplexFloatStorage", "ComplexDoubleStorage", "QInt8Storage"
 _PYTHON2_MODULES = {"__builtin__": "builtins", "torch.tensor": "torch._tensor"}
 
 
+class _FromLoader(Exception):
+    """Carries an exception of the loader's own code (a DeviceError, an error in map_location) through
+    the handler below that turns a malformed program's IndexError and such into UnpicklingError."""
+
+
+def _loader_call(function, *args):
+    try:
+        return function(*args)
+    except CheckpointError:
+        raise
+    except Exception as error:
+        raise _FromLoader() from error
+
+
 class Unpickler:
     """Runs a weights-only pickle. `load_storage(stored, key, location, numel)` gives a Storage;
     `make_tensor(storage, offset, size, stride, requires_grad)` and `make_parameter(tensor,
@@ -401,7 +415,9 @@ class Unpickler:
 
     def __init__(self, data, where, load_storage, make_tensor, make_parameter):
         self.data, self.where = data, where
-        self.load_storage, self.make_tensor, self.make_parameter = load_storage, make_tensor, make_parameter
+        self.load_storage = lambda *args: _loader_call(load_storage, *args)
+        self.make_tensor = lambda *args: _loader_call(make_tensor, *args)
+        self.make_parameter = lambda *args: _loader_call(make_parameter, *args)
         self.pos = 0
         self.stack, self.metastack, self.memo = [], [], {}
 
@@ -446,6 +462,8 @@ class Unpickler:
                     return result
         except CheckpointError:
             raise
+        except _FromLoader as wrapped:
+            raise wrapped.__cause__ from None
         except (IndexError, KeyError, TypeError, ValueError, AttributeError, OverflowError, RecursionError,
                 MemoryError) as error:  # a malformed stack program: an empty stack, a bad memo index...
             raise UnpicklingError(f"{self.where}: the pickle is malformed near byte {self.pos} "

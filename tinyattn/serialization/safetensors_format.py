@@ -50,7 +50,7 @@ def save_file(tensors, filename, metadata=None):
         if not isinstance(value, np.ndarray):
             raise TypeError(f"save_file: {name!r} is a {type(value).__name__}, not a tensor or NumPy array")
         stored = checks.stored_type_of_array(value, f"save_file: {name!r}")
-        arrays[name] = (stored, np.ascontiguousarray(value, dtype=stored.numpy))
+        arrays[name] = (stored, np.asarray(value, dtype=stored.numpy, order="C"))  # (ascontiguousarray makes 0-d 1-d)
     header = {"__metadata__": metadata} if metadata else {}
     order = sorted(arrays, key=lambda name: (-arrays[name][0].itemsize, name))  # the reference's order
     offset = 0
@@ -64,7 +64,7 @@ def save_file(tensors, filename, metadata=None):
     with open(filename, "wb") as f:
         f.write(struct.pack("<Q", len(text)) + text)
         for name in order:
-            f.write(arrays[name][1].view(np.uint8).data)
+            f.write(arrays[name][1].reshape(-1).view(np.uint8).data)
 
 
 def load_file(filename, device="cpu", *, max_bytes=None):

@@ -293,7 +293,7 @@ def _load(file, where, budget, map_location, mmap_path):
                               "PyTorch and save it again with torch.save")
     if head != b"PK\x03\x04":
         raise CheckpointError(f"{where} is not a file written by torch.save (no zip archive)")
-    archive = checks.open_zip(file, where, budget)
+    archive = checks.open_zip(file, where, budget, check=False)
     names = archive.namelist()
     prefix = names[0].split("/", 1)[0] + "/" if names and "/" in names[0] else ""
     if not prefix or any(not name.startswith(prefix) for name in names):
@@ -301,6 +301,7 @@ def _load(file, where, budget, map_location, mmap_path):
     if f"{prefix}constants.pkl" in archive.NameToInfo or any(n.startswith(f"{prefix}code/") for n in names):
         raise CheckpointError(f"{where} is a TorchScript archive (torch.jit.save), which holds code: tinyattn "
                               "loads what torch.save writes; save the model's state_dict() instead")
+    checks.check_members(archive, file.seek(0, io.SEEK_END), where)
     data = checks.read_text_member(archive, f"{prefix}data.pkl", where, budget)
     byteorder = "little"
     if f"{prefix}byteorder" in archive.NameToInfo:
