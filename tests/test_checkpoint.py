@@ -9,7 +9,7 @@ import zipfile
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tinyattn
@@ -504,7 +504,10 @@ def damage_checkpoint(path, change):
         parent[target[-1]] = change[3]
         file.write_text(json.dumps(document))
         if change[4] and name == "meta.json":
-            resign(path)
+            try:
+                resign(path)
+            except (ValueError, TypeError, KeyError, AttributeError):  # an earlier change broke the manifest
+                pass
     else:
         try:
             with zipfile.ZipFile(file) as archive:
@@ -520,10 +523,12 @@ def damage_checkpoint(path, change):
             members["renamed.npy"] = members.pop(victim)
         else:
             members[victim] = members[sorted(members)[(where + 1) % len(members)]]
-        replace_npz(file, raw=members)
+        try:
+            replace_npz(file, raw=members)
+        except (ValueError, TypeError, KeyError, AttributeError):  # the npz is rewritten; the manifest is broken
+            pass
 
 
-@settings(max_examples=40)
 @given(st.lists(file_damage(), min_size=1, max_size=2))
 def test_a_damaged_checkpoint_is_refused_or_loads_exactly(tmp_path_factory, changes):
     """Flipped or cut bytes, JSON fields changed (with or without updating the manifest), npz members

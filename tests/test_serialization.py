@@ -12,7 +12,7 @@ import zipfile
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tinyattn
@@ -497,6 +497,7 @@ def mutations(size):
 
 def mutate(data, change):
     kind, at, arg = change
+    at %= len(data)  # an earlier cut may have shortened it
     if kind == "flip":
         return data[:at] + bytes([data[at] ^ arg]) + data[at + 1:]
     if kind == "write":
@@ -506,7 +507,6 @@ def mutate(data, change):
     return data[:at] + arg + data[at:]
 
 
-@settings(max_examples=60)
 @given(st.lists(mutations(len(saved_bytes()[1])), min_size=1, max_size=3))
 def test_a_damaged_torch_file_is_refused_or_loads_exactly(changes):
     """Whatever bytes change, the loader refuses with CheckpointError or gives back what was saved."""
@@ -590,7 +590,6 @@ def reference_safetensors():
             "m": np.array([True, False]), "e": np.zeros((0, 3), np.float64)}
 
 
-@settings(max_examples=60)
 @given(st.data())
 def test_a_damaged_safetensors_file_is_refused_or_loads_what_it_says(tmp_path_factory, data):
     """safetensors has no checksum: a changed byte of data changes a number. The property: refused with
