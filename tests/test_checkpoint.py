@@ -351,6 +351,15 @@ def test_damaged_arrays_are_refused_before_they_are_read(saved, damage, message)
         load_checkpoint(saved)
 
 
+def test_big_endian_and_fortran_order_arrays_load_as_written(saved):
+    arrays = model_arrays(saved)
+    replace_npz(saved / "model.npz", {k: np.asfortranarray(v).astype(v.dtype.newbyteorder(">"))
+                                      for k, v in arrays.items()})
+    loaded = load_checkpoint(saved)
+    for key, value in arrays.items():
+        assert np.array_equal(loaded.model_state[key], value) and loaded.model_state[key].dtype == np.float32
+
+
 def test_memory_bombs_are_refused_before_memory_is_taken(saved):
     import tracemalloc
 

@@ -124,6 +124,8 @@ def test_refuses_what_it_cannot_save(tmp_path):
     for bad in (nn.Linear(2, 2), object(), np.zeros(2), frozenset({1}), {1: lambda: 0}):
         with pytest.raises(TypeError, match="cannot save an object of type"):
             tinyattn.save(bad, tmp_path / "x.pt")
+    with pytest.raises(RuntimeError, match="non-leaf tensor that requires grad"):
+        tinyattn.save({"y": tinyattn.ones(2, requires_grad=True) * 2}, tmp_path / "x.pt")
     with pytest.raises(ValueError, match="legacy"):
         tinyattn.save({}, tmp_path / "x.pt", _use_new_zipfile_serialization=False)
 

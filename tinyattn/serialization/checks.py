@@ -385,9 +385,9 @@ def read_npy(archive, name, where, budget, header=None):
     """The array of .npy member `name`, its header checked (and its bytes counted) before reading."""
     shape, dtype, fortran, offset = header or npy_header(archive, name, where)
     raw = read_member(archive, name, where, budget, what=f"array {name}")
-    values = raw[offset:].view(dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype)
-    if dtype.byteorder == ">":
-        values = values.byteswap().view(values.dtype.newbyteorder())
+    values = raw[offset:].view(dtype)
+    if dtype.byteorder == ">":  # written on a big-endian machine: to this one's order
+        values = values.astype(dtype.newbyteorder("="))
     if dtype == np.bool_ and values.size and raw[offset:].max() > 1:
         refuse(where, f"{name}: a bool array holds bytes other than 0 and 1")
     return values.reshape(shape, order="F" if fortran else "C")

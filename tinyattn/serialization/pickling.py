@@ -171,6 +171,9 @@ class Pickler:
         self.out += EMPTY_TUPLE + REDUCE
 
     def save_tensor(self, tensor):
+        if tensor.requires_grad and tensor.grad_fn is not None:
+            raise RuntimeError("cannot save a non-leaf tensor that requires grad (as PyTorch refuses): save "
+                               "tensor.detach()")
         parameter = isinstance(tensor, Parameter)
         if parameter:
             self.save_global("torch._utils", "_rebuild_parameter")
