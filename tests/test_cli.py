@@ -99,7 +99,8 @@ def test_bad_prompt_and_bad_checkpoints(capsys, tmp_path, corpus):
     assert_bad_input(capsys, ["generate", "--ckpt", tmp_path], "is not a checkpoint")
 
     model = out_dir / "ckpt" / "model.npz"
-    model.write_bytes(model.read_bytes()[:100])
+    data = model.read_bytes()
+    model.write_bytes(data[:100] + bytes(len(data) - 100))  # the same size, other bytes
     snapshot = {name: (out_dir / "ckpt" / name).read_bytes() for name in os.listdir(out_dir / "ckpt")}
     assert_bad_input(capsys, ["generate", "--ckpt", out_dir], "does not match the hash")
     assert_bad_input(capsys, ["train", "--resume", "--out", out_dir, "--steps", 9], "does not match the hash")
@@ -209,3 +210,19 @@ def test_generate_refuses_a_checkpoint_of_nan_weights(capsys, tmp_path, corpus):
     meta = {k: v for k, v in saved.meta.items() if k not in ("format", "version", "files")}
     checkpoint.save_checkpoint(out_dir / "ckpt", model, None, meta)
     assert_bad_input(capsys, ["generate", "--ckpt", out_dir], "holds NaN or infinite weights")
+
+
+def test_generate_needs_no_optimizer_state_and_tampering_is_one_line(capsys, tmp_path, corpus):
+    import json
+
+    out_dir = tmp_path / "out"
+    assert run(capsys, "train", "--data", corpus, "--steps", 3, "--out", out_dir, *SMALL)[0] == 0
+    (out_dir / "ckpt" / "optimizer.npz").unlink()
+    code, text, err = run(capsys, "generate", "--ckpt", out_dir, "--prompt", "When", "--tokens", 5)
+    assert code == 0 and text.startswith("When"), err
+    assert_bad_input(capsys, ["train", "--resume", "--out", out_dir, "--steps", 6], "optimizer.npz': it is missing")
+    meta_path = out_dir / "ckpt" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    for field, value, message in (("step", -50, "recorded in manifest.json"), ("losses", None, "recorded in manifest.json")):
+        meta_path.write_text(json.dumps({**meta, field: value}, indent=1))
+        assert_bad_input(capsys, ["generate", "--ckpt", out_dir], message)

@@ -13,7 +13,7 @@ from . import backend as _backend
 from . import dtypes as _dtypes
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device as device
-from .errors import BackwardError, DeviceError, GradcheckError, ShapeError
+from .errors import BackwardError, CheckpointError, DeviceError, GradcheckError, ShapeError
 from .functions import *  # noqa: F401,F403  (creation functions and the torch.* function forms)
 from .functions import Generator, Size, Tensor, manual_seed, tensor
 from .printing import get_printoptions, set_printoptions
@@ -59,6 +59,7 @@ from . import optim  # noqa: E402
 from . import utils  # noqa: E402  (tinyattn.utils.data: Dataset, DataLoader)
 from .gradient_check import gradcheck, numerical_grad, numerical_jacobian  # noqa: E402
 from .tracing import AnomalyError, detect_anomaly, draw_graph, trace  # noqa: E402
+from .serialization import load, save  # noqa: E402
 
 # PyTorch spells these torch.autograd.gradcheck and torch.autograd.detect_anomaly: the same objects
 # there too, set here because tinyattn.autograd is imported by the modules that define them

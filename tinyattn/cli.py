@@ -195,6 +195,7 @@ def command_train(args):
         if not out.exists():
             raise UsageError(f"nothing to resume: {str(out)!r} does not exist (train without --resume first)")
         resume = ckpt.load_checkpoint(out)
+        _note_recovery(resume)
         saved = resume.meta.get("train")
         if not isinstance(saved, dict):
             raise CheckpointError(f"{str(resume.path / ckpt.META_FILE)!r} has no training configuration to resume")
@@ -220,8 +221,7 @@ def command_train(args):
     else:
         config = _train_config(args, TRAIN_DEFAULTS)
         text, source = _read_data(args)  # a bad data file is the first thing to report
-        existing = out / "ckpt" / ckpt.META_FILE
-        if existing.exists() and not args.force:
+        if ckpt.has_checkpoint(out / "ckpt") and not args.force:
             raise UsageError(
                 f"{str(out)!r} already holds a checkpoint: pass --resume to continue it, --force to "
                 "replace it, or --out DIR for a new run"
@@ -263,6 +263,12 @@ def command_train(args):
     return 0
 
 
+def _note_recovery(checkpoint):
+    if checkpoint.path.name.startswith("."):
+        print(f"note: using {str(checkpoint.path)!r}, the newest complete checkpoint, left by an interrupted save",
+              file=sys.stderr)
+
+
 # ---------------------------------------------------------------------------------------------
 # generate
 
@@ -273,7 +279,8 @@ def command_generate(args):
     from .models import build_model
     from .training import sample
 
-    checkpoint = ckpt.load_checkpoint(args.ckpt)
+    checkpoint = ckpt.load_checkpoint(args.ckpt, optimizer=False)  # sampling needs no optimizer state
+    _note_recovery(checkpoint)
     if args.tokens < 0:
         raise UsageError(f"--tokens must be >= 0, got {args.tokens}")
     if not args.temperature > 0:
@@ -332,6 +339,12 @@ def main(argv=None):
         parser.print_help()
         return EXIT_BAD_INPUT
     try:
+        from .serialization import get_max_load_bytes
+
+        try:
+            get_max_load_bytes()
+        except ValueError as error:  # TINYATTN_MAX_LOAD_BYTES set to something else than a size
+            raise UsageError(str(error)) from None
         if args.command == "train":
             return command_train(args)
         return command_generate(args)

@@ -180,6 +180,10 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
     """
     started = time.perf_counter()
     if resume is not None:
+        lacking = [key for key in ("rng", "history", "losses") if key not in resume.meta]
+        if lacking:
+            raise ckpt.CheckpointError(f"{str(resume.path / ckpt.META_FILE)!r} lacks {', '.join(lacking)}, which a "
+                                       "resumed run needs to continue exactly: start a new run with another --out")
         tokenizer = CharTokenizer.from_dict(resume.meta["tokenizer"])
         missing = tokenizer.unknown(text)
         if missing:

@@ -8,6 +8,8 @@ and a `state` per parameter (momentum buffers, moment estimates). `step()` reads
 
 import math
 
+import numpy as np
+
 from .. import backend
 from ..autograd import enable_grad, no_grad
 from ..tensor import Tensor
@@ -88,7 +90,9 @@ class Optimizer:
     def state_dict(self):
         """{"state": {index: {name: value}}, "param_groups": [{options..., "params": [index, ...]}]}.
 
-        Arrays in the state are Tensors that share memory with the optimizer's own; `step` is an int.
+        Arrays in the state are Tensors that share memory with the optimizer's own; `step` is a 0-d
+        float32 tensor and each group lists every option PyTorch's does, so that the dict (saved with
+        tinyattn.save) loads into torch.optim's optimizer of the same name, and back.
         """
         index = {}
         groups = []
@@ -104,7 +108,8 @@ class Optimizer:
             for p in group["params"]:
                 if p in self.state:
                     state[index[id(p)]] = {
-                        k: Tensor._wrap(v) if _is_array(v) else v for k, v in self.state[p].items()
+                        k: Tensor._wrap(v) if _is_array(v) else _step_tensor(v) if k == "step" else v
+                        for k, v in self.state[p].items()
                     }
         return {"state": state, "param_groups": groups}
 
@@ -147,7 +152,7 @@ class Optimizer:
         for saved, own in zip(groups, self.param_groups):
             for k, v in saved.items():
                 if k != "params":
-                    own[k] = tuple(v) if isinstance(v, list) and k == "betas" else v
+                    own[k] = tuple(v) if isinstance(v, list) and k == "betas" else _number_lr(v) if k == "lr" else v
 
     def __repr__(self):
         lines = [f"{type(self).__name__} ("]
@@ -163,6 +168,11 @@ def is_element_state(name, value):
     an array of the parameter's shape, 0-d for a 0-d parameter), not a count such as "step" (which
     PyTorch keeps as a 0-d tensor)."""
     return name != "step" and hasattr(value, "shape")
+
+
+def _step_tensor(step):
+    """The step count as PyTorch keeps it: a 0-d float32 tensor (updates use it as a Python number)."""
+    return Tensor._wrap(np.asarray(step, dtype=np.float32))
 
 
 def _is_array(value):
@@ -183,6 +193,15 @@ def _number_lr(lr):
                              "0-d tensor such as tinyattn.tensor(0.01)")
         return float(lr.item())
     return lr
+
+
+# options that PyTorch's groups carry for its CUDA and autograd variants: the same numbers either way,
+# kept (at PyTorch's defaults) so that a saved state_dict has PyTorch's keys; without
+# decoupled_weight_decay, torch.optim.AdamW.load_state_dict would turn itself into Adam
+_TORCH_ONLY_OPTIONS = {
+    "SGD": dict(foreach=None, differentiable=False, fused=None),
+    "Adam": dict(foreach=None, capturable=False, differentiable=False, fused=None),
+}
 
 
 def _check(name, value, low=0.0):
@@ -206,7 +225,7 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                        nesterov=nesterov, maximize=maximize)
+                        nesterov=nesterov, maximize=maximize, **_TORCH_ONLY_OPTIONS["SGD"])
         super().__init__(params, defaults)
 
     def _update(self, p, grad, state, group):
@@ -244,7 +263,7 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameters: {betas} (each must be in [0, 1))")
         _check("weight_decay value", weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize)
+                        maximize=maximize, **_TORCH_ONLY_OPTIONS["Adam"], decoupled_weight_decay=self.decoupled)
         super().__init__(params, defaults)
 
     def _update(self, p, grad, state, group):
@@ -263,7 +282,7 @@ class Adam(Optimizer):
         step = state["step"]
 
         if weight_decay != 0:
-            if self.decoupled:
+            if group.get("decoupled_weight_decay", self.decoupled):
                 p.array *= 1 - lr * weight_decay  # AdamW: shrink the weights, apart from the gradient
             else:
                 grad = grad + weight_decay * p.array  # Adam: L2 penalty folded into the gradient
