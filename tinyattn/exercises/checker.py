@@ -518,12 +518,19 @@ def _backward(exercise, function, node, outputs, grads):
 
 
 def _check_linear(grads):
+    """Backward with grad_output = 0 must return zeros: the gradient is linear in grad_output."""
     for name, g in grads.items():
+        if g is not None and not np.all(np.isfinite(g)):
+            note = "has NaN or inf entries (already with grad_output = 0)"
+            raise _Verdict("FAIL", finding("nan", note, "Look for 0/0, log(0), inf - inf or an overflowing exp in "
+                                           "the backward."), [f"{name}: {note}"])
         if g is not None and not np.all(np.abs(g) <= 1e-12):
+            note = f"is not 0 when grad_output is 0 (up to {np.max(np.abs(g)):.4g})"
             raise _Verdict("FAIL", finding(
-                "not-linear", f"{name}'s gradient is not 0 when grad_output is 0",
+                "not-linear", note,
                 "A backward multiplies grad_output by the Jacobian, so a zero grad_output must give zero "
-                "gradients: some term of yours does not carry the factor grad_output (or its sum)."))
+                "gradients: some term of yours does not carry the factor grad_output (or its sum)."),
+                [f"{name}: {note}"])
 
 
 def _stack(name, rows):

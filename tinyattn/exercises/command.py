@@ -92,7 +92,7 @@ def list_exercises():
     print(f"{'#':>2}  {'exercise':<20}  write the backward of")
     for exercise in _exercises():
         print(f"{exercise.number:>2}  {exercise.name:<20}  {exercise.title}")
-    print("\nStart with `tinyattn exercises start DIR`; `tinyattn exercises hint NAME` gives a hint.")
+    print("\nStart with: tinyattn exercises start DIR\nA hint:     tinyattn exercises hint NAME")
     return 0
 
 
@@ -115,18 +115,21 @@ def start(directory, solutions=False):
         written.append(exercise.file_name)
     what = "solutions" if solutions else "exercises"
     if written:
-        print(f"wrote {len(written)} {what} to {directory}: {_range(written)}")
+        _say(f"wrote {len(written)} {what} to {directory}: {_range(written)}")
     if same:
         print(f"{len(same)} {'file is' if len(same) == 1 else 'files are'} there already, unchanged")
     if kept:
-        lines = textwrap.wrap(f"kept {len(kept)} {'file' if len(kept) == 1 else 'files'} you changed (your work "
-                              f"is never overwritten; delete a file for a fresh copy): {', '.join(kept)}", 78)
-        print("\n".join(lines))
+        _say(f"kept {len(kept)} {'file' if len(kept) == 1 else 'files'} you changed (your work is never "
+             f"overwritten; delete a file for a fresh copy): {', '.join(kept)}")
     if not solutions:
         first = written[0] if written else _exercises()[0].file_name
-        print(f"next: write the backward in {path / first}, then run\n"
-              f"    tinyattn exercises check {directory}")
+        _say(f"next: write the backward in {path / first}, then run")
+        print(f"    tinyattn exercises check {directory}")
     return 0
+
+
+def _say(text):
+    print("\n".join(textwrap.wrap(text, 78, break_on_hyphens=False)))
 
 
 def _range(names):
@@ -141,8 +144,8 @@ def check(directory, names=(), examples=checker.EXAMPLES):
         raise UsageError(f"--examples must be 0 or more, got {examples}")
     selected = [_get(name) for name in names] if names else list(_exercises())
     random_cases = f"{examples} random cases each" if examples else "no random cases"
-    print(f"checking {len(selected)} exercise{'s' * (len(selected) != 1)} in {directory} "
-          f"(finite differences in float64, {random_cases})")
+    _say(f"checking {len(selected)} exercise{'s' * (len(selected) != 1)} in {directory} (finite differences "
+         f"in float64, {random_cases})")
     for line in report.table_header():
         print(line)
     results = []
