@@ -65,6 +65,12 @@ def check(function, exercise=None, examples=EXAMPLES, verbose=True):
     return result
 
 
+def hint(key):
+    """Print the hint of an exercise (by name or number)."""
+    exercise = get(key)
+    print(f"Hint for {exercise.label}: {exercise.hint}")
+
+
 def _by_class_name(function):
     for exercise in EXERCISES:
         if exercise.class_name == getattr(function, "__name__", None):
@@ -74,4 +80,4 @@ def _by_class_name(function):
                    "pass exercise='softmax' (its name)")
 
 
-__all__ = ["EXERCISES", "Exercise", "Mistake", "Result", "check", "get", "main", "solution"]
+__all__ = ["EXERCISES", "Exercise", "Mistake", "Result", "check", "get", "hint", "main", "solution"]

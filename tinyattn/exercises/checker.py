@@ -63,6 +63,10 @@ class Result:
     def passed(self):
         return self.status == "pass"
 
+    def __repr__(self):
+        title = f" - {self.finding.title}" if self.finding is not None and not self.passed else ""
+        return f"<Result {self.exercise.label}: {self.status}{title}>"
+
 
 class _Verdict(Exception):
     """Ends the analysis of a case early: an exception in the learner's code, a bad return value."""

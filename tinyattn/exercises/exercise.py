@@ -144,6 +144,11 @@ class Exercise:
         docstring = '"""' + "\n".join(header) + '\n"""\n'
         return docstring + "\n" + IMPORTS + "\n\n" + self.class_source(solution)
 
+    def markdown(self):
+        """The statement as a notebook's markdown cell."""
+        return (f"## Exercise {self.number:02d}: {self.title}\n\n{self.statement}\n\n```\n{self.shapes}\n```\n\n"
+                f"Stuck? `exercises.hint(\"{self.name}\")` prints a hint.")
+
     def make(self, backward):
         """The Function with another backward (a learner's or a planted mistake)."""
         return type(self.class_name, (self.function,), {"backward": staticmethod(backward)})
