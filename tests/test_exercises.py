@@ -16,6 +16,7 @@ from tinyattn.exercises.strategies import Strategies
 
 MISTAKES = [(exercise, mistake) for exercise in EXERCISES for mistake in exercise.mistakes]
 PHASE = {"example": "example", "hypothesis": "random case", "float32": "float32"}
+STRATEGIES = Strategies()
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 
 
@@ -99,18 +100,14 @@ def test_planted_mistake_is_named(exercise, mistake):
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-def test_no_false_diagnosis_on_a_correct_backward(exercise):
-    """Over random cases (many under HYPOTHESIS_PROFILE=dev), the solution passes the full check
-    (whole Jacobians against finite differences) and agrees with the library's own gradient."""
-    strategies = Strategies()
-
-    @given(st.composite(lambda draw: exercise.random_case(draw, strategies))())
-    def solution_passes(case):
-        result = checker.analyse(exercise, exercise.function, case)
-        assert result.passed, "\n".join(report.block(result))
-        assert checker.quick_failure(exercise, exercise.function, case) is None
-
-    solution_passes()
+@given(data=st.data())
+def test_no_false_diagnosis_on_a_correct_backward(exercise, data):
+    """Over random cases (300 per exercise under HYPOTHESIS_PROFILE=dev), the solution passes the full
+    check (whole Jacobians against finite differences) and agrees with the library's own gradient."""
+    case = data.draw(st.composite(lambda draw: exercise.random_case(draw, STRATEGIES))(), label="case")
+    result = checker.analyse(exercise, exercise.function, case)
+    assert result.passed, "\n".join(report.block(result))
+    assert checker.quick_failure(exercise, exercise.function, case) is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,8 +152,30 @@ def test_diagnoses_of_shapes_say_which_dims():
     assert "sum your gradient over it" in text
     text = block("add", add.mistakes[2].backward)
     assert "y: is summed over dim 2, not 0" in text
-    text = block("matmul", exercises.get("matmul").mistakes[0].backward)
+    matmul = exercises.get("matmul")
+    text = block("matmul", matmul.mistakes[0].backward)
     assert "b: is the transpose of the right one (shape [5, 4], not [4, 5])" in text
+    # grad_out @ b for grad_out @ b^T: a shape error, unless b is square; then the Jacobian is transposed
+    square = {**matmul.example(), "b": np.random.default_rng(0).standard_normal((4, 4))}
+    result = checker.analyse(matmul, matmul.make(matmul.mistakes[2].backward), square)
+    assert result.finding.id == "transposed" and "a: is the right Jacobian transposed" in result.lines
+
+
+def test_a_gradient_that_must_be_zero():
+    relu = exercises.get("relu")  # every x negative: nothing reaches the output
+    result = checker.analyse(relu, relu.make(relu.mistakes[0].backward), {"x": -np.ones((2, 3))})
+    assert result.finding.id == "not-zero"
+    assert "x: is non-zero, but here the output does not depend on x at all" in result.lines
+
+
+def test_right_numbers_in_the_wrong_shape():
+    def keepdim_left_on(ctx, grad_y):
+        grad_x, grad_weight, grad_bias = exercises.get("layer_norm").function.backward(ctx, grad_y)
+        return grad_x, grad_weight.unsqueeze(0), grad_bias
+
+    text = block("layer_norm", keepdim_left_on)
+    assert "FAIL - right numbers, wrong shape" in text
+    assert "weight: has the right numbers in shape [1, 4], not [4]" in text
 
 
 def test_the_shrunk_counterexample_is_shown_and_reproducible():

@@ -504,11 +504,11 @@ def _backward(exercise, function, node, outputs, grads):
     args, count = exercise.args, len(exercise.args)
     extra = result[count:]
     if len(result) < count or any(r is not None for r in extra):
-        names = ", ".join(args)
-        raise _Verdict("FAIL", finding("bad-return", f"returns {len(result)} gradient{'s' * (len(result) != 1)}",
-                                       f"backward returns {len(result)} value{'s' * (len(result) != 1)}, but forward "
-                                       f"takes {count} argument{'s' * (count != 1)} ({names}): return one per argument, "
-                                       "None for those that need no gradient, in that order."))
+        got = f"{len(result)} value{'s' * (len(result) != 1)}"
+        raise _Verdict("FAIL", finding(
+            "bad-return", f"returns {got}",
+            f"backward returns {got}, but forward takes {count} argument{'s' * (count != 1)} ({', '.join(args)}): "
+            "return one per argument, None for those that need no gradient, in that order."))
     grads_by_name = {}
     for name, value in zip(args, result):
         if name not in exercise.grads:

@@ -143,9 +143,9 @@ def check(directory, names=(), examples=checker.EXAMPLES):
     if examples < 0:
         raise UsageError(f"--examples must be 0 or more, got {examples}")
     selected = [_get(name) for name in names] if names else list(_exercises())
-    random_cases = f"{examples} random cases each" if examples else "no random cases"
-    _say(f"checking {len(selected)} exercise{'s' * (len(selected) != 1)} in {directory} (finite differences "
-         f"in float64, {random_cases})")
+    random_cases = f"{examples} random cases" if examples else "no random cases"
+    _say(f"checking {directory}: {len(selected)} exercise{'s' * (len(selected) != 1)} (float64 finite "
+         f"differences, {random_cases})")
     for line in report.table_header():
         print(line)
     results = []

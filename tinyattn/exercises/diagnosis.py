@@ -32,6 +32,7 @@ FINDINGS = {
     "changes-saved": "changes a saved tensor in place",
     "nan": "NaN or inf in the gradient",
     "no-gradient": "no gradient for an input",
+    "not-zero": "non-zero where the gradient is 0",
     "missing-broadcast-sum": "missing the sum over broadcast dims",
     "wrong-axis-sum": "summed over the wrong dims",
     "output-shape": "not expanded back to the input's shape",
@@ -125,6 +126,10 @@ def _generic(probe, name):
         return _wrong_shape(probe, name)
     if np.all(np.abs(yours) <= probe.atol):
         return finding("no-gradient", "is all zeros", f"Some of {name}'s gradient should be non-zero.")
+    if np.all(np.abs(true) <= probe.atol):
+        return finding("not-zero", f"is non-zero, but here the output does not depend on {name} at all",
+                       f"In this case nothing of {name} reaches the output (every element is masked, dropped or "
+                       "cut off by a ReLU, or a softmax row has a single element): the gradient must be 0.")
     close = probe.matches
     if close(name, -true):
         return finding("sign-flipped", "has the opposite sign", "Check the sign of each term of your formula.")
@@ -201,7 +206,8 @@ def _constant_factor(probe, name):
             return Finding(factor.finding, title, f"is off by a factor of {shown}", factor.explanation)
         if _same_number(c, -factor.value):
             return finding("sign-flipped", f"has the opposite sign and is off by a factor of {factor.label}",
-                           "Check the sign of each term, and the constants.", title=f"sign flipped, factor {factor.label}")
+                           "Check the sign of each term, and the constants.",
+                           title=f"sign flipped, factor {factor.label}")
     return finding("constant-factor", f"is off by a factor of {c:.4g}",
                    "The formula is right up to a constant: check the constants in it.",
                    title=f"off by a factor of {c:.4g}")
@@ -244,7 +250,8 @@ def _summed_over_other_dims(probe, name):
                         f"{name} (shape {list(shape)}) is broadcast to {list(expanded)} along dims "
                         f"{_and(sorted(right))}, its size-1 dims included: sum over all of them.")
                 return finding(
-                    "wrong-axis-sum", f"is summed over dim{'s' * (len(dims) > 1)} {_and(dims)}, not {_and(sorted(right))}",
+                    "wrong-axis-sum",
+                    f"is summed over dim{'s' * (len(dims) > 1)} {_and(dims)}, not {_and(sorted(right))}",
                     f"{name} (shape {list(shape)}) is broadcast to {list(expanded)} along dim"
                     f"{'s' * (len(right) > 1)} {_and(sorted(right))}: sum over exactly "
                     f"{'those' if len(right) > 1 else 'that one'}.")

@@ -52,6 +52,8 @@ def _sum_over_other_dim(probe):
     y, g = probe.outputs[0], probe.one_hots()
     notes = {}
     for dim in range(y.ndim - 1):
+        if y.shape[dim] == 1:  # a sum over it changes nothing: that is the diagonal alone
+            continue
         candidate = y * (g - (g * y).sum(axis=dim + 1, keepdims=True))
         if probe.matches("x", candidate):
             notes["x"] = f"takes the sum <grad_y, y> over dim {dim}, not over the last dim"
@@ -78,8 +80,9 @@ EXERCISE = Exercise(
     ),
     shapes="x         (..., n), e.g. (3, 5)\ny         like x (saved)\ngrad_y    like x  ->  return grad_x (like x)",
     hint=(
-        "Work out sum_i grad_y_i * y_i (delta_ij - y_j) by hand: it is y_j (grad_y_j - <grad_y, y>), where "
-        "<grad_y, y> is one number per row: (grad_y * y).sum(dim=-1, keepdim=True)."
+        "Work out grad_x_j = sum_i grad_y_i * y_i (delta_ij - y_j) by hand, the delta_ij term apart from the "
+        "rest: the rest is y_j times one number per row, a sum over the last dim (keepdim=True, so that it "
+        "broadcasts along the row)."
     ),
     todo="return grad_x (the shape of x)",
     args=("x",),

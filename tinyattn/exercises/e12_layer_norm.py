@@ -3,7 +3,6 @@
 import numpy as np
 
 from tinyattn.autograd import Function
-from tinyattn.nn import functional as F
 
 from .exercise import Exercise, Mistake, Suspect
 

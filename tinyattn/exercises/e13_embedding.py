@@ -110,9 +110,9 @@ EXERCISE = Exercise(
         "grad_out  like out  ->  return None, grad_weight (rows, dim)"
     ),
     hint=(
-        "Assigning grad_weight[ids] = grad_out keeps only one of the gradients of a repeated id. Add "
-        "instead: F.one_hot(ids.reshape(-1), rows) is a (tokens, rows) matrix, and its transpose times "
-        "grad_out.reshape(-1, dim) sums the tokens of every row. (A loop with += works too.)"
+        "Think of a row that two tokens use: what must its gradient be? F.one_hot(ids.reshape(-1), rows) "
+        "is a (tokens, rows) matrix of 0s and 1s: what does its transpose times grad_out.reshape(-1, dim) "
+        "compute? (A loop with += works too.)"
     ),
     todo="return None, grad_weight (the shape of weight)",
     args=("ids", "weight"),

@@ -57,10 +57,11 @@ def _new_mask(probe):
     if not np.all(kept_by_you | np.isclose(values, 0.0)):
         return []
     kept = np.isclose(right, scale)
-    if np.any(kept & ~kept_by_you) and np.any(~kept & kept_by_you):
-        return {"x": f"uses a mask that keeps {int(kept_by_you.sum())} of {rows} elements, not forward's "
-                     f"{int(kept.sum())}"}
-    return []
+    # not forward's mask, and not the mask-missing (all kept) or no-gradient (none kept) mistakes
+    if np.array_equal(kept, kept_by_you) or kept_by_you.all() or not kept_by_you.any():
+        return []
+    return {"x": f"uses a mask that keeps {int(kept_by_you.sum())} of {rows} elements, not forward's "
+                 f"{int(kept.sum())}"}
 
 
 def example():
