@@ -253,7 +253,7 @@ def test_without_hypothesis_the_random_stage_is_skipped(monkeypatch):
     monkeypatch.setattr(checker, "search", missing)
     relu = exercises.get("relu")
     result = checker.check(relu, relu.function)
-    assert result.passed and "install Hypothesis" in result.checked
+    assert result.passed and "pip install hypothesis" in result.checked
 
 
 def test_the_checker_leaves_the_random_state_alone():

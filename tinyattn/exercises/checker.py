@@ -95,7 +95,7 @@ def check(exercise, function, examples=EXAMPLES, shrink_seconds=SHRINK_SECONDS):
         try:
             counterexample = search(exercise, function, examples, shrink_seconds)
         except ImportError:
-            checked.append("no random cases (install Hypothesis to check them: pip install hypothesis)")
+            checked.append("no random cases: pip install hypothesis to check them")
         else:
             if counterexample is not None:
                 failed = analyse(exercise, function, counterexample)
@@ -115,15 +115,16 @@ def load(exercise, path):
     path = os.fspath(path)
     name = os.path.basename(path)
     if not os.path.exists(path):
-        return Result(exercise, "missing", finding("missing", explanation=f"There is no {name} in "
-                      f"{os.path.dirname(path) or '.'}: `tinyattn exercises start DIR` writes it."))
+        folder = os.path.dirname(path) or "."
+        return Result(exercise, "missing", finding("missing", explanation=f"There is no {name} in {folder}: "
+                      f"`tinyattn exercises start {folder}` writes it again (and leaves the other files alone)."))
     try:
         with open(path, encoding="utf-8") as file:
             code = compile(file.read(), path, "exec")
     except SyntaxError as error:
         return Result(exercise, "error", finding("error", error.msg, title=f"SyntaxError at {name}:{error.lineno}"),
                       [f"{name}:{error.lineno}: SyntaxError: {error.msg}"])
-    except (OSError, UnicodeDecodeError) as error:
+    except (OSError, ValueError) as error:  # unreadable, not UTF-8, or a null byte in it
         return Result(exercise, "error", finding("error", str(error), title=f"cannot read {name}"),
                       [f"{type(error).__name__}: {error}"])
     namespace = {"__name__": f"exercise_{exercise.label}", "__file__": path}
@@ -181,9 +182,9 @@ class Probe:
             self.outputs = [_host(o) for o in outputs]
             self.out_shapes = [tuple(o.shape) for o in outputs]
             _check_forward(exercise, self.case, outputs)
+            saved = [(t, _host(t)) for t in node.saved if isinstance(t, Tensor)]
             zero = _backward(exercise, function, node, outputs, [np.zeros(s) for s in self.out_shapes])
             _check_linear(zero)
-            saved = [(t, _host(t)) for t in node.saved if isinstance(t, Tensor)]
             rows = self.rows = sum(math.prod(s) for s in self.out_shapes)
             per_row = []
             for r in range(rows):
@@ -197,7 +198,8 @@ class Probe:
                         "(y -= ..., y *= ...): work on a copy (y = y - ...); backward may run more than once."))
             for name in self.names:
                 self.yours[name] = _stack(name, [row[name] for row in per_row])
-            numerical = numerical_jacobian(function.apply, inputs, eps=EPS, seed=SEED if exercise.random else None)
+            seed = SEED if exercise.random else None  # reseeding costs time: only where forward draws
+            numerical = numerical_jacobian(function.apply, inputs, eps=EPS, seed=seed)
         per_output = numerical if len(outputs) > 1 else (numerical,)
         for j, name in enumerate(self.names):
             shape = self.case[name].shape
@@ -297,7 +299,8 @@ class Probe:
         """Lines for the report: each wrong input's finding, with its worst element."""
         lines = []
         explained = any(found is not None for found in per_input.values())
-        for name, found in per_input.items():
+        for name in [n for n in self.names if n in per_input]:  # in the order of forward's arguments
+            found = per_input[name]
             if found is None:
                 note = "is wrong too, with no pattern of its own" if explained else "matches no known mistake"
             else:

@@ -98,15 +98,15 @@ def diagnose(probe):
 def _headline(per_input, wrong):
     found = [f for f in per_input.values() if f is not None]
     if not found:
-        inputs = ", ".join(wrong)
-        return finding("no-pattern", explanation=f"The gradient of {inputs} disagrees with finite differences, "
-                       "and matches none of the usual mistakes: compare your formula with the derivation.")
-    # the finding that explains the most inputs; among equals, the first input's
+        which = f"gradients of {_and(wrong)} disagree" if len(wrong) > 1 else f"gradient of {wrong[0]} disagrees"
+        return finding("no-pattern", explanation=f"The {which} with finite differences, and match"
+                       f"{'' if len(wrong) > 1 else 'es'} none of the usual mistakes: compare your formula with "
+                       "the derivation.")
+    # the finding that explains the most inputs; among equals, the first one found
     counts = {}
     for f in found:
         counts[f.id] = counts.get(f.id, 0) + 1
-    best = max(found, key=lambda f: counts[f.id])
-    return best
+    return max(found, key=lambda f: counts[f.id])
 
 
 # ---------------------------------------------------------------------------------------------

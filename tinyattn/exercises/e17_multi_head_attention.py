@@ -179,8 +179,8 @@ EXERCISE = Exercise(
         "W_out (d_out, d_out), b_out (d_out,)\n"
         "q, k, v (saved)           (b, heads, T, head_dim);  a (saved): (b, heads, T, T)\n"
         "context (saved)           (b, T, d_out)\n"
-        "grad_out                  (b, T, d_out)  ->  return grad_x, grad_W_query, grad_W_key, "
-        "grad_W_value, grad_W_out, grad_b_out, None"
+        "grad_out                  (b, T, d_out)\n"
+        "  ->  return grad_x, grad_W_query, grad_W_key, grad_W_value, grad_W_out, grad_b_out, None"
     ),
     hint=(
         "Start with out = context @ W_out + b_out on tokens flattened to (b * T, d_out). grad_context, "
