@@ -20,7 +20,6 @@ import contextlib
 import dataclasses
 import math
 import os
-import time
 import traceback
 
 import numpy as np
@@ -36,7 +35,7 @@ SEED = 0  # a random exercise's forward runs right after seeding with it (dropou
 EPS = 1e-6  # the finite-difference step
 ATOL, RTOL = 1e-5, 1e-3  # gradcheck's tolerances
 EXAMPLES = 20  # random cases per exercise
-SHRINK_SECONDS = 3.0  # how long Hypothesis may spend shrinking a failing case
+SHRINK_CALLS = 200  # how many more cases Hypothesis may try while shrinking a failing one
 
 
 @dataclasses.dataclass
@@ -80,7 +79,7 @@ class _Verdict(Exception):
 # the whole check
 
 
-def check(exercise, function, examples=EXAMPLES, shrink_seconds=SHRINK_SECONDS):
+def check(exercise, function, examples=EXAMPLES, shrink_calls=SHRINK_CALLS):
     """Check `function` (the exercise's Function with the learner's backward); return a Result."""
     result = analyse(exercise, function, exercise.example())
     if not result.passed:
@@ -93,7 +92,7 @@ def check(exercise, function, examples=EXAMPLES, shrink_seconds=SHRINK_SECONDS):
         checked.append(f"float32 at {exercise.large_case_text}")
     if examples:
         try:
-            counterexample = search(exercise, function, examples, shrink_seconds)
+            counterexample = search(exercise, function, examples, shrink_calls)
         except ImportError:
             checked.append("no random cases: pip install hypothesis to check them")
         else:
@@ -414,11 +413,12 @@ def _float32_probe(exercise, function):
 # random cases: Hypothesis
 
 
-def search(exercise, function, examples=EXAMPLES, shrink_seconds=SHRINK_SECONDS):
+def search(exercise, function, examples=EXAMPLES, shrink_calls=SHRINK_CALLS):
     """The smallest random case Hypothesis finds on which the backward fails, or None.
 
     Deterministic (derandomized, no example database), so the same code gets the same answer.
-    Shrinking stops after `shrink_seconds`: from then on only the cases already seen failing fail
+    Shrinking stops after `shrink_calls` more cases have been tried (a count, not a time, so that
+    a busy machine gets the same answer): from then on only the cases already seen failing fail
     again, so Hypothesis ends with the smallest of them.
     """
     from hypothesis import HealthCheck, find, settings
@@ -430,18 +430,19 @@ def search(exercise, function, examples=EXAMPLES, shrink_seconds=SHRINK_SECONDS)
     strategies = Strategies()
     cases = st.composite(lambda draw: exercise.random_case(draw, strategies))()
     failing = set()
-    first_failure = []
+    tried_since_failure = [0]
 
     def fails(case):
         key = _key(case)
         if key in failing:
             return True
-        if first_failure and time.perf_counter() - first_failure[0] > shrink_seconds:
-            return False
+        if failing:
+            if tried_since_failure[0] >= shrink_calls:
+                return False
+            tried_since_failure[0] += 1
         if quick_failure(exercise, function, case) is None:
             return False
         failing.add(key)
-        first_failure.append(time.perf_counter())
         return True
 
     try:
