@@ -186,6 +186,20 @@ def test_the_callers_random_state_is_restored():
     assert tinyattn.rand(4).tolist() == expected
 
 
+def test_seed_none_leaves_the_generator_alone():
+    x = random_leaf(2, 3)
+    tinyattn.manual_seed(4)
+    drawn = []  # fn draws on the side: without reseeding, every evaluation draws a new number
+
+    def fn(x):
+        drawn.append(tinyattn.rand(1).item())
+        return x.exp()
+
+    j = numerical_jacobian(fn, x, seed=None)
+    np.testing.assert_allclose(j, np.diag(np.exp(x.detach().numpy()).ravel()), rtol=1e-6)
+    assert len(drawn) == 1 + 2 * 6 and len(set(drawn)) == len(drawn)  # with a seed, all would be equal
+
+
 def test_inputs_are_restored_exactly():
     x = random_leaf(3, 4)
     before = x.detach().numpy().copy()

@@ -24,10 +24,12 @@ from .training import TrainConfig, TrainingDiverged
 EXIT_BAD_INPUT = 2
 
 # commands that other modules implement: name -> the module whose main(argv) runs it
-DELEGATED = {"gradcheck": "tinyattn.gradient_check", "demo": "tinyattn.demo", "bench": "tinyattn.bench"}
+DELEGATED = {"gradcheck": "tinyattn.gradient_check", "demo": "tinyattn.demo", "bench": "tinyattn.bench",
+             "exercises": "tinyattn.exercises"}
 DELEGATED_HELP = {"gradcheck": "check gradients by finite differences (see `tinyattn gradcheck --help`)",
                   "demo": "attention demos with traced shapes (see `tinyattn demo --help`)",
-                  "bench": "micro-benchmarks against NumPy and PyTorch (see `tinyattn bench --help`)"}
+                  "bench": "micro-benchmarks against NumPy and PyTorch (see `tinyattn bench --help`)",
+                  "exercises": "backward-pass exercises and their checker (see `tinyattn exercises --help`)"}
 
 # what `tinyattn train` uses for an option the command line does not give
 TRAIN_DEFAULTS = {field.name: field.default for field in dataclasses.fields(TrainConfig)}

@@ -71,6 +71,8 @@ def numerical_jacobian(fn, inputs, eps=1e-6, seed=0):
 
     One array per input that requires grad (a tuple when `inputs` is a tuple), and that per output
     (an outer tuple when fn returns a tuple). Row r, column c: d output.flatten()[r] / d input.flatten()[c].
+    seed=None leaves the default generator alone, for an fn that draws nothing random (reseeding
+    before each of the 2n evaluations costs about 2 ms each).
     """
     single_input = isinstance(inputs, Tensor)
     inputs = _as_tuple(inputs)
@@ -389,7 +391,11 @@ def _warn_unless_float64(inputs, checked, eps, stacklevel=3):
 
 @contextlib.contextmanager
 def _frozen_randomness(seed):
-    """Yield reseed(): seeds the default generator with `seed`; the caller's state comes back after."""
+    """Yield reseed(): seeds the default generator with `seed`; the caller's state comes back after.
+    seed=None: reseed() does nothing and the generator is not touched."""
+    if seed is None:
+        yield lambda: None
+        return
     state = random.get_rng_state()
 
     def reseed():
