@@ -128,7 +128,7 @@ class MultiheadAttention(Module):
         use_causal = is_causal and key_padding_mask is None and not need_weights
         if key_padding_mask is not None and attn_mask is not None and key_padding_mask.dtype != attn_mask.dtype:
             warnings.warn("Support for mismatched key_padding_mask and attn_mask is deprecated. Use same type "
-                          "for both instead.", stacklevel=2)
+                          "for both instead.", stacklevel=3)  # the caller of module(...)
 
         q, k, v = self._in_projection(query, key, value)  # (N, L, E), (N, S, E), (N, S, E)
         if self.bias_k is not None:
