@@ -9,6 +9,8 @@ training step written as nanoGPT writes it.
 """
 
 import inspect
+import sys
+import types
 import warnings
 from contextlib import nullcontext
 
@@ -180,6 +182,41 @@ def test_cuda_answers_as_pytorch_without_cuda(torch):
             getattr(tinyattn.cuda, name)()
         with pytest.raises(AssertionError, match="not compiled with CUDA"):
             getattr(torch.cuda, name)()
+
+
+@no_gpu
+def test_cuda_answers_from_cupy_where_it_sees_a_gpu(monkeypatch):
+    """With a stand-in for CuPy (this machine has no GPU): the answers come from CuPy's calls."""
+    calls = []
+
+    class Device:
+        def __init__(self, index=1):
+            self.id, self.compute_capability = index, "90"
+
+        def synchronize(self):
+            calls.append(("synchronize", self.id))
+
+    pool = types.SimpleNamespace(used_bytes=lambda: 1024, total_bytes=lambda: 4096,
+                                 free_all_blocks=lambda: calls.append("free"))
+    runtime = types.SimpleNamespace(getDeviceCount=lambda: 2,
+                                    getDeviceProperties=lambda index: {"name": f"GPU {index}".encode()})
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(Device=Device, runtime=runtime)
+    cupy.get_default_memory_pool = lambda: pool
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setattr(tinyattn.backend, "cuda_is_available", lambda: True)
+    cuda = tinyattn.cuda
+    assert cuda.is_available() and cuda.device_count() == 2 and cuda.current_device() == 1
+    assert cuda.get_device_name() == "GPU 1" and cuda.get_device_name("cuda:0") == "GPU 0"
+    assert cuda.get_device_capability() == (9, 0) and cuda.is_bf16_supported() is False
+    cuda.synchronize()
+    cuda.empty_cache()
+    assert calls == [("synchronize", 1), "free"]
+    assert (cuda.memory_allocated(), cuda.memory_reserved()) == (1024, 4096)
+    with pytest.raises(NotImplementedError, match="CuPy keeps no peak"):
+        cuda.max_memory_allocated()
+    x = tinyattn.ones(2)
+    assert x.pin_memory() is x
 
 
 def test_cuda_manual_seed_leaves_the_cpu_stream_alone(torch):
