@@ -235,7 +235,7 @@ _array_dtypes = {}  # (type, dtype object) of the array library -> tinyattn dtyp
 
 def array_dtype(xp, dt):
     """The array library's dtype object for a tinyattn dtype."""
-    return getattr(xp, dt.name)
+    return getattr(xp, dtypes.computable(dt).name)
 
 
 def dtype_of(array):
@@ -265,7 +265,7 @@ def from_host(values, dev, dt=None):
     xp = namespace_for(dev)
     values = np.asarray(values)
     if dt is not None:
-        values = values.astype(dt.name, copy=False)
+        values = values.astype(dtypes.computable(dt).name, copy=False)
     if xp is numpy_xp:
         return values
     return xp.asarray(values, **creation_kwargs(xp))

@@ -46,9 +46,17 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def from_numpy(array):
-    """A CPU tensor sharing memory with a NumPy array (as in PyTorch)."""
+    """A CPU tensor sharing memory with a NumPy array (as in PyTorch).
+
+    Subclasses of ndarray (np.memmap, the data files of nanoGPT) are held as plain arrays over the
+    same memory: writes through the tensor still reach the file.
+    """
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy expects a NumPy array, got {type(array).__name__}: "
+                        "use tinyattn.tensor(data) for lists and numbers")
     if backend.strict_mode():
         return Tensor._from_data(array)
+    array = np.asarray(array)  # a view of a subclass as a plain ndarray; a plain one stays itself
     backend.dtype_of(array)  # a clear error for dtypes tinyattn lacks
     return Tensor._wrap(array)
 
@@ -199,7 +207,7 @@ Generator = random.Generator
 
 
 def _float_dtype(dtype):
-    dt = dtype or dtypes.default_float
+    dt = dtypes.computable(dtype or dtypes.default_float)
     if not dt.is_floating_point:
         raise TypeError(f"random floats need a floating point dtype, got {dt}")
     return dt

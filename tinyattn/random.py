@@ -100,6 +100,12 @@ class Generator:
         self._device_seed = seed
         return self
 
+    def seed_device(self, seed):
+        """Restart only the GPU stream (CuPy's generator, for dropout masks) from `seed`, as
+        torch.cuda.manual_seed seeds only the GPU's generator; the host stream goes on."""
+        self._device_seed = check_seed(seed)
+        self._device_rng = None
+
     def seed(self):
         """Reseed from the operating system's entropy and return the new seed."""
         seed = int.from_bytes(os.urandom(8), "little")

@@ -133,12 +133,12 @@ def _host_values(data, dtype=None):
     """
     if isinstance(data, Tensor):
         values = np.array(backend.to_host(data.array))
-        return values if dtype is None else values.astype(dtype.name)
+        return values if dtype is None else values.astype(dtypes.computable(dtype).name)
     if backend.is_cupy_array(data):
         data = backend.to_host(data)  # its values, then treated as NumPy data (float64 stays float64)
     inferred = _inferred_dtype(data)  # also refuses data that is not numbers
     values = np.array(data)  # Python floats become float64 and Python ints int64: nothing rounded yet
-    target = dtype or inferred
+    target = dtypes.computable(dtype or inferred)
     _check_fits(values, target)
     return values.astype(target.name, copy=False)
 
@@ -360,14 +360,30 @@ class Tensor:
         return values if dtype is None else values.astype(dtype)
 
     def to(self, *args, **kwargs):
-        """to(device), to(dtype), to(device, dtype), to(other_tensor); differentiable."""
-        dev, dt = parse_to_args(args, kwargs)
+        """to(device), to(dtype), to(device, dtype), to(other_tensor); differentiable.
+
+        copy=True always gives a new tensor; non_blocking is accepted (copies here are synchronous).
+        """
+        dev, dt = parse_to_args(args, kwargs, ("non_blocking", "copy"))
         result = self
         if dt is not None and dt is not self.dtype:
             result = ops.ToDtype.apply(result, dt)
         if dev is not None and backend.device(dev) != self.device:
             result = ops.ToDevice.apply(result, backend.device(dev))
+        if kwargs.get("copy") and result is self:
+            result = self.clone()
         return result
+
+    def pin_memory(self):
+        """PyTorch pins host memory for faster copies to a GPU. tinyattn has no pinned memory (CuPy
+        copies from ordinary memory, to the same values): with a GPU this returns the tensor itself;
+        without one it raises, as PyTorch does."""
+        if not backend.cuda_is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        return self
+
+    def is_pinned(self):
+        return False
 
     def cpu(self):
         return self.to("cpu")
@@ -380,6 +396,12 @@ class Tensor:
 
     def double(self):
         return self.to(dtypes.float64)
+
+    def half(self):  # refused with a message that says what to do (see dtypes.computable)
+        return self.to(dtypes.float16)
+
+    def bfloat16(self):
+        return self.to(dtypes.bfloat16)
 
     def long(self):
         return self.to(dtypes.int64)
@@ -1203,8 +1225,13 @@ class Tensor:
 # helpers: dims, shapes, type promotion
 
 
-def parse_to_args(args, kwargs):
-    """The (device, dtype) of a call to(device), to(dtype), to(device, dtype) or to(tensor)."""
+def parse_to_args(args, kwargs, options=("non_blocking",)):
+    """The (device, dtype) of a call to(device), to(dtype), to(device, dtype) or to(tensor).
+
+    Keyword arguments other than device, dtype and the caller's `options` are refused by name."""
+    for name in kwargs:
+        if name not in ("device", "dtype") and name not in options:
+            raise TypeError(f"to() got an unexpected keyword argument {name!r}")
     dev, dt = kwargs.get("device"), kwargs.get("dtype")
     for arg in args:
         if isinstance(arg, dtypes.dtype):

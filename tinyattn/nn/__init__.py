@@ -24,4 +24,6 @@ from .layers import (
     Tanh,
 )
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
+from .multihead_attention import MultiheadAttention
 from . import utils  # noqa: E402  (clip_grad_norm_)
+from . import parallel  # noqa: E402  (DataParallel; DistributedDataParallel, which one process cannot run)

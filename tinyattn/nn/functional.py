@@ -131,12 +131,15 @@ def check_dropout_p(p):
 
 
 def dropout_mask(shape, p, like):
-    """The scaled mask of inverted dropout for 0 < p < 1: 0 where dropped, 1/(1-p) where kept.
+    """The scaled mask of inverted dropout for 0 < p <= 1: 0 where dropped, 1/(1-p) where kept.
 
     Drawn on the CPU from the PyTorch-compatible stream (so seeded results match PyTorch), on CUDA
-    from CuPy's generator; on `like`'s device, in its dtype.
+    from CuPy's generator; on `like`'s device, in its dtype. At p = 1 all zeros, with no draw (as
+    PyTorch draws nothing then).
     """
     xp = backend.namespace(like.array)
+    if p == 1:
+        return xp.zeros(shape, dtype=like.array.dtype, **backend.creation_kwargs(xp))
     keep = generator_or_default(None).device_bernoulli(shape, 1 - p, xp)
     if backend.namespace(keep) is not xp:  # drawn on the host: copy to the tensor's device
         keep = backend.from_host(keep, like.device)
@@ -538,7 +541,8 @@ class AttentionOp(Op):
         return grad_q, grad_k, grad_v, None, grad_bias, None, None
 
 
-def attention(query, key, value, blocked=None, bias=None, scale=None, dropout_p=0.0, training=True):
+def attention(query, key, value, blocked=None, bias=None, scale=None, dropout_p=0.0, training=True, *,
+              dropout_keep=None):
     """softmax(query key^T * scale + bias) value, the `blocked` places masked out: (context, weights).
 
     query (..., L, E), key (..., S, E), value (..., S, Ev), leading dims broadcast; context is
@@ -548,6 +552,10 @@ def attention(query, key, value, blocked=None, bias=None, scale=None, dropout_p=
     applied as a division by sqrt(E), as the book writes it; a scale given explicitly multiplies the
     scores, as in PyTorch (scale=0 gives equal weights). Dropout on the weights while training.
     A query that may attend to nothing gets zeros, not NaN.
+
+    dropout_keep: dropout's scaled mask (an array of the scores' shape, 0 where dropped and
+    1/(1-p) where kept, from `dropout_mask()`), to use instead of drawing one: for a caller that
+    needs the same mask too (nn.MultiheadAttention returns the weights after dropout).
     """
     check_dropout_p(dropout_p)
     for name, t in (("query", query), ("key", key), ("value", value)):
@@ -578,12 +586,12 @@ def attention(query, key, value, blocked=None, bias=None, scale=None, dropout_p=
     if bias is not None and bias.dtype != query.dtype:
         raise TypeError(f"attention: a float mask must have the query's dtype {query.dtype}, got {bias.dtype}")
 
-    keep = None
-    if training and dropout_p == 1:
-        xp = backend.namespace(query.array)
-        keep = xp.zeros(scores_shape, dtype=query.array.dtype, **backend.creation_kwargs(xp))
-    elif training and dropout_p > 0:
+    keep = dropout_keep
+    if keep is None and training and dropout_p > 0:
         keep = dropout_mask(scores_shape, dropout_p, query)
+    elif keep is not None and tuple(keep.shape) != scores_shape:
+        raise ShapeError(f"attention: a dropout mask of shape {list(keep.shape)} given for scores of shape "
+                         f"{list(scores_shape)}")
     return AttentionOp.apply(query, key, value, blocked, bias, scale, keep)
 
 

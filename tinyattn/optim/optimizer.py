@@ -195,18 +195,22 @@ def _number_lr(lr):
     return lr
 
 
-# options that PyTorch's groups carry for its CUDA and autograd variants: the same numbers either way,
-# kept (at PyTorch's defaults) so that a saved state_dict has PyTorch's keys; without
-# decoupled_weight_decay, torch.optim.AdamW.load_state_dict would turn itself into Adam
-_TORCH_ONLY_OPTIONS = {
-    "SGD": dict(foreach=None, differentiable=False, fused=None),
-    "Adam": dict(foreach=None, capturable=False, differentiable=False, fused=None),
-}
-
-
 def _check(name, value, low=0.0):
     if not value >= low:
         raise ValueError(f"Invalid {name}: {value}")
+
+
+def _implementation_options(foreach, fused, differentiable, **others):
+    """PyTorch's choices of implementation, kept in the groups as PyTorch keeps them, so that a saved
+    state_dict has PyTorch's keys. tinyattn has one implementation (the formulas of PyTorch's
+    single-tensor one), whatever foreach, fused or capturable say; a differentiable step (autograd
+    through the update) it does not have."""
+    if foreach and fused:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if differentiable:
+        raise NotImplementedError("differentiable=True is not supported: tinyattn's optimizers update the "
+                                  "parameters in place without recording a graph")
+    return dict(foreach=foreach, **others, differentiable=differentiable, fused=fused)
 
 
 class SGD(Optimizer):
@@ -217,7 +221,7 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
-                 maximize=False):
+                 maximize=False, foreach=None, differentiable=False, fused=None):
         lr = _number_lr(lr)
         _check("learning rate", lr)
         _check("momentum value", momentum)
@@ -225,7 +229,8 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                        nesterov=nesterov, maximize=maximize, **_TORCH_ONLY_OPTIONS["SGD"])
+                        nesterov=nesterov, maximize=maximize,
+                        **_implementation_options(foreach, fused, differentiable))
         super().__init__(params, defaults)
 
     def _update(self, p, grad, state, group):
@@ -249,13 +254,13 @@ class Adam(Optimizer):
 
     m = b1 * m + (1 - b1) * g;  v = b2 * v + (1 - b2) * g^2
     p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)     (t = the step count)
-    weight_decay adds weight_decay * p to the gradient (L2 regularisation, coupled to the moments).
+    weight_decay adds weight_decay * p to the gradient (L2 regularisation, coupled to the moments);
+    with decoupled_weight_decay=True it shrinks p instead, as AdamW does.
     """
 
-    decoupled = False  # AdamW sets this: weight decay shrinks p directly instead of entering g
-
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
-                 maximize=False):
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
         lr = _number_lr(lr)
         _check("learning rate", lr)
         _check("epsilon value", eps)
@@ -263,7 +268,9 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameters: {betas} (each must be in [0, 1))")
         _check("weight_decay value", weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize, **_TORCH_ONLY_OPTIONS["Adam"], decoupled_weight_decay=self.decoupled)
+                        maximize=maximize,
+                        **_implementation_options(foreach, fused, differentiable, capturable=capturable),
+                        decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
     def _update(self, p, grad, state, group):
@@ -282,7 +289,7 @@ class Adam(Optimizer):
         step = state["step"]
 
         if weight_decay != 0:
-            if group.get("decoupled_weight_decay", self.decoupled):
+            if group["decoupled_weight_decay"]:
                 p.array *= 1 - lr * weight_decay  # AdamW: shrink the weights, apart from the gradient
             else:
                 grad = grad + weight_decay * p.array  # Adam: L2 penalty folded into the gradient
@@ -317,8 +324,8 @@ class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): p *= 1 - lr * weight_decay each step,
     outside the moment estimates. PyTorch's default weight_decay for AdamW is 1e-2."""
 
-    decoupled = True
-
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 maximize=False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
