@@ -55,6 +55,7 @@ def get_default_dtype():
 
 __version__ = "0.1.0"
 from . import nn  # noqa: E402
+from . import linalg  # noqa: E402
 from . import optim  # noqa: E402
 from .gradient_check import gradcheck, numerical_grad, numerical_jacobian  # noqa: E402
 from .tracing import AnomalyError, detect_anomaly, draw_graph, trace  # noqa: E402
