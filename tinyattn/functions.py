@@ -13,8 +13,8 @@ import numpy as np
 
 from . import backend, dtypes, ops, random
 from .ops import Cat, Stack
-from .tensor import where as _where
-from .tensor import Size, Tensor, _shape_arg, matmul  # noqa: F401  (re-exported)
+from .tensor import matmul as _matmul, where as _where
+from .tensor import Size, Tensor, _shape_arg  # noqa: F401  (re-exported)
 
 
 def generator_or_default(generator):
@@ -381,8 +381,12 @@ def gather(input, dim, index):
     return input.gather(dim, index)
 
 
-def dot(input, other):
-    return input.dot(other)
+def dot(input, tensor):  # PyTorch's name for the second vector
+    return input.dot(tensor)
+
+
+def matmul(input, other):
+    return _matmul(input, other)
 
 
 def mm(input, mat2):
