@@ -63,6 +63,8 @@ def normalize_dims(dim, ndim):
                 f"(expected a dim in [{-max(ndim, 1)}, {max(ndim, 1) - 1}])"
             )
         result.append(d % max(ndim, 1))
+        if result.count(result[-1]) > 1:
+            raise ValueError(f"dim {result[-1]} appears more than once in the list of dims {list(dims)}")
     return tuple(result) if ndim else ()
 
 
@@ -1108,6 +1110,7 @@ class Expm1(Op):
 
     @staticmethod
     def forward(ctx, x):
+        ctx.name_hint = "Expm1Backward0"  # spelled out: a name ending in a digit is taken whole
         y = ctx.xp.expm1(x)
         ctx.save_for_backward(y)
         return y
@@ -1121,6 +1124,7 @@ class Expm1(Op):
 class Log2(Op):
     @staticmethod
     def forward(ctx, x):
+        ctx.name_hint = "Log2Backward0"
         ctx.save_for_backward(x)
         return ctx.xp.log2(x)
 
@@ -1133,6 +1137,7 @@ class Log2(Op):
 class Log10(Op):
     @staticmethod
     def forward(ctx, x):
+        ctx.name_hint = "Log10Backward0"
         ctx.save_for_backward(x)
         return ctx.xp.log10(x)
 
@@ -1145,6 +1150,7 @@ class Log10(Op):
 class Exp2(Op):
     @staticmethod
     def forward(ctx, x):
+        ctx.name_hint = "Exp2Backward0"
         y = 2.0**x
         ctx.save_for_backward(y)
         return y

@@ -365,21 +365,23 @@ class LeakyReluOp(Op):
 
 
 class EluOp(Op):
-    """x where x > 0, alpha (exp(x) - 1) elsewhere; the slope there is alpha exp(x) = y + alpha."""
+    """x where x > 0, alpha (exp(x) - 1) elsewhere; the slope there is alpha exp(x) (computed from x,
+    not as y + alpha, which loses exp(x) to rounding once it is below float precision)."""
 
     @staticmethod
     def forward(ctx, x, alpha):
         xp = ctx.xp
         positive = x > 0
-        y = xp.where(positive, x, alpha * xp.expm1(xp.minimum(x, xp.zeros_like(x))))  # no exp overflow for large x
-        ctx.save_for_backward(positive, y)
+        negative_part = xp.minimum(x, xp.zeros_like(x))  # exp() of the negative part only: no overflow
+        ctx.save_for_backward(positive, negative_part)
         ctx.alpha = alpha
-        return y
+        return xp.where(positive, x, alpha * xp.expm1(negative_part))
 
     @staticmethod
     def backward(ctx, grad):
-        positive, y = ctx.saved_tensors
-        return ctx.xp.where(positive, grad, grad * (y + ctx.alpha)), None
+        positive, negative_part = ctx.saved_tensors
+        xp = ctx.xp
+        return xp.where(positive, grad, grad * (ctx.alpha * xp.exp(negative_part))), None
 
 
 def _activation(op, input, inplace, *args):
