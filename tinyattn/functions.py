@@ -736,7 +736,7 @@ def einsum(equation, *operands):
     letters name dims, a letter repeated in an operand takes its diagonal, "..." stands for the
     remaining (broadcast) dims, and without "->" the output is the letters used once, sorted.
     Also einsum(equation, [a, b]) and PyTorch's sublist form einsum(a, [0, 1], b, [1, 2], [0, 2])."""
-    if not isinstance(equation, str):
+    if isinstance(equation, Tensor):
         equation, operands = _sublist_equation((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
