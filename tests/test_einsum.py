@@ -46,7 +46,8 @@ def einsum_cases(draw, max_operands=3):
         full_shapes.append(full)
     for term, shape, full in zip(terms, shapes, full_shapes):  # a letter of size 1 in every operand has size 1
         for i, letter in enumerate(_dims(term, shape)):
-            if letter != "." and all(n == 1 for t, s in zip(terms, shapes) for c, n in zip(_dims(t, s), s) if c == letter):
+            sizes = [n for t, s in zip(terms, shapes) for c, n in zip(_dims(t, s), s) if c == letter]
+            if letter != "." and all(n == 1 for n in sizes):
                 full[i] = 1
     full_shapes = [tuple(full) for full in full_shapes]
     equation = ",".join(terms)

@@ -846,13 +846,15 @@ def where(condition, input=None, other=None):
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None):
-    """The (row, column) indices of the upper triangle of a row x col matrix (from diagonal `offset` on), as a (2, n) tensor."""
+    """The (row, column) indices of the upper triangle of a row x col matrix (from diagonal `offset`
+    on), as a (2, n) tensor."""
     rows, cols = np.triu_indices(row, offset, col)
     return _from_host(np.stack([rows, cols]), dtype or dtypes.int64, device, False)
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None):
-    """The (row, column) indices of the lower triangle of a row x col matrix (up to diagonal `offset`), as a (2, n) tensor."""
+    """The (row, column) indices of the lower triangle of a row x col matrix (up to diagonal `offset`),
+    as a (2, n) tensor."""
     rows, cols = np.tril_indices(row, offset, col)
     return _from_host(np.stack([rows, cols]), dtype or dtypes.int64, device, False)
 

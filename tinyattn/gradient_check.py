@@ -658,13 +658,15 @@ def op_checks(seed=0):
         Check("F.pad replicate", lambda a: F.pad(a, (1, 2, 2, 0), mode="replicate"), (r.x(2, 3, 4),)),
         Check("F.pad circular", lambda a: F.pad(a, (3, 1), mode="circular"), (r.x(2, 4),)),
         # einsum
-        Check("einsum attention scores", lambda q, k: T.einsum("bhqd,bhkd->bhqk", q, k), (r.x(2, 2, 3, 2), r.x(2, 2, 4, 2))),
+        Check("einsum attention scores", lambda q, k: T.einsum("bhqd,bhkd->bhqk", q, k),
+              (r.x(2, 2, 3, 2), r.x(2, 2, 4, 2))),
         Check("einsum ... matmul", lambda a, b: T.einsum("...ij,...jk", a, b), (r.x(2, 1, 3, 2), r.x(3, 2, 2))),
         Check("einsum outer", lambda a, b: T.einsum("i,j->ij", a, b), (r.x(3), r.x(4))),
         Check("einsum diagonal", lambda a: T.einsum("ii->i", a), (r.x(3, 3),)),
         Check("einsum trace", lambda a: T.einsum("ii", a), (r.x(3, 3),)),
         Check("einsum sum over a dim", lambda a: T.einsum("ijk->ik", a), (r.x(2, 3, 4),)),
-        Check("einsum three operands", lambda a, b, c: T.einsum("ij,jk,kl->il", a, b, c), (r.x(2, 3), r.x(3, 4), r.x(4, 2))),
+        Check("einsum three operands", lambda a, b, c: T.einsum("ij,jk,kl->il", a, b, c),
+              (r.x(2, 3), r.x(3, 4), r.x(4, 2))),
         Check("einsum broadcast size-1 dim", lambda a, b: T.einsum("ij,ij->ij", a, b), (r.x(1, 3), r.x(2, 3))),
         Check("einsum same operand twice", lambda a: T.einsum("ij,kj->ik", a, a), (r.x(3, 4),)),
     ]

@@ -1235,30 +1235,30 @@ class Round(StepFunction):
 
 
 class Prod(Op):
-    """The product over one dim (or all). The gradient of x_i is the product of the others, computed
-    without dividing by x_i, so that zeros are handled: with no zero in a row it is prod / x_i; with
-    one zero, only the zero's place gets a gradient (the product of the rest); with two, none does."""
+    """The product over one dim (or all). The gradient of x_i is the product of the others: the
+    product of those before it times the product of those after it (two running products), so that
+    nothing is divided by x_i and zeros need no special case (PyTorch divides where it can)."""
 
     @staticmethod
     def forward(ctx, x, dim, keepdim):
-        xp = ctx.xp
         ctx.name_hint = "ProdBackward0" if dim is None else "ProdBackward1"  # PyTorch's overloads
-        axes = normalize_dims(dim, x.ndim)
         ctx.save_for_backward(x)
-        ctx.axes = axes
-        return xp.prod(x, axis=axes, keepdims=keepdim)
+        ctx.axes = normalize_dims(dim, x.ndim)
+        return ctx.xp.prod(x, axis=ctx.axes, keepdims=keepdim)
 
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         xp, axes = ctx.xp, ctx.axes
         kept = xp.reshape(grad, keepdims_shape(x.shape, axes))
-        zeros = x == 0
-        nonzero = xp.where(zeros, xp.ones_like(x), x)
-        product_of_nonzeros = xp.prod(nonzero, axis=axes, keepdims=True)
-        zero_count = xp.sum(xp.astype(zeros, xp.int64), axis=axes, keepdims=True)
-        others = xp.where(zero_count == 0, product_of_nonzeros / nonzero,
-                          xp.where((zero_count == 1) & zeros, product_of_nonzeros, xp.zeros_like(x)))
+        if not axes:  # a 0-d x: the product is x itself
+            return kept, None, None
+        # the reduced dim last (all dims flattened into one for the product of all)
+        rows = xp.reshape(x, (-1,)) if len(axes) > 1 or x.ndim == 1 else xp.moveaxis(x, axes[0], -1)
+        before = xp.cumulative_prod(rows, axis=-1, include_initial=True)[..., :-1]
+        after = xp.flip(xp.cumulative_prod(xp.flip(rows, axis=-1), axis=-1, include_initial=True)[..., :-1], axis=-1)
+        others = before * after
+        others = xp.reshape(others, x.shape) if len(axes) > 1 or x.ndim == 1 else xp.moveaxis(others, -1, axes[0])
         return kept * others, None, None
 
 
@@ -1732,8 +1732,8 @@ class Einsum(Op):
             )
             distinct = list(dict.fromkeys(present))
             target = [label for label in distinct if label in reachable]
-            g = einsum_contract(xp, [grad] + [arrays[j] for j in others], [plan.output] + [plan.inputs[j] for j in others],
-                                tuple(target), plan.sizes)
+            g = einsum_contract(xp, [grad] + [arrays[j] for j in others],
+                                [plan.output] + [plan.inputs[j] for j in others], tuple(target), plan.sizes)
             # the labels only operand k had: summed in the forward, so the gradient is constant along them
             g = xp.broadcast_to(xp.reshape(g, tuple(plan.sizes[lab] if lab in target else 1 for lab in distinct)),
                                 tuple(plan.sizes[lab] for lab in distinct))

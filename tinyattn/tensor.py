@@ -525,7 +525,8 @@ class Tensor:
                 return (self / other).trunc()
             quotient = self.abs() // (other.abs() if isinstance(other, Tensor) else abs(other))
             return quotient * (self.sign() * (other.sign() if isinstance(other, Tensor) else (other > 0) - (other < 0)))
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}")
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                         f"{rounding_mode!r}")
 
     def __floordiv__(self, other):
         return _no_grad_binary(_floor_divide, self, other)
@@ -1419,7 +1420,8 @@ class Tensor:
             return ops.Roll.apply(self, int(shift_tuple[0]), None)
         dim_tuple = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
         if len(shift_tuple) != len(dim_tuple):
-            raise ValueError(f"roll: shifts and dims must align, got {len(shift_tuple)} shifts and {len(dim_tuple)} dims")
+            raise ValueError(f"roll: shifts and dims must align, got {len(shift_tuple)} shifts and "
+                             f"{len(dim_tuple)} dims")
         axes = tuple(_dim(d, self.ndim) for d in dim_tuple)
         if self.ndim == 0:
             return ops.Roll.apply(self, 0, None)
@@ -1428,7 +1430,8 @@ class Tensor:
     def flip(self, *dims):
         axes = _dims_tuple(_shape_arg(dims), self.ndim)
         if len(set(axes)) != len(axes):
-            raise ValueError(f"flip: dim {[d for d in axes if axes.count(d) > 1][0]} appears more than once in {list(dims)}")
+            repeated = next(d for d in axes if axes.count(d) > 1)
+            raise ValueError(f"flip: dim {repeated} appears more than once in {list(_shape_arg(dims))}")
         return ops.Flip.apply(self, axes) if self.ndim else ops.Flip.apply(self, ())
 
     def fliplr(self):
