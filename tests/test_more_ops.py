@@ -653,6 +653,9 @@ def test_small_helpers():
     assert in_place.tolist() == [[0.0, 0.0, 1.5], [1.5, 0.0, 0.0]]
     assert tinyattn.clamp_min(tinyattn.tensor([-1.0, 2.0]), 0.0).tolist() == [0.0, 2.0]
     assert tinyattn.clamp_max(tinyattn.tensor([-1.0, 2.0]), 0.0).tolist() == [-1.0, 0.0]
+    # a 0-d input beyond erf's near range (NumPy's 0-d arithmetic gives scalars, not arrays)
+    assert abs(tinyattn.erf(tinyattn.tensor(2.5)).item() - math.erf(2.5)) < 1e-6
+    assert abs(F.gelu(tinyattn.tensor(3.0)).item() - 3.0 * (1 + math.erf(3.0 / math.sqrt(2))) / 2) < 1e-6
 
 
 # ---------------------------------------------------------------------------------------------
