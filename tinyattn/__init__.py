@@ -42,6 +42,7 @@ def get_default_dtype():
 
 __version__ = "0.1.0"
 from . import nn  # noqa: E402
+from . import linalg  # noqa: E402
 from . import optim  # noqa: E402
 from . import utils  # noqa: E402  (tinyattn.utils.data: Dataset, DataLoader)
 # names that PyTorch programs use and a CPU engine only accepts, each module documented as such

@@ -37,7 +37,7 @@ import warnings
 
 import numpy as np
 
-from . import autograd, backend, dtypes, functions, models, nn, random
+from . import autograd, backend, dtypes, functions, linalg, models, nn, random
 from .errors import BackwardError, GradcheckError
 from .nn import functional as F
 from .tensor import Tensor
@@ -610,6 +610,71 @@ def op_checks(seed=0):
         Check("attention context and weights, bias, shared keys",
               lambda q, k, v, bias, blocked: F.attention(q, k, v, blocked=blocked, bias=bias),
               (r.x(2, 3, 2), r.x(4, 2), r.x(4, 3), r.x(3, 4), r.mask(3, 4))),
+        # more elementwise math
+        Check("sin", lambda a: a.sin(), (r.x(3, 4),)),
+        Check("cos", lambda a: T.cos(a), (r.x(3, 4),)),
+        Check("reciprocal", lambda a: a.reciprocal(), (r.nonzero(3, 4),)),
+        Check("log1p", lambda a: a.log1p(), (r.positive(3, 4),)),
+        Check("expm1", lambda a: T.expm1(a), (r.x(3, 4),)),
+        Check("log2", lambda a: a.log2(), (r.positive(3, 4),)),
+        Check("log10", lambda a: T.log10(a), (r.positive(3, 4),)),
+        Check("exp2", lambda a: a.exp2(), (r.x(3, 4),)),
+        Check("erf", lambda a: T.erf(a), (r.x(3, 4),)),
+        Check("square", lambda a: T.square(a), (r.x(3, 4),)),
+        Check("pow function, number base", lambda a: T.pow(2.0, a), (r.x(3, 4),)),
+        Check("sign floor ceil round trunc (zero gradient)",
+              lambda a: a * (a.sign() + a.floor() + a.ceil() + a.round() + a.trunc()),
+              (r.leaf(np.array([[-1.7, -0.3, 0.2], [1.4, 2.6, -2.2]])),)),
+        Check("clamp_min", lambda a: a.clamp_min(0.0), (r.nonzero(3, 4),)),
+        # more reductions
+        Check("prod", lambda a: a.prod(), (r.x(2, 3),)),
+        Check("prod dim, with zeros", lambda a: a.prod(1), (r.leaf(np.array([[0.0, 1.5, -2.0], [0.0, 0.0, 3.0]])),)),
+        Check("cumprod", lambda a: a.cumprod(-1), (r.x(3, 4),)),
+        Check("cumprod with zeros", lambda a: a.cumprod(0), (r.leaf(np.array([1.5, 0.0, -2.0, 0.0, 0.7])),)),
+        Check("amax dims", lambda a: a.amax((0, 2)), tuple(r.distinct((2, 3, 4)))),
+        Check("amin keepdim", lambda a: a.amin(-1, keepdim=True), tuple(r.distinct((3, 4)))),
+        Check("norm", lambda a: a.norm(), (r.x(3, 4),)),
+        Check("vector_norm ord 3 dim", lambda a: linalg.vector_norm(a, 3, dim=-1), (r.nonzero(3, 4),)),
+        Check("vector_norm inf", lambda a: linalg.vector_norm(a, math.inf, dim=0), tuple(r.distinct((3, 4)))),
+        Check("normalize", lambda a: F.normalize(a, dim=-1), (r.x(3, 4),)),
+        # more matrix products
+        Check("outer", lambda a, b: T.outer(a, b), (r.x(3), r.x(4))),
+        Check("addmm", lambda c, a, b: T.addmm(c, a, b, beta=0.5, alpha=2.0), (r.x(4), r.x(3, 2), r.x(2, 4))),
+        Check("baddbmm", lambda c, a, b: c.baddbmm(a, b), (r.x(2, 3, 4), r.x(2, 3, 2), r.x(2, 2, 4))),
+        Check("trace", lambda a: a.trace(), (r.x(3, 4),)),
+        # sorting, selecting, scattering, padding
+        Check("sort", lambda a: T.sort(a, dim=-1, descending=True), tuple(r.distinct((3, 4)))),
+        Check("index_select (repeats)", lambda a: a.index_select(1, T.tensor([3, 0, 3])), (r.x(3, 4),)),
+        Check("masked_select broadcast mask", lambda a, mask: a.masked_select(mask), (r.x(3, 4), r.mask(4))),
+        Check("repeat_interleave", lambda a: a.repeat_interleave(2, dim=0), (r.x(3, 4),)),
+        Check("repeat_interleave tensor repeats", lambda a: T.repeat_interleave(a, T.tensor([2, 0, 1, 3]), dim=1),
+              (r.x(3, 4),)),
+        Check("roll", lambda a: a.roll((1, -1), (0, 1)), (r.x(3, 4),)),
+        Check("flip", lambda a: T.flip(a, (0, 1)), (r.x(3, 4),)),
+        Check("scatter", lambda a, src: a.scatter(1, T.tensor([[3, 0], [1, 2], [0, 1]]), src), (r.x(3, 4), r.x(3, 2))),
+        Check("scatter value", lambda a: T.scatter(a, 0, T.tensor([[2, 0, 1, 2]]), 0.5), (r.x(3, 4),)),
+        Check("scatter_add (repeats)", lambda a, src: a.scatter_add(1, T.tensor([[3, 3], [0, 2], [1, 1]]), src),
+              (r.x(3, 4), r.x(3, 2))),
+        Check("F.silu", lambda a: F.silu(a), (r.x(3, 4),)),
+        Check("F.softplus", lambda a: F.softplus(a, beta=2.0), (r.x(3, 4),)),
+        Check("F.leaky_relu", lambda a: F.leaky_relu(a, 0.1), (r.nonzero(3, 4),)),
+        Check("F.elu", lambda a: F.elu(a), (r.nonzero(3, 4),)),
+        Check("F.pad constant (crops too)", lambda a: F.pad(a, (2, -1, 1, 0), value=0.5), (r.x(2, 3, 4),)),
+        Check("F.pad reflect", lambda a: F.pad(a, (2, 1), mode="reflect"), (r.x(2, 4),)),
+        Check("F.pad replicate", lambda a: F.pad(a, (1, 2, 2, 0), mode="replicate"), (r.x(2, 3, 4),)),
+        Check("F.pad circular", lambda a: F.pad(a, (3, 1), mode="circular"), (r.x(2, 4),)),
+        # einsum
+        Check("einsum attention scores", lambda q, k: T.einsum("bhqd,bhkd->bhqk", q, k),
+              (r.x(2, 2, 3, 2), r.x(2, 2, 4, 2))),
+        Check("einsum ... matmul", lambda a, b: T.einsum("...ij,...jk", a, b), (r.x(2, 1, 3, 2), r.x(3, 2, 2))),
+        Check("einsum outer", lambda a, b: T.einsum("i,j->ij", a, b), (r.x(3), r.x(4))),
+        Check("einsum diagonal", lambda a: T.einsum("ii->i", a), (r.x(3, 3),)),
+        Check("einsum trace", lambda a: T.einsum("ii", a), (r.x(3, 3),)),
+        Check("einsum sum over a dim", lambda a: T.einsum("ijk->ik", a), (r.x(2, 3, 4),)),
+        Check("einsum three operands", lambda a, b, c: T.einsum("ij,jk,kl->il", a, b, c),
+              (r.x(2, 3), r.x(3, 4), r.x(4, 2))),
+        Check("einsum broadcast size-1 dim", lambda a, b: T.einsum("ij,ij->ij", a, b), (r.x(1, 3), r.x(2, 3))),
+        Check("einsum same operand twice", lambda a: T.einsum("ij,kj->ik", a, a), (r.x(3, 4),)),
     ]
     return checks
 
@@ -665,6 +730,10 @@ def module_checks(seed=0):
         ("Tanh", nn.Tanh(), r.x(3, 4)),
         ("Sigmoid", nn.Sigmoid(), r.x(3, 4)),
         ("Softmax", nn.Softmax(dim=-1), r.x(3, 4)),
+        ("SiLU", nn.SiLU(), r.x(3, 4)),
+        ("LeakyReLU", nn.LeakyReLU(0.2), r.nonzero(3, 4)),
+        ("ELU", nn.ELU(alpha=0.5), r.nonzero(3, 4)),
+        ("Softplus", nn.Softplus(beta=2.0, threshold=3.0), r.x(3, 4)),
         ("Dropout p=0.5", nn.Dropout(0.5), r.x(3, 4)),
         ("CrossEntropyLoss", nn.CrossEntropyLoss(), r.x(4, 5), (r.ints(5, 4),)),
         ("MSELoss", nn.MSELoss(), r.x(3, 4), (r.x(3, 4).detach(),)),

@@ -10,17 +10,21 @@ from .attention import (
     multihead_from_wrapper,
 )
 from .layers import (
+    ELU,
     GELU,
     CrossEntropyLoss,
     Dropout,
     Embedding,
     Identity,
     LayerNorm,
+    LeakyReLU,
     Linear,
     MSELoss,
     ReLU,
     Sigmoid,
+    SiLU,
     Softmax,
+    Softplus,
     Tanh,
 )
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential

@@ -8,11 +8,13 @@ tensor ops, so autograd differentiates it for free.
 
 import math
 
+import numpy as np
+
 from .. import backend, dtypes
 from ..autograd import Function
 from ..errors import ShapeError
-from ..functions import generator_or_default, tril, ones
-from ..ops import Softmax, broadcast_shape, softmax_backward, softmax_forward, unbroadcast
+from ..functions import generator_or_default, tril, ones, tensor
+from ..ops import Softmax, broadcast_shape, softmax_backward, softmax_forward, stable_sigmoid, unbroadcast
 from ..tensor import Tensor
 
 
@@ -311,6 +313,190 @@ def log_softmax(input, dim=None, dtype=None):
 def safe_softmax(input, dim=-1):
     """Softmax that maps fully masked rows to zeros (what the attention modules use)."""
     return Softmax.apply(input if input.dtype.is_floating_point else input.float(), dim, True)
+
+
+class SiluOp(Op):
+    """x * sigmoid(x) (also called swish); d/dx = s + x s (1 - s) with s = sigmoid(x)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        s = stable_sigmoid(ctx.xp, x)
+        ctx.save_for_backward(x, s)
+        return x * s
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, s = ctx.saved_tensors
+        return grad * s * (1 + x * (1 - s))
+
+
+class SoftplusOp(Op):
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (PyTorch's switch to the
+    identity, where the two agree to float precision). Its slope is sigmoid(beta x)."""
+
+    @staticmethod
+    def forward(ctx, x, beta, threshold):
+        xp = ctx.xp
+        scaled = x * beta
+        # log(1 + e^z) = max(z, 0) + log(1 + e^-|z|): no overflow for large z
+        soft = (xp.maximum(scaled, xp.zeros_like(scaled)) + xp.log1p(xp.exp(-xp.abs(scaled)))) / beta
+        linear = scaled > threshold
+        ctx.save_for_backward(scaled, linear)
+        return xp.where(linear, x, soft)
+
+    @staticmethod
+    def backward(ctx, grad):
+        scaled, linear = ctx.saved_tensors
+        xp = ctx.xp
+        return xp.where(linear, grad, grad * stable_sigmoid(xp, scaled)), None, None
+
+
+class LeakyReluOp(Op):
+    """x where x > 0, negative_slope * x elsewhere (the slope at 0 is negative_slope, as in PyTorch)."""
+
+    @staticmethod
+    def forward(ctx, x, negative_slope):
+        positive = x > 0
+        ctx.save_for_backward(positive)
+        ctx.negative_slope = negative_slope
+        return ctx.xp.where(positive, x, x * negative_slope)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (positive,) = ctx.saved_tensors
+        return ctx.xp.where(positive, grad, grad * ctx.negative_slope), None
+
+
+class EluOp(Op):
+    """x where x > 0, alpha (exp(x) - 1) elsewhere; the slope there is alpha exp(x) (computed from x,
+    not as y + alpha, which loses exp(x) to rounding once it is below float precision)."""
+
+    @staticmethod
+    def forward(ctx, x, alpha):
+        xp = ctx.xp
+        positive = x > 0
+        negative_part = xp.minimum(x, xp.zeros_like(x))  # exp() of the negative part only: no overflow
+        ctx.save_for_backward(positive, negative_part)
+        ctx.alpha = alpha
+        return xp.where(positive, x, alpha * xp.expm1(negative_part))
+
+    @staticmethod
+    def backward(ctx, grad):
+        positive, negative_part = ctx.saved_tensors
+        xp = ctx.xp
+        return xp.where(positive, grad, grad * (ctx.alpha * xp.exp(negative_part))), None
+
+
+def _activation(op, input, inplace, *args):
+    """Apply an elementwise activation op, in place (recorded in the graph) when asked."""
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"{op.__name__.removesuffix('Op').lower()} needs a floating point tensor, got "
+                        f"{input.dtype}: use .float()")
+    return input._inplace(op, *args) if inplace else op.apply(input, *args)
+
+
+def silu(input, inplace=False):
+    return _activation(SiluOp, input, inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return _activation(SoftplusOp, input, False, beta, threshold)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _activation(LeakyReluOp, input, inplace, negative_slope)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _activation(EluOp, input, inplace, alpha)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(norm of input along dim, eps): unit vectors along dim (PyTorch's formula)."""
+    if out is not None:
+        raise TypeError("normalize: out= is not supported: use the returned tensor")
+    return input / input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+
+
+# ---------------------------------------------------------------------------------------------
+# padding
+
+
+class ConstantPadNdOp(Op):
+    """x with `value` added around it; a negative pad cuts elements off instead. `pads` is one
+    (before, after) pair per dim. The gradient is the part of the output's gradient where x landed."""
+
+    @staticmethod
+    def forward(ctx, x, pads, value):
+        xp = ctx.xp
+        source, target, shape = [], [], []
+        for n, (before, after) in zip(x.shape, pads):
+            kept = n - max(-before, 0) - max(-after, 0)
+            source.append(slice(max(-before, 0), max(-before, 0) + max(kept, 0)))
+            target.append(slice(max(before, 0), max(before, 0) + max(kept, 0)))
+            shape.append(n + before + after)
+        ctx.source, ctx.target, ctx.in_shape = tuple(source), tuple(target), x.shape
+        out = xp.full(tuple(shape), value, dtype=x.dtype, **backend.creation_kwargs(xp))
+        out[ctx.target] = x[ctx.source]
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        xp = ctx.xp
+        gx = xp.zeros(ctx.in_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
+        gx[ctx.source] = grad[ctx.target]
+        return gx, None, None
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last len(pad) // 2 dims: pad = (left, right) for the last dim, then (top, bottom) for the
+    one before, ... Modes: 'constant' (value, default 0; negative pads crop), 'reflect' (mirrored
+    without the edge), 'replicate' (the edge repeated), 'circular' (wrapped around)."""
+    pad = [int(p) for p in pad]
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise ValueError(f"pad: {list(pad)} must hold a (before, after) pair for each of the last dims, at most "
+                         f"{input.ndim} pairs for a tensor of shape {list(input.shape)}")
+    pairs = [(0, 0)] * (input.ndim - len(pad) // 2) + [(pad[i], pad[i + 1]) for i in range(len(pad) - 2, -1, -2)]
+    if mode == "constant":
+        for n, (before, after) in zip(input.shape, pairs):
+            if n + before + after < 0:
+                raise ShapeError(f"pad: a dim of size {n} padded by ({before}, {after}) would have a negative size "
+                                 f"(input shape {list(input.shape)})")
+        fill = 0 if value is None else value
+        if not input.dtype.is_floating_point and not float(fill).is_integer():
+            raise TypeError(f"pad: the value {fill} does not fit a {input.dtype} tensor")
+        return ConstantPadNdOp.apply(input, tuple(pairs), fill)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
+    if value is not None and value != 0:
+        raise ValueError(f"pad: a value ({value}) only goes with mode='constant', not {mode!r}")
+    padded_dims = len(pad) // 2
+    if padded_dims > 3 or input.ndim not in (padded_dims + 1, padded_dims + 2):
+        raise ShapeError(f"pad: mode={mode!r} pads the last 1, 2 or 3 dims of a tensor with 1 or 2 more dims "
+                         f"(channels, batch); got {padded_dims} padded dims for shape {list(input.shape)}")
+    result = input
+    for axis, (n, (before, after)) in enumerate(zip(input.shape, pairs)):
+        if before or after:
+            result = result.index_select(axis, _pad_positions(mode, n, before, after, input.device))
+    return result
+
+
+def _pad_positions(mode, n, before, after, device):
+    """Which input position each output position along one dim takes, for the reflect, replicate and
+    circular modes (padding by picking elements: the gradient adds up where one is picked twice)."""
+    limit = n - 1 if mode == "reflect" else n
+    if min(before, after) < 0 or max(before, after) > limit:
+        raise ValueError(f"pad: with mode={mode!r}, pads must be between 0 and {limit} for a dim of size {n}, "
+                         f"got ({before}, {after})")
+    positions = np.arange(-before, n + after)
+    if mode == "reflect":
+        positions = np.abs(positions)
+        positions = np.where(positions > n - 1, 2 * (n - 1) - positions, positions)
+    elif mode == "replicate":
+        positions = np.clip(positions, 0, n - 1)
+    else:
+        positions = positions % n
+    return tensor(positions, device=device)
 
 
 # ---------------------------------------------------------------------------------------------
