@@ -31,6 +31,7 @@ ACCEPTED_ARGUMENTS = {
     "scatter": {"value", "reduce"},  # PyTorch's other overloads: scatter(input, dim, index, value, *, reduce)
     "from_numpy": {"array"},  # PyTorch's takes it positionally only
     "set_rng_state": {"state"},  # only ever passed positionally
+    "load": {"max_bytes"},  # tinyattn's own: the size limit for an untrusted file (see "Saving and loading")
 }
 
 # PyTorch's arguments that tinyattn's functional forms and layers leave out
