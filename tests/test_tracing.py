@@ -427,7 +427,6 @@ def test_a_nan_injected_in_forward_is_caught_at_the_op_that_made_it(xp_backend):
     assert autograd.observers == []
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_an_overflow_to_inf_is_caught_but_a_mask_of_minus_inf_is_not():
     scores = tinyattn.tensor([[1.0, 2.0], [3.0, 100.0]], requires_grad=True)
     mask = tinyattn.tensor([[False, True], [False, False]])
@@ -442,7 +441,6 @@ def test_an_overflow_to_inf_is_caught_but_a_mask_of_minus_inf_is_not():
     assert weights[0, 1].item() == 0.0
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_a_nan_that_arises_only_in_backward_names_the_forward_line():
     x = tinyattn.tensor([0.0, 4.0], requires_grad=True)
     with tinyattn.detect_anomaly():
@@ -459,7 +457,6 @@ def test_a_nan_that_arises_only_in_backward_names_the_forward_line():
     assert autograd.observers == []
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_backward_outside_detect_anomaly_is_not_checked_and_forward_outside_is_reported_as_unknown():
     x = tinyattn.tensor([0.0], requires_grad=True)
     x.sqrt().sum().backward()  # no detection: an inf gradient, silently
