@@ -5,6 +5,8 @@ wrong backward (3x instead of 2x, a transposed gradient, a missing broadcast red
 an unused input) and check that the report names the place and both values.
 """
 
+import contextlib
+import io
 import re
 import warnings
 
@@ -456,3 +458,21 @@ def test_ctrl_c_ends_the_table_with_the_checks_done(capsys, monkeypatch):
     assert "square 0" in out and "square 1" in out and "square 2" not in out
     assert "2 of 4 checks passed" in out
     assert err.splitlines() == ["tinyattn gradcheck: interrupted during the check 'square 2', after 2 of 4 checks"]
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_the_table_fits_an_80_column_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    out = Terminal()
+    with contextlib.redirect_stdout(out):
+        assert gradient_check.main(["-k", "attention"]) == 0
+    lines = out.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 80
+    # a long name and a long list of shapes wrap inside their columns, between words and shapes
+    row = next(i for i, line in enumerate(lines) if line.startswith("attention context and weights,"))
+    assert lines[row].rstrip().endswith("PASS") and "[2, 3, 2]," in lines[row]
+    assert lines[row + 1].startswith("bias, shared keys")

@@ -3,7 +3,8 @@
 - `ArgumentParser`: argparse's, except that a bad option is one line on stderr
   (`tinyattn bench: error: unrecognized arguments: --frob (see tinyattn bench --help)`), exit status 2.
 - `plural(1, "step")` is "1 step", `plural(3, "step")` "3 steps".
-- `terminal_width()`: the columns of the terminal stdout writes to, or None when it is not one.
+- `terminal_width()`: the columns of the terminal stdout writes to, or None when it is not one;
+  `fill(pieces, width)`: wrap a table cell between its pieces.
 - `EXIT_INTERRUPTED`: 130 (128 + SIGINT), the status a shell reports for a program stopped by Ctrl-C.
 
 The progress bar and the status line that say what a command is doing are in `progress.py`.
@@ -35,14 +36,26 @@ def is_terminal(stream):
 
 
 def terminal_width(stream=None):
-    """The terminal's columns when `stream` (default stdout) is a terminal, else None.
+    """The columns of the terminal `stream` (default stdout) writes to, or None when it is not one.
 
-    COLUMNS, when set, wins (as for shutil.get_terminal_size), so `COLUMNS=80 tinyattn demo | less`
-    gets the narrow layout too.
+    Tables fit a terminal's width; written to a file, a pipe or a notebook they keep one line per row
+    (nothing there wraps them, and a line per row is what grep and diff want). COLUMNS, when set,
+    overrides the terminal's own width, as for shutil.get_terminal_size.
     """
     stream = sys.stdout if stream is None else stream
-    if os.environ.get("COLUMNS", "").isdigit():
-        return int(os.environ["COLUMNS"])
     if not is_terminal(stream):
         return None
     return shutil.get_terminal_size().columns
+
+
+def fill(pieces, width):
+    """Lines of at most `width` characters made of `pieces` joined by spaces, breaking only between
+    pieces (so a shape such as "(1, 2, 3)" is never cut); a piece longer than `width` gets a line."""
+    lines = [""]
+    for piece in pieces:
+        joined = f"{lines[-1]} {piece}" if lines[-1] else piece
+        if len(joined) > width and lines[-1]:
+            lines.append(piece)
+        else:
+            lines[-1] = joined
+    return lines

@@ -29,7 +29,9 @@ hand with what `backward()` left in `.grad`.
 """
 
 import contextlib
+import itertools
 import math
+import re
 import sys
 import time
 import warnings
@@ -37,7 +39,7 @@ import warnings
 import numpy as np
 
 from . import autograd, backend, dtypes, functions, models, nn, random
-from .console import EXIT_INTERRUPTED, ArgumentParser, plural
+from .console import EXIT_INTERRUPTED, ArgumentParser, fill, plural, terminal_width
 from .errors import BackwardError, GradcheckError
 from .nn import functional as F
 from .tensor import Tensor
@@ -735,6 +737,12 @@ def main(argv=None):
 
     name_width = max(len("check"), *(len(c.name) for c in checks))
     shape_width = max(len("inputs"), *(len(c.label) for c in checks))
+    width = terminal_width()
+    others = len("  ") * 3 + 13 + len("result")
+    if width is not None and name_width + shape_width + others > width:  # wrap the two text columns
+        room = max(width - 1 - others, 32)
+        shape_width = min(shape_width, max(16, room * 2 // 5))
+        name_width = room - shape_width
     header = f"{'check':<{name_width}}  {'inputs':<{shape_width}}  {'max abs error':>13}  result"
     print(header)
     print("-" * len(header))
@@ -753,10 +761,13 @@ def main(argv=None):
             if error is not None:
                 failures.append((check.name, error))
             done += 1
-            print(
-                f"{check.name:<{name_width}}  {check.label:<{shape_width}}  {report.max_abs_error:>13.1e}  "
-                f"{'PASS' if error is None else 'FAIL'}", flush=True
-            )
+            names = fill(check.name.split(" "), name_width)
+            labels = fill(re.split(r"(?<=\],) ", check.label), shape_width)  # break between shapes
+            print(f"{names[0]:<{name_width}}  {labels[0]:<{shape_width}}  {report.max_abs_error:>13.1e}  "
+                  f"{'PASS' if error is None else 'FAIL'}")
+            for name, label in itertools.zip_longest(names[1:], labels[1:], fillvalue=""):
+                print(f"{name:<{name_width}}  {label}".rstrip())
+            sys.stdout.flush()
     except KeyboardInterrupt:
         interrupted = checks[done].name
     else:
