@@ -3,6 +3,7 @@
 import argparse
 import io
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -175,3 +176,16 @@ def test_a_json_file_that_cannot_be_written_after_the_run_is_one_line_and_the_ta
     out, err = capsys.readouterr()
     assert code == 1 and "(2, 6, 4, 2)" in out
     assert err.startswith("tinyattn bench: error: could not write") and len(err.splitlines()) == 1
+
+
+SHAKESPEARE = pathlib.Path(__file__).parent.parent / "benchmarks" / "train_shakespeare.py"
+
+
+def test_the_shakespeare_benchmark_refuses_a_missing_file_in_one_line_and_spells_no_torch_as_bench_does(tmp_path):
+    result = subprocess.run([sys.executable, str(SHAKESPEARE), str(tmp_path / "nonexistent"), "--skip-torch"],
+                            capture_output=True, text=True)  # the old spelling still works
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("train_shakespeare.py: error: data file") and "does not exist" in line
+    usage = subprocess.run([sys.executable, str(SHAKESPEARE), "--help"], capture_output=True, text=True).stdout
+    assert "--no-torch" in usage and "--skip-torch" not in usage
