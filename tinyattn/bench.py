@@ -408,6 +408,12 @@ def run(args, torch=None, report=None, emit=print, status=None):
     device = args.device
     report = new_report(device, torch) if report is None else report
     started = time.perf_counter()
+    if status is not None:
+        show = emit
+
+        def emit(line):  # a result line replaces the status line; the next status is drawn below it
+            status.clear()
+            show(line)
 
     def doing(text):
         report["interrupted"] = text  # what Ctrl-C would interrupt
@@ -437,7 +443,7 @@ def run(args, torch=None, report=None, emit=print, status=None):
 
     if "gpt" in args.what:
         emit("")
-        emit("(b) one GPT training step (forward, backward, clip, AdamW), nanoGPT's CPU configuration")
+        emit("(b) one GPT training step (forward, backward, clip, AdamW), nanoGPT's CPU model")
         doing("(b) GPT training step: setting up")
         contenders = gpt_contenders(device, torch)
         probe = contenders["tinyattn"]()
@@ -463,7 +469,7 @@ def run(args, torch=None, report=None, emit=print, status=None):
     if "memory" in args.what and device == "cpu":
         size = tuple(args.memory_size)
         emit("")
-        emit(f"(d) peak memory of one forward + backward at {size} (MB above the set-up process)")
+        emit(f"(d) peak memory of a forward + backward at {size}, MB above set-up")
         memory = {}
         for name in ("tinyattn", "numpy") + (("torch",) if torch else ()):
             doing(f"(d) peak memory at {size}: {name}, in a fresh process")

@@ -19,7 +19,7 @@ import pathlib
 import sys
 
 from .checkpoint import CheckpointError
-from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, plural
+from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, fit, plural
 from .data import DataError
 from .training import GPT_ONLY, MODEL_DEFAULTS, TrainConfig, TrainingDiverged
 
@@ -281,14 +281,14 @@ def command_train(args):
             f"GPT ({plural(config.n_layer, 'layer')}, {plural(config.n_head, 'head')}, {config.n_embd} embedding, "
             f"block {config.block_size})")
         start = f"resuming at step {resume.step}" if resume else "training"
-        print(f"{start}: {what} on {where} ({plural(len(text), 'character')}), {plural(config.steps, 'step')}, "
-              f"batch {config.batch_size}, lr {config.lr:g}, device {config.device}", flush=True)
+        print(fit(f"{start}: {what} on {where} ({plural(len(text), 'character')}), {plural(config.steps, 'step')}, "
+                  f"batch {config.batch_size}, lr {config.lr:g}, device {config.device}"), flush=True)
     if changed:  # never silently: the rest of the run differs from what the checkpoint was trained with
-        print(f"changed from the checkpoint's settings: {', '.join(changed)}", flush=True)
+        print(fit(f"changed from the checkpoint's settings: {', '.join(changed)}"), flush=True)
     result = train(config, text, out=out, resume=resume, data_source=source, quiet=quiet)
     if result.interrupted:
-        print(f"\nstopped at step {result.step} of {config.steps}; the checkpoint is in {out / 'ckpt'}. "
-              f"Continue with: tinyattn train --resume --out {out}", file=sys.stderr)
+        print("\n" + fit(f"stopped at step {result.step} of {config.steps}; the checkpoint is in {out / 'ckpt'}. "
+                         f"Continue with: tinyattn train --resume --out {out}", sys.stderr), file=sys.stderr)
         return EXIT_INTERRUPTED
     if not quiet:
         final = result.history[-1] if result.history else None
@@ -296,8 +296,8 @@ def command_train(args):
             curve = (f", loss curve in {out / 'loss.png'}" if (out / "loss.png").exists() else
                      " (no loss curve: matplotlib is not installed; pip install 'tinyattn[plot]', or "
                      "pip install -e '.[plot]' in a clone, to get loss.png)")
-            print(f"done: {plural(result.step, 'step')}, val loss {final['val_loss']:.4f}; checkpoint in "
-                  f"{out / 'ckpt'}{curve}")
+            print(fit(f"done: {plural(result.step, 'step')}, val loss {final['val_loss']:.4f}; checkpoint in "
+                      f"{out / 'ckpt'}{curve}"))
     if args.sample_tokens > 0:
         if not quiet:
             print("\n--- sample ---")

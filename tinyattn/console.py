@@ -4,7 +4,8 @@
   (`tinyattn bench: error: unrecognized arguments: --frob (see tinyattn bench --help)`), exit status 2.
 - `plural(1, "step")` is "1 step", `plural(3, "step")` "3 steps".
 - `terminal_width()`: the columns of the terminal stdout writes to, or None when it is not one;
-  `fill(pieces, width)`: wrap a table cell between its pieces.
+  `fill(pieces, width)`: wrap a table cell between its pieces; `fit(text)`: a long message wrapped
+  to the terminal.
 - `EXIT_INTERRUPTED`: 130 (128 + SIGINT), the status a shell reports for a program stopped by Ctrl-C.
 
 The progress bar and the status line that say what a command is doing are in `progress.py`.
@@ -14,6 +15,7 @@ import argparse
 import os
 import shutil
 import sys
+import textwrap
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -59,3 +61,12 @@ def fill(pieces, width):
         else:
             lines[-1] = joined
     return lines
+
+
+def fit(text, stream=None):
+    """`text` wrapped to the terminal's width, later lines indented by two, when `stream` (default
+    stdout) is a terminal too narrow for it; unchanged otherwise."""
+    width = terminal_width(stream)
+    if width is None or len(text) < width:
+        return text
+    return textwrap.fill(text, width - 1, subsequent_indent="  ", break_on_hyphens=False)

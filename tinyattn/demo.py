@@ -214,11 +214,25 @@ MODULE_STEPS = [
 
 
 def say(text):
-    """Print prose, each line wrapped to the terminal's width (as written where there is no terminal)."""
+    """Print prose as written, or refilled to the terminal's width where a line would not fit.
+
+    Refilled, consecutive lines make one paragraph; an indented line (code) stays a line of its own.
+    """
     width = terminal_width()
-    for line in text.splitlines():
-        print(textwrap.fill(line, width - 1, subsequent_indent=" " * (len(line) - len(line.lstrip())))
-              if width and len(line) >= width else line)
+    lines = text.splitlines()
+    if not width or all(len(line) < width for line in lines):
+        print(text)
+        return
+    paragraph = []
+    for line in lines + [" "]:  # the last, indented, line ends the last paragraph
+        if line[:1].isspace() or not line:
+            if paragraph:
+                print(textwrap.fill(" ".join(paragraph), width - 1))
+                paragraph = []
+            if line.strip():
+                print(line)
+        else:
+            paragraph.append(line)
 
 
 def heading(title, text=""):
