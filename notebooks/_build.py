@@ -9,8 +9,9 @@ notebooks, the exercises and the solutions (see VERSIONS). Edit the sources, the
     python notebooks/_build.py --execute       # write and run them, storing the outputs
     python notebooks/_build.py --execute 03    # only the notebooks whose name starts with 03
 
-Outputs are stored from a full run (TINYATTN_NOTEBOOK_QUICK unset); set TINYSHAKESPEARE to the
-Tiny Shakespeare file so that notebook 6 trains on it rather than on the packaged sonnets.
+Outputs are stored from a full run (TINYATTN_NOTEBOOK_QUICK unset) of what a fresh clone runs:
+notebook 6 without TINYSHAKESPEARE and without notebooks/input.txt, so on the packaged sonnets (the
+notebook says so in its first cell, and says when its GPT overfits them).
 """
 
 import argparse

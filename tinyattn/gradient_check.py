@@ -28,9 +28,10 @@ hand with what `backward()` left in `.grad`.
 `python -m tinyattn gradcheck` runs the check over every differentiable op and layer (see `main`).
 """
 
-import argparse
 import contextlib
+import itertools
 import math
+import re
 import sys
 import time
 import warnings
@@ -38,6 +39,7 @@ import warnings
 import numpy as np
 
 from . import autograd, backend, dtypes, functions, linalg, models, nn, random
+from .console import EXIT_INTERRUPTED, ArgumentParser, fill, plural, terminal_width
 from .errors import BackwardError, GradcheckError
 from .nn import functional as F
 from .tensor import Tensor
@@ -182,11 +184,21 @@ def _compare(report, analytical, numerical, k, j, in_shape, out_shape, eps, atol
     report.error = GradcheckError(
         f"Jacobian mismatch for output {k} with respect to input {j} (shape {list(in_shape)}) at element "
         f"{_index(column, in_shape)} (output element {_index(row, out_shape)}): "
-        f"numerical {numerical.flat[worst]:.6g}, analytical {analytical.flat[worst]:.6g}; "
+        f"{_numerical_and_analytical(numerical.flat[worst], analytical.flat[worst])}; "
         f"max abs error {np.max(abs_error):.1e}, max rel error {np.max(rel_error):.1e} "
         f"(atol={atol}, rtol={rtol}, eps={eps}); {int(bad.sum())} of {bad.size} Jacobian entries "
         "out of tolerance"
     )
+
+
+def _numerical_and_analytical(numerical, analytical):
+    """"numerical 0.5, analytical 0.5000012": six significant digits, or as many as it takes to tell
+    the two apart (a check at a tight tolerance fails on differences in the 9th digit)."""
+    for digits in range(6, 18):
+        n, a = f"{float(numerical):.{digits}g}", f"{float(analytical):.{digits}g}"
+        if n != a:
+            break
+    return f"numerical {n}, analytical {a}"
 
 
 def _index(flat, shape):
@@ -342,7 +354,7 @@ def _check_projection(report, fn, inputs, checked, outputs, eps, atol, rtol, see
                 report.error = GradcheckError(
                     f"Jacobian mismatch for output {k} with respect to input {j} (shape "
                     f"{list(inputs[j].shape)}) in fast mode, which compares a random projection "
-                    f"v^T J u: numerical {n:.6g}, analytical {a:.6g}; abs error {abs_error:.1e}, rel "
+                    f"v^T J u: {_numerical_and_analytical(n, a)}; abs error {abs_error:.1e}, rel "
                     f"error {rel_error:.1e} (atol={atol} scaled to {tolerance:.1e} for the "
                     f"projection, rtol={rtol}, eps={eps}). Run gradcheck with fast_mode=False to "
                     "locate the element."
@@ -773,9 +785,10 @@ def main(argv=None):
 
     Returns 0 when every check passes, 1 otherwise.
     """
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="tinyattn gradcheck",
         description="Compare every op's and layer's backward with central differences in float64.",
+        epilog="Ctrl-C stops the run after the checks done so far, with their summary (exit status 130).",
     )
     parser.add_argument("-k", "--filter", default="", help="only the checks whose name contains this text")
     parser.add_argument("--fast", action="store_true", help="compare random projections v^T J u (fast_mode)")
@@ -799,35 +812,58 @@ def main(argv=None):
 
     name_width = max(len("check"), *(len(c.name) for c in checks))
     shape_width = max(len("inputs"), *(len(c.label) for c in checks))
+    width = terminal_width()
+    others = len("  ") * 3 + 13 + len("result")
+    if width is not None and name_width + shape_width + others > width:  # wrap the two text columns
+        room = max(width - 1 - others, 32)
+        shape_width = min(shape_width, max(16, room * 2 // 5))
+        name_width = room - shape_width
     header = f"{'check':<{name_width}}  {'inputs':<{shape_width}}  {'max abs error':>13}  result"
     print(header)
     print("-" * len(header))
     failures = []
+    done = 0
     start = time.perf_counter()
-    for check in checks:
-        try:
-            report = check_gradients(check.fn, check.inputs, eps=args.eps, atol=args.atol, rtol=args.rtol,
-                                     fast_mode=args.fast)
-            error = report.error
-        except Exception as exc:  # an op that crashes is a failed check, not a crashed table
-            report, error = Report(), exc
-            report.max_abs_error = math.nan
-        if error is not None:
-            failures.append((check.name, error))
-        print(
-            f"{check.name:<{name_width}}  {check.label:<{shape_width}}  {report.max_abs_error:>13.1e}  "
-            f"{'PASS' if error is None else 'FAIL'}"
-        )
+    try:
+        for check in checks:
+            try:
+                report = check_gradients(check.fn, check.inputs, eps=args.eps, atol=args.atol, rtol=args.rtol,
+                                         fast_mode=args.fast)
+                error = report.error
+            except Exception as exc:  # an op that crashes is a failed check, not a crashed table
+                report, error = Report(), exc
+                report.max_abs_error = math.nan
+            if error is not None:
+                failures.append((check.name, error))
+            done += 1
+            names = fill(check.name.split(" "), name_width)
+            labels = fill(re.split(r"(?<=\],) ", check.label), shape_width)  # break between shapes
+            print(f"{names[0]:<{name_width}}  {labels[0]:<{shape_width}}  {report.max_abs_error:>13.1e}  "
+                  f"{'PASS' if error is None else 'FAIL'}")
+            for name, label in itertools.zip_longest(names[1:], labels[1:], fillvalue=""):
+                print(f"{name:<{name_width}}  {label}".rstrip())
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        interrupted = checks[done].name
+    else:
+        interrupted = None
     elapsed = time.perf_counter() - start
     print("-" * len(header))
     settings = f"float64, eps={args.eps}, atol={args.atol}, rtol={args.rtol}{', fast mode' if args.fast else ''}"
     if failures:
-        print(f"{len(failures)} of {len(checks)} checks FAILED ({settings}; {elapsed:.1f} s):")
+        print(f"{len(failures)} of {plural(done, 'check')} FAILED ({settings}; {elapsed:.1f} s):")
         for name, error in failures:
             print(f"  {name}: {type(error).__name__}: {error}")
-        return 1
-    print(f"all {len(checks)} checks passed ({settings}; {elapsed:.1f} s)")
-    return 0
+    elif interrupted is None:
+        print(f"{'all ' if done > 1 else ''}{plural(done, 'check')} passed ({settings}; {elapsed:.1f} s)")
+    elif done:
+        print(f"{done} of {plural(len(checks), 'check')} passed ({settings}; {elapsed:.1f} s)")
+    if interrupted is not None:
+        sys.stdout.flush()
+        print(f"tinyattn gradcheck: interrupted during the check {interrupted!r}, after {done} of "
+              f"{plural(len(checks), 'check')}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

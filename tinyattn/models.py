@@ -41,6 +41,15 @@ class LanguageModel(nn.Module):
         top_k keeps only the k most likely tokens. The context is cropped to the last `block_size`
         tokens. Call model.eval() first to switch dropout off.
         """
+        for idx in self.generate_stream(idx, max_new_tokens, temperature, top_k, generator):
+            pass
+        return idx
+
+    def generate_stream(self, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+        """What `generate` does, one token at a time: yields the ids so far (B, T + i) after each new one.
+
+        For printing text as it is sampled (`tinyattn generate`); the arguments are generate's.
+        """
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 1):
@@ -58,7 +67,7 @@ class LanguageModel(nn.Module):
             probs = F.softmax(logits, dim=-1)
             idx_next = functions.multinomial(probs, num_samples=1, generator=generator)  # (B, 1)
             idx = functions.cat((idx, idx_next), dim=1)
-        return idx
+            yield idx
 
 
 def _check_ids(idx, who):

@@ -1817,11 +1817,13 @@ def _check_integer_divisor(a, b, symbol):
         )
 
 
+@backend.quiet_float_errors  # a float division by zero gives inf or NaN silently, as in PyTorch
 def _floor_divide(a, b):
     _check_integer_divisor(a, b, "//")
     return a // b
 
 
+@backend.quiet_float_errors
 def _remainder(a, b):
     _check_integer_divisor(a, b, "%")
     result = a % b

@@ -52,7 +52,24 @@ class LinearOp(Op):
         return gx, gw, gb
 
 
+def tensor_argument(value, who, name="input"):
+    """`value` if it is a Tensor; otherwise a TypeError that says what to do (a NumPy array or a list
+    would fail later with a message about dtypes or attributes)."""
+    if not isinstance(value, Tensor):
+        library = type(value).__module__.split(".")[0]
+        kind = type(value).__name__ if library == "builtins" else f"{library}.{type(value).__name__}"
+        hint = " (or tinyattn.from_numpy)" if library == "numpy" else ""
+        raise TypeError(f"{who}: the {name} must be a tinyattn tensor, got a {kind}: convert it with "
+                        f"tinyattn.tensor(...){hint}")
+    return value
+
+
 def linear(input, weight, bias=None):
+    tensor_argument(input, "linear")
+    tensor_argument(weight, "linear", "weight")
+    if input.ndim == 0:
+        raise ShapeError(f"linear: the input is a 0-d tensor (one number) but the weight expects {weight.shape[-1]} "
+                         f"features in the input's last dim: give the input shape (..., {weight.shape[-1]})")
     if weight.ndim == 1:  # PyTorch's vector weight: input @ weight, the last dim summed away
         if bias is not None:
             raise ShapeError(f"linear: a 1-D weight (shape {list(weight.shape)}) takes no bias: give the "
@@ -66,7 +83,7 @@ def linear(input, weight, bias=None):
                         f"(e.g. input.to({weight.dtype}))")
     if input.shape[-1:] != weight.shape[1:]:
         raise ShapeError(
-            f"linear: the input's last dim is {input.shape[-1] if input.ndim else None} (shape "
+            f"linear: the input's last dim is {input.shape[-1]} (shape "
             f"{list(input.shape)}) but the weight expects {weight.shape[1]} features (weight shape "
             f"{list(weight.shape)}, laid out as (out_features, in_features))"
         )
@@ -94,6 +111,7 @@ class EmbeddingOp(Op):
 
 
 def embedding(input, weight):
+    tensor_argument(input, "embedding", "ids")
     if input.dtype not in (dtypes.int64, dtypes.int32):
         raise TypeError(f"embedding expects integer ids (int64), got {input.dtype}: use ids.long()")
     backend.same_device([input.array, weight.array])
@@ -155,6 +173,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     on CUDA from CuPy's generator. In eval mode, or at p=0, the input is returned unchanged.
     """
     check_dropout_p(p)
+    tensor_argument(input, "dropout")
     if not training or p == 0:
         return input
     if p == 1:
@@ -216,6 +235,7 @@ class LayerNormOp(Op):
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    tensor_argument(input, "layer_norm")
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(input.shape[input.ndim - len(shape):]) != shape:
         raise ShapeError(
@@ -283,6 +303,7 @@ GELU_C = 0.044715
 def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    tensor_argument(input, "gelu")
     return GeluOp.apply(input if input.dtype.is_floating_point else input.float(), approximate)
 
 

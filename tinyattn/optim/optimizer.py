@@ -66,6 +66,7 @@ class Optimizer:
                 elif p.grad is not None:
                     p.grad.array[...] = 0
 
+    @backend.quiet_float_errors  # a step on inf or NaN gradients makes NaN weights without NumPy's warnings
     def step(self, closure=None):
         """One update of every parameter that has a gradient. `closure` re-evaluates the loss."""
         loss = None
