@@ -78,6 +78,7 @@ def workspace(tmp_path_factory):
     (folder / "input.txt").write_text(TEXT, encoding="utf-8")
     assert cli.main(["train", "--data", str(folder / "input.txt"), "--out", str(folder / "trained"), "--steps", "2",
                      "--quiet", "--sample-tokens", "0", *SMALL]) == 0
+    assert cli.main(["exercises", "start", str(folder / "course"), "--solutions"]) == 0
     return folder
 
 
@@ -104,6 +105,12 @@ def gradcheck_kept_its_rows(folder, out, err):
     assert err.startswith("tinyattn gradcheck: interrupted during the check")
 
 
+def exercises_kept_its_results(folder, out, err):
+    assert re.search(r"\n 1  add +pass", out)  # the rows checked stay, with their summary
+    assert re.search(r"\n(\d+) of \1 pass\n", out)
+    assert err.strip() == "tinyattn exercises: interrupted"
+
+
 def demo_kept_its_output(folder, out, err):
     assert "STEP 11" in out and err.strip() == "tinyattn demo: interrupted"
 
@@ -117,7 +124,8 @@ RUNS = {
     "bench": (["--what", "overhead", "--rounds", "2", "--no-torch", "--json", "bench.json"], r"\nadd +\d",
               bench_kept_its_figures),
     "gradcheck": ([], r"PASS\n", gradcheck_kept_its_rows),
-    "demo": ([], r"GRADIENT CHECK", demo_kept_its_output),  # the gradient check takes about a second
+    "demo": ([], r"GRADIENT CHECK", demo_kept_its_output),
+    "exercises": (["check", "course", "--examples", "1000"], r"\n 1  add +pass", exercises_kept_its_results),  # the gradient check takes about a second
 }
 
 

@@ -8,14 +8,12 @@
 `check` exits with 0 when every exercise checked passes, 1 otherwise; bad usage exits with 2.
 """
 
-import argparse
 import pathlib
 import sys
 import textwrap
 
+from ..console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser
 from . import checker, report
-
-EXIT_BAD_INPUT = 2
 
 
 class UsageError(Exception):
@@ -23,11 +21,11 @@ class UsageError(Exception):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="tinyattn exercises",
         description="Gradient-check exercises: write the backward of each op of attention, from x + y to "
                     "multi-head attention, and let the checker say what is wrong with it.")
-    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=ArgumentParser)
     actions.add_parser("list", help="the exercises, in order",
                        description="List the exercises, in the order they build on each other.")
     start = actions.add_parser("start", help="copy the exercise files into DIR",
@@ -68,9 +66,9 @@ def main(argv=None):
     except UsageError as error:
         print(f"tinyattn exercises {args.action}: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # check has printed what it had checked
+        print("tinyattn exercises: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _exercises():
@@ -149,11 +147,20 @@ def check(directory, names=(), examples=checker.EXAMPLES):
     for line in report.table_header():
         print(line)
     results = []
-    for exercise in selected:
-        loaded = checker.load(exercise, path / exercise.file_name)
-        result = loaded if isinstance(loaded, checker.Result) else checker.check(exercise, loaded, examples)
-        results.append(result)
-        print(report.table_row(result), flush=True)
+    try:
+        for exercise in selected:
+            loaded = checker.load(exercise, path / exercise.file_name)
+            result = loaded if isinstance(loaded, checker.Result) else checker.check(exercise, loaded, examples)
+            results.append(result)
+            print(report.table_row(result), flush=True)
+    except KeyboardInterrupt:  # Ctrl-C: the reports of the exercises checked so far, then stop
+        _print_reports(results)
+        raise
+    _print_reports(results)
+    return 0 if all(result.passed for result in results) else 1
+
+
+def _print_reports(results):
     for result in results:
         if result.passed or result.status == "not done yet":
             continue
@@ -161,7 +168,6 @@ def check(directory, names=(), examples=checker.EXAMPLES):
         print("\n".join(report.block(result)))
     print()
     print(report.summary(results))
-    return 0 if all(result.passed for result in results) else 1
 
 
 def hint(name):
