@@ -46,6 +46,7 @@ def test_train_then_generate(capsys, tmp_path, corpus):
                           "--seed", 3, "--temperature", 0.8, "--top-k", 5)
     assert code == 0 and second.startswith("When")
     assert run(capsys, "generate", "--ckpt", out_dir, "--prompt", "When", "--tokens", 30, "--seed", 3)[1] == first
+    assert run(capsys, "generate", "--out", out_dir, "--prompt", "When", "--tokens", 30, "--seed", 3)[1] == first
 
 
 def test_resume_continues_and_refuses_changes(capsys, tmp_path, corpus):

@@ -145,7 +145,7 @@ def build_parser():
 
     g = commands.add_parser("generate", help="generate text from a trained checkpoint",
                             description="Sample text from a checkpoint written by `tinyattn train`.")
-    g.add_argument("--ckpt", metavar="DIR", default="out",
+    g.add_argument("--ckpt", "--out", dest="ckpt", metavar="DIR", default="out",  # --out: as train names it
                    help="checkpoint (or the train --out directory; default: out)")
     g.add_argument("--prompt", default="", help="text to continue (default: a newline)")
     g.add_argument("--tokens", type=int, default=500, help="characters to generate (default 500)")
