@@ -797,6 +797,10 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
     return input.argsort(dim, descending, stable=stable)
 
 
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    return input.unique(sorted, return_inverse, return_counts, dim)
+
+
 def index_select(input, dim, index):
     return input.index_select(dim, index)
 
