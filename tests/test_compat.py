@@ -1,11 +1,11 @@
 """The names PyTorch programs use that a CPU engine only accepts: they behave as PyTorch's do on a
 machine without CUDA, or refuse with a message that says what to do.
 
-backends (flags kept, changing nothing), compile (the model itself), amp (autocast disabled with a
-warning; GradScaler rule for rule against PyTorch's), cuda (CPU answers), distributed and
-DistributedDataParallel (one process), DataParallel, half-precision dtypes (names whose tensors are
-refused), from_numpy of a memmap, pin_memory and to(...) keywords, the optimizers' signatures, and a
-training step written as nanoGPT writes it.
+backends (flags kept, changing nothing), compile (the model itself) and _dynamo's settings, amp
+(autocast disabled with a warning; GradScaler rule for rule against PyTorch's), cuda (CPU answers;
+CuPy's events), distributed and DistributedDataParallel (one process), DataParallel, half-precision
+dtypes (names whose tensors are refused), from_numpy of a memmap, pin_memory and to(...) keywords, the
+optimizers' signatures, and a training step written as nanoGPT writes it.
 """
 
 import inspect
@@ -82,6 +82,36 @@ def test_compile_returns_the_model_itself():
         tinyattn.compile(model, mode="fastest")
     with pytest.raises(RuntimeError, match="Either mode or options"):
         tinyattn.compile(model, mode="default", options={})
+
+
+def test_dynamo_settings_are_kept_and_start_from_pytorchs_defaults(torch):
+    import tinyattn._dynamo  # as a notebook writes it: import torch._dynamo
+    import torch._dynamo
+
+    names = ("suppress_errors", "verbose", "cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+             "accumulated_recompile_limit", "capture_scalar_outputs", "capture_dynamic_output_shape_ops",
+             "automatic_dynamic_shapes", "assume_static_by_default", "optimize_ddp")
+    config = tinyattn._dynamo.config
+    assert {n: getattr(config, n) for n in names} == {n: getattr(torch._dynamo.config, n) for n in names}
+    try:
+        config.suppress_errors = True
+        config.cache_size_limit = 64  # the older name of recompile_limit, as in PyTorch
+        assert config.suppress_errors is True and config.recompile_limit == 64
+        with pytest.raises(AttributeError, match="supress_errors"):
+            config.supress_errors = True
+        with pytest.raises(AttributeError, match="no_such_setting"):
+            config.no_such_setting
+    finally:
+        config.suppress_errors, config.recompile_limit = False, 8
+
+    model = nn.Linear(2, 3)
+    for module in (tinyattn._dynamo, tinyattn.compiler):
+        assert module.reset() is None and module.is_compiling() is False
+        assert module.disable(model) is model and module.disable(recursive=False)(model) is model
+    x = tinyattn.ones(2, 3)
+    tinyattn._dynamo.mark_dynamic(x, 0)
+    tinyattn._dynamo.maybe_mark_dynamic(x, 1)
+    tinyattn._dynamo.mark_static(x)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -217,6 +247,45 @@ def test_cuda_answers_from_cupy_where_it_sees_a_gpu(monkeypatch):
         cuda.max_memory_allocated()
     x = tinyattn.ones(2)
     assert x.pin_memory() is x
+
+
+@no_gpu
+def test_cuda_event_needs_a_gpu_as_in_pytorch(torch):
+    with pytest.raises(DeviceError, match="tinyattn.cuda.Event\\(\\) needs a CUDA GPU and none is available"):
+        tinyattn.cuda.Event(enable_timing=True)
+    with pytest.raises(RuntimeError):
+        torch.cuda.Event(enable_timing=True)
+
+
+@no_gpu
+def test_cuda_event_times_with_cupys_events(monkeypatch):
+    """With a stand-in for CuPy: the notebook's GPU timing (record, synchronize, elapsed_time) asks CuPy."""
+    made = []
+
+    class Event:
+        def __init__(self, block=False, disable_timing=False, interprocess=False):
+            self.options, self.recorded, self.done = (block, disable_timing, interprocess), [], False
+            made.append(self)
+
+        def record(self, stream=None):
+            self.recorded.append(stream)
+
+        def synchronize(self):
+            self.done = True
+
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(Event=Event,
+                                      get_elapsed_time=lambda a, b: (made.index(b) - made.index(a)) * 1.5)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setattr(tinyattn.backend, "cuda_is_available", lambda: True)
+    start, end = tinyattn.cuda.Event(enable_timing=True), tinyattn.cuda.Event(enable_timing=True)
+    start.record()
+    end.record()
+    assert not end.query()
+    end.synchronize()
+    assert end.query() and start.elapsed_time(end) == 1.5
+    assert [e.options for e in made] == [(False, False, False)] * 2 and made[0].recorded == [None]
+    assert tinyattn.cuda.Event()._event.options == (False, True, False)  # timing is off unless asked for
 
 
 def test_cuda_manual_seed_leaves_the_cpu_stream_alone(torch):

@@ -567,6 +567,43 @@ def test_dtypes_are_pytorchs(torch, dtype):
         np.testing.assert_allclose(host(ours), theirs.numpy(), rtol=1e-6, err_msg=name)
 
 
+def unique_of(lib, x, dim):
+    """Every output unique has for x (values, inverse, counts; and the values alone), as plain arrays."""
+    values, inverse, counts = lib.unique(x, return_inverse=True, return_counts=True, dim=dim)
+    parts = (values, inverse, counts, x.unique(dim=dim), lib.unique(x, sorted=False, return_counts=True, dim=dim)[1])
+    return [host(p) if lib is tinyattn else p.numpy() for p in parts]
+
+
+@property_test
+@given(data=st.data())
+def test_unique_is_pytorchs(xp_backend, torch, data):
+    """Values, inverse and counts as PyTorch gives them, with and without dim; NaNs stay distinct."""
+    shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4), label="shape")
+    dtype = data.draw(st.sampled_from(["int64", "float32", "bool"]), label="dtype")
+    values = data.draw(hnp.arrays(np.int64, shape, elements=st.integers(0, 2)), label="values").astype(dtype)
+    dim = data.draw(st.sampled_from([None] + list(range(-values.ndim, values.ndim))), label="dim")
+    if dtype == "float32" and dim is None:  # (slices with NaNs come in an order of PyTorch's sort's own)
+        values.flat[data.draw(st.integers(0, values.size - 1), label="nan at")] = np.nan
+    ours = unique_of(tinyattn, tinyattn.tensor(values), dim)
+    theirs = unique_of(torch, torch.tensor(values), dim)
+    for name, a, b in zip(("values", "inverse", "counts", "method", "unsorted counts"), ours, theirs):
+        assert a.dtype == b.dtype and a.shape == b.shape, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+def test_unique_edge_cases_and_errors(torch):
+    for lib in (tinyattn, torch):
+        assert lib.unique(lib.tensor(5), return_inverse=True)[1].shape == ()
+        assert lib.unique(lib.zeros(0, 3), dim=0).shape == (0, 3)
+        assert lib.unique(lib.tensor([2.0, 1.0], requires_grad=True)).requires_grad is (lib is torch)
+    with pytest.raises(IndexError, match="dim=0 was given for a 0-d tensor"):
+        tinyattn.tensor(5).unique(dim=0)
+    with pytest.raises(IndexError, match="dimension 2 is out of range"):
+        tinyattn.ones(2, 2).unique(dim=2)
+    with pytest.raises(ShapeError, match=r"shape \[2, 0\] has a dimension of size 0 other than dim=0"):
+        tinyattn.zeros(2, 0).unique(dim=0)
+
+
 # ---------------------------------------------------------------------------------------------
 # the usual tutorial code, unchanged
 

@@ -272,6 +272,28 @@ def test_randint_needs_low_below_high():
         g.randint(0.5, 2, (2,))
 
 
+@pytest.mark.parametrize("args, kwargs", [
+    ((3,), {"size": (6,)}),            # minGPT's sort demo: randint(num_digits, size=(length,))
+    ((3, (6,)), {}),
+    ((-2, 9, (2, 3)), {}),
+    ((0, 5), {"size": [4]}),
+    ((), {"high": 4, "size": (2,)}),
+    ((), {"low": 2, "high": 4, "size": (5,)}),
+])
+def test_randint_argument_forms_match_torch(torch, args, kwargs):
+    import tinyattn
+    torch.manual_seed(7)
+    tinyattn.manual_seed(7)
+    np.testing.assert_array_equal(tinyattn.randint(*args, **kwargs).numpy(), torch.randint(*args, **kwargs).numpy())
+
+
+@pytest.mark.parametrize("args", [(3,), (3, 10)])
+def test_randint_needs_a_tuple_size(args):
+    import tinyattn
+    with pytest.raises(TypeError, match="randint needs its size as a tuple"):
+        tinyattn.randint(*args)
+
+
 @pytest.mark.parametrize("probs, match", [
     ([0.5, -0.1, 0.6], "finite and >= 0"),
     ([0.5, np.nan], "finite and >= 0"),

@@ -50,6 +50,7 @@ from . import amp, backends, cuda, distributed  # noqa: E402
 from .amp import autocast, is_autocast_enabled  # noqa: E402
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 from .compiler import compile  # noqa: E402
+from . import _dynamo, compiler  # noqa: E402,F401  (torch._dynamo.config, torch.compiler.reset)
 from .gradient_check import gradcheck, numerical_grad, numerical_jacobian  # noqa: E402
 from .tracing import AnomalyError, detect_anomaly, draw_graph, trace  # noqa: E402
 from .serialization import load, save  # noqa: E402

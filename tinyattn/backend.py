@@ -386,6 +386,16 @@ def index_add_rows(target, ids, rows):
     return target
 
 
+def unique(array, axis=None):
+    """(values, inverse, counts): the sorted distinct values (or slices along `axis`), where each
+    element (slice) of `array` sits among them, and how often each occurs. NaNs stay distinct."""
+    xp = namespace(array)
+    if xp is numpy_xp or xp is _ns.cuda:
+        return xp.unique(array, return_inverse=True, return_counts=True, axis=axis, equal_nan=False)
+    # array_api_strict: its unique_all has no axis, so do it on the host
+    return tuple(from_host(part, CPU) for part in unique(to_host(array), axis))
+
+
 def _host_key(key):
     if isinstance(key, tuple):
         return tuple(to_host(k) if hasattr(k, "shape") else k for k in key)

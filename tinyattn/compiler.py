@@ -24,6 +24,17 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     return model
 
 
+def disable(fn=None, recursive=True, *, reason=None):
+    """Run `fn` eagerly (it always is): returns `fn` itself, or, called without one, a decorator that does so."""
+    if fn is None:
+        return lambda fn: fn
+    return fn
+
+
+def reset():
+    """Forget compiled code: there is none."""
+
+
 def is_compiling():
     """False: tinyattn never traces (PyTorch answers True inside code it is compiling)."""
     return False

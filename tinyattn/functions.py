@@ -237,12 +237,17 @@ def randn_like(input, dtype=None, device=None, requires_grad=False):
     return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
 
 
-def randint(low, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+def randint(low=0, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False):
     """Integers in [low, high): randint(high, size) or randint(low, high, size)."""
-    if size is None:
-        if high is None:
-            raise TypeError("randint needs a size, e.g. randint(10, (3,)) or randint(0, 10, (3,))")
+    if high is None:  # randint(high, size=...)
+        low, high = 0, low
+    elif size is None:  # randint(high, size)
         low, high, size = 0, low, high
+    if not isinstance(size, (tuple, list)):  # PyTorch refuses randint(3, 10) too
+        raise TypeError(
+            f"randint needs its size as a tuple, got {size!r}: e.g. randint(10, (3,)), randint(0, 10, (3,)) "
+            "or randint(10, size=(3,))"
+        )
     values = generator_or_default(generator).randint(int(low), int(high), _shape_arg((size,)))
     return _from_host(values, dtype or dtypes.int64, device, requires_grad)
 
@@ -795,6 +800,10 @@ def sort(input, dim=-1, descending=False, *, stable=False):
 
 def argsort(input, dim=-1, descending=False, *, stable=False):
     return input.argsort(dim, descending, stable=stable)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    return input.unique(sorted, return_inverse, return_counts, dim)
 
 
 def index_select(input, dim, index):

@@ -1387,6 +1387,31 @@ class Tensor:
         order = xp.argsort(self.array, axis=_dim(dim, self.ndim), descending=descending, stable=True)
         return Tensor._wrap(xp.astype(order, xp.int64))
 
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+        """The distinct elements in ascending order (sorted=False allows that too), or with `dim` the
+        distinct slices along it in lexicographic order; with return_inverse, where each element (or
+        slice) of self sits among them, and with return_counts how often each occurs. NaNs stay
+        distinct, as in PyTorch (slices holding NaNs may come in another order than PyTorch's).
+        Not differentiable: the result is no part of the graph."""
+        if dim is None:
+            values, inverse, counts = backend.unique(self.array)
+            inverse = backend.namespace(inverse).reshape(inverse, self.shape)
+        else:
+            if self.ndim == 0:
+                raise IndexError(f"unique: dim={dim} was given for a 0-d tensor, which has no dimensions")
+            axis = _dim(dim, self.ndim)
+            if any(size == 0 for d, size in enumerate(self.shape) if d != axis):
+                raise ShapeError(f"unique: shape {list(self.shape)} has a dimension of size 0 other than "
+                                 f"dim={dim}, so it has no slices to compare")
+            values, inverse, counts = backend.unique(self.array, axis)
+        xp = backend.namespace(values)
+        result = (Tensor._wrap(values),)
+        if return_inverse:
+            result += (Tensor._wrap(xp.astype(inverse, xp.int64)),)
+        if return_counts:
+            result += (Tensor._wrap(xp.astype(counts, xp.int64)),)
+        return result[0] if len(result) == 1 else result
+
     def index_select(self, dim, index):
         axis = _dim(dim, self.ndim)
         index = _index_vector(index, self, "index_select")

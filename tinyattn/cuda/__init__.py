@@ -3,7 +3,7 @@
 tinyattn reaches a GPU through CuPy (`device="cuda"`). Where CuPy sees one, these answer from CuPy;
 where not, they answer as PyTorch does on a machine without CUDA: `is_available()` is False,
 `device_count()` is 0, the memory counters are 0, `empty_cache()` does nothing, and `synchronize()`,
-`current_device()` and `get_device_name()` raise. `is_bf16_supported()` is False on every device:
+`current_device()`, `get_device_name()` and `Event()` raise. `is_bf16_supported()` is False on every device:
 tinyattn computes in float32 and float64 only (so nanoGPT picks float16, whose autocast tinyattn then
 disables with a warning, and trains in float32).
 """
@@ -63,6 +63,30 @@ def get_device_capability(device=None):
     """(major, minor), e.g. (9, 0) for an H100."""
     capability = _cupy("tinyattn.cuda.get_device_capability()").cuda.Device(_index(device)).compute_capability
     return int(capability[:-1]), int(capability[-1])
+
+
+class Event:
+    """A marker in the GPU's work queue, for timing GPU code (CuPy's event), as torch.cuda.Event:
+    `start.record(); ...; end.record(); synchronize(); start.elapsed_time(end)` gives milliseconds.
+    Without a GPU it cannot be made (DeviceError; PyTorch's CPU build raises too)."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        cupy = _cupy("tinyattn.cuda.Event()")
+        self._event = cupy.cuda.Event(block=blocking, disable_timing=not enable_timing, interprocess=interprocess)
+
+    def record(self, stream=None):
+        self._event.record(stream)
+
+    def synchronize(self):
+        self._event.synchronize()
+
+    def query(self):
+        """True when the work recorded before this event has finished."""
+        return self._event.done
+
+    def elapsed_time(self, end_event):
+        """Milliseconds between this event and `end_event` (both recorded, made with enable_timing=True)."""
+        return _cupy("Event.elapsed_time").cuda.get_elapsed_time(self._event, end_event._event)
 
 
 def manual_seed(seed):
