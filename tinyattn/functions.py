@@ -11,6 +11,8 @@ import numbers
 import numpy as np
 
 from . import backend, dtypes, random
+from .errors import ShapeError
+from .ops import normalize_dim as _normalize_dim
 from .ops import Cat, Stack
 from .tensor import Size, Tensor, _shape_arg, matmul, where  # noqa: F401  (re-exported)
 
@@ -258,9 +260,18 @@ def cat(tensors, dim=0):
     if not tensors:
         raise ValueError("cat expects a non-empty list of tensors")
     target = tensors[0].dtype
-    for t in tensors[1:]:
+    for position, t in enumerate(tensors):
         target = dtypes.promote(target, t.dtype)
-    return Cat.apply(dim, *(t.to(target) for t in tensors))
+        if t.ndim == 0:
+            raise ShapeError(f"cat: the tensor at position {position} is 0-d (a single number) and cannot be "
+                             "concatenated: use stack(), or make it 1-d first (t.reshape(1))")
+    # as in PyTorch, 1-d empty tensors (shape [0]) join anything: they join as nothing of the others' shape
+    shaped = next((t for t in tensors if t.shape != (0,)), None)
+    if shaped is None:
+        return Cat.apply(0, *(t.to(target) for t in tensors))
+    nothing = list(shaped.shape)
+    nothing[_normalize_dim(dim, shaped.ndim)] = 0
+    return Cat.apply(dim, *(t.to(target) if t.shape != (0,) else t.to(target).reshape(nothing) for t in tensors))
 
 
 concat = cat

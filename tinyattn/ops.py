@@ -51,19 +51,37 @@ def broadcast_shape(*shapes):
 
 
 def normalize_dims(dim, ndim):
-    """`dim` (an int, a tuple or None) as a tuple of non-negative axes."""
+    """`dim` (an int, a tuple or list of ints, or None for every dim) as a tuple of non-negative axes.
+
+    As in PyTorch: a negative dim counts from the end; a 0-d tensor takes dim 0 or -1, which stand
+    for no axis there; a dim out of range is an IndexError, a dim given twice a ValueError.
+    """
     if dim is None:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
     result = []
     for d in dims:
-        if not -max(ndim, 1) <= d < max(ndim, 1):
-            raise IndexError(
-                f"dimension {d} is out of range for a tensor with {ndim} dimensions "
-                f"(expected a dim in [{-max(ndim, 1)}, {max(ndim, 1) - 1}])"
-            )
-        result.append(d % max(ndim, 1))
+        axis = normalize_dim(d, ndim)
+        if axis in result:
+            raise ValueError(f"dim {axis} appears more than once in the dims {list(dims)}: give each dim once")
+        result.append(axis)
     return tuple(result) if ndim else ()
+
+
+def normalize_dim(dim, ndim):
+    """One dim (an int) as a non-negative axis; a 0-d tensor takes 0 or -1, as in PyTorch (axis 0)."""
+    if type(dim) is not int:
+        if isinstance(dim, bool) or not hasattr(dim, "__index__") or isinstance(dim, (tuple, list)):
+            raise TypeError(f"a dim must be an int, got {dim!r} ({type(dim).__name__})"
+                            + (": this op takes one dim" if isinstance(dim, (tuple, list)) else ""))
+        dim = dim.__index__()  # a NumPy integer
+    size = max(ndim, 1)
+    if not -size <= dim < size:
+        raise IndexError(
+            f"dimension {dim} is out of range for a tensor with {ndim} dimensions "
+            f"(expected a dim in [{-size}, {size - 1}])"
+        )
+    return dim % size
 
 
 def keepdims_shape(shape, axes):
@@ -130,7 +148,8 @@ class Div(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         ga = unbroadcast(ctx.xp, grad / b, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
-        gb = unbroadcast(ctx.xp, -grad * a / (b * b), ctx.shapes[1]) if ctx.needs_input_grad[1] else None
+        # -a / b^2 as (a / b) / b, as PyTorch computes it: b * b would underflow to 0 for a tiny b
+        gb = unbroadcast(ctx.xp, -grad * (a / b / b), ctx.shapes[1]) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -144,11 +163,18 @@ class Pow(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        if _is_integer(a) and _is_integer(b) and (b < 0 if isinstance(b, int) else bool(ctx.xp.any(b < 0))):
-            # NumPy raises too; CuPy would give 0
+        if _is_integer(a) and _is_integer(b) and not hasattr(b, "shape") and b < 0:  # PyTorch raises too
             raise ValueError("integers to negative integer powers are not allowed: use a float base, "
                              "e.g. x.float() ** -1")
-        y = a**b
+        if _is_integer(a) and _is_integer(b) and bool(ctx.xp.any(b < 0)):
+            y = integer_power(ctx.xp, a, b)
+        elif _is_bool(a) and _is_bool(b):  # PyTorch: a bool tensor to a bool number stays bool
+            if hasattr(b, "shape"):
+                raise TypeError("pow is not defined for a bool tensor exponent with a bool base: convert one "
+                                "with .long() first")
+            y = ctx.xp.astype(a**b, ctx.xp.bool)  # NumPy would give int8
+        else:
+            y = a**b
         ctx.save_for_backward(a, b, y)
         return y
 
@@ -176,6 +202,20 @@ class Pow(Op):
                 gb = grad * (xp.where(b >= 0, 0, y * log_a) if a == 0 else y * log_a)
             gb = unbroadcast(xp, gb, shape_of(b))
         return ga, gb
+
+
+def integer_power(xp, a, b):
+    """a ** b in integers with negative exponents in the tensor b, as PyTorch computes it: 1 ** -n is 1,
+    (-1) ** -n is 1 or -1, anything else to a negative power rounds to 0 (NumPy would raise)."""
+    negative = b < 0
+    y = a ** xp.where(negative, 0, b)
+    odd = (b % 2) != 0
+    to_negative = xp.where(a == 1, 1, xp.where(a == -1, xp.where(odd, -1, 1), 0))
+    return xp.where(negative, xp.astype(to_negative, y.dtype), y)
+
+
+def _is_bool(x):
+    return backend.dtype_of(x) is dtypes.bool_ if hasattr(x, "dtype") else isinstance(x, bool)
 
 
 def _is_zero(value):
@@ -283,13 +323,14 @@ class Abs(Op):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        return grad * ctx.xp.sign(x)
+        xp = ctx.xp
+        return xp.where(xp.isnan(x), 0.0, grad * xp.sign(x))  # PyTorch's sign of NaN is 0
 
 
 class Clamp(Op):
     """min(max(x, low), high), each bound a number, an array (broadcast) or None; NaN wherever x or a
     bound is NaN. PyTorch's gradients: to x where low <= x <= high, to an array bound where it
-    replaced x (none at NaN)."""
+    replaced x (none at NaN); where high < low the result is high, and so is the gradient's place."""
 
     @staticmethod
     def forward(ctx, x, low, high):
@@ -315,9 +356,11 @@ class Clamp(Op):
         gx = unbroadcast(xp, xp.where(inside, grad, 0), ctx.x_shape)
         glow = ghigh = None
         if ctx.needs_input_grad[1]:
-            glow = unbroadcast(xp, xp.where(x < low, grad, 0), shape_of(low))
+            raised = x < low if high is None else (x < low) & (low < high)
+            glow = unbroadcast(xp, xp.where(raised, grad, 0), shape_of(low))
         if ctx.needs_input_grad[2]:
-            ghigh = unbroadcast(xp, xp.where(x > high, grad, 0), shape_of(high))
+            lowered = x > high if low is None else (x > high) | (high < low)
+            ghigh = unbroadcast(xp, xp.where(lowered, grad, 0), shape_of(high))
         return gx, glow, ghigh
 
 
@@ -333,10 +376,17 @@ class Maximum(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         xp = ctx.xp
-        share_a = xp.where(a > b, 1.0, xp.astype(a == b, grad.dtype) * 0.5)  # one scalar: Array API
-        ga = unbroadcast(xp, grad * share_a, shape_of(a)) if ctx.needs_input_grad[0] else None
-        gb = unbroadcast(xp, grad * (1 - share_a), shape_of(b)) if ctx.needs_input_grad[1] else None
+        ga, gb = tie_shares(xp, grad, a, b, a < b, a > b)
+        ga = unbroadcast(xp, ga, shape_of(a)) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(xp, gb, shape_of(b)) if ctx.needs_input_grad[1] else None
         return ga, gb
+
+
+def tie_shares(xp, grad, a, b, a_loses, b_loses):
+    """The gradients of max(a, b) (or min): all to the winner, half each at a tie, and, as in PyTorch,
+    all to both where a NaN makes neither win (the result is NaN there)."""
+    half = xp.where(a == b, grad * 0.5, grad)
+    return xp.where(a_loses, 0.0, half), xp.where(b_loses, 0.0, half)
 
 
 class Minimum(Op):
@@ -349,9 +399,9 @@ class Minimum(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         xp = ctx.xp
-        share_a = xp.where(a < b, 1.0, xp.astype(a == b, grad.dtype) * 0.5)  # one scalar: Array API
-        ga = unbroadcast(xp, grad * share_a, shape_of(a)) if ctx.needs_input_grad[0] else None
-        gb = unbroadcast(xp, grad * (1 - share_a), shape_of(b)) if ctx.needs_input_grad[1] else None
+        ga, gb = tie_shares(xp, grad, a, b, a > b, a < b)
+        ga = unbroadcast(xp, ga, shape_of(a)) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(xp, gb, shape_of(b)) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -390,7 +440,7 @@ class Cumsum(Op):
 def running_sum(xp, x, axis):
     if x.dtype == xp.float32:  # summed in float64 and rounded once per element, as PyTorch does
         return xp.astype(xp.cumulative_sum(xp.astype(x, xp.float64), axis=axis), xp.float32)
-    return xp.cumulative_sum(x, axis=axis)
+    return xp.cumulative_sum(x, axis=axis, dtype=x.dtype)  # int32 stays int32 (NumPy would widen it)
 
 
 class LogSumExp(Op):
@@ -401,9 +451,12 @@ class LogSumExp(Op):
     def forward(ctx, x, dim, keepdim):
         xp = ctx.xp
         axes = normalize_dims(dim, x.ndim)
-        shift = xp.max(x, axis=axes, keepdims=True)
-        shift = xp.where(xp.isinf(shift), xp.zeros_like(shift), shift)  # all -inf (or an inf): no shift
-        out = xp.log(xp.sum(xp.exp(x - shift), axis=axes, keepdims=True)) + shift
+        if any(x.shape[a] == 0 for a in axes):  # the log of an empty sum: -inf, as in PyTorch
+            out = xp.full(keepdims_shape(x.shape, axes), -math.inf, dtype=x.dtype, **backend.creation_kwargs(xp))
+        else:
+            shift = xp.max(x, axis=axes, keepdims=True)
+            shift = xp.where(xp.isinf(shift), xp.zeros_like(shift), shift)  # all -inf (or an inf): no shift
+            out = xp.log(xp.sum(xp.exp(x - shift), axis=axes, keepdims=True)) + shift
         ctx.save_for_backward(x, out)
         ctx.axes = axes
         return out if keepdim else xp.reshape(out, tuple(n for i, n in enumerate(x.shape) if i not in axes))
@@ -488,7 +541,7 @@ class MaxAlongDim(Op):
     def forward(ctx, x, dim, keepdim, take_min):
         xp = ctx.xp
         ctx.name_hint = "Min" if take_min else "Max"
-        (axis,) = normalize_dims(dim, x.ndim)
+        axis = normalize_dim(dim, x.ndim)
         pick = xp.argmin if take_min else xp.argmax
         indices = pick(x, axis=axis, keepdims=True)
         positions = xp.reshape(
@@ -519,7 +572,7 @@ class MaxAll(Op):
         xp = ctx.xp
         ctx.name_hint = "MinBackward1" if take_min else "MaxBackward1"  # PyTorch's overload for all elements
         y = xp.min(x) if take_min else xp.max(x)
-        ctx.save_for_backward(x == y)
+        ctx.save_for_backward(xp.isnan(x) if xp.isnan(y) else x == y)  # a NaN result: its gradient to the NaNs
         return y
 
     @staticmethod
@@ -543,6 +596,9 @@ def check_matmul_shapes(a_shape, b_shape):
             f"the first ({a_shape[-1]}) must equal the "
             f"{'size' if len(b_shape) == 1 else 'second-to-last dim'} of the second ({inner_b})"
         )
+    if broadcast_shape(a_shape[:-2], b_shape[:-2]) is None:
+        raise ShapeError(f"matmul: the batch dims of shapes {list(a_shape)} and {list(b_shape)} (all but the last "
+                         "two) cannot be broadcast together")
 
 
 class Matmul(Op):
@@ -857,7 +913,7 @@ class Gather(Op):
     @staticmethod
     def forward(ctx, x, dim, index):
         xp = ctx.xp
-        (axis,) = normalize_dims(dim, x.ndim)
+        axis = normalize_dim(dim, x.ndim)
         ctx.save_for_backward(index)
         ctx.axis, ctx.in_shape = axis, x.shape
         # like PyTorch, the index may be smaller than x in the other dims: gather from that corner
@@ -920,7 +976,7 @@ class Where(Op):
 class Cat(Op):
     @staticmethod
     def forward(ctx, dim, *arrays):
-        (axis,) = normalize_dims(dim, arrays[0].ndim)
+        axis = normalize_dim(dim, arrays[0].ndim)
         for a in arrays[1:]:
             if a.ndim != arrays[0].ndim or any(
                 n != m for i, (n, m) in enumerate(zip(a.shape, arrays[0].shape)) if i != axis
@@ -950,7 +1006,7 @@ class Stack(Op):
                 raise ShapeError(
                     f"stack expects tensors of the same shape, got {list(arrays[0].shape)} and {list(a.shape)}"
                 )
-        (axis,) = normalize_dims(dim, arrays[0].ndim + 1)
+        axis = normalize_dim(dim, arrays[0].ndim + 1)
         ctx.axis, ctx.count = axis, len(arrays)
         return ctx.xp.stack(arrays, axis=axis)
 
@@ -1007,7 +1063,7 @@ class Softmax(Op):
 
     @staticmethod
     def forward(ctx, x, dim, safe=False):
-        (axis,) = normalize_dims(dim, x.ndim)
+        axis = normalize_dim(dim, x.ndim)
         y = softmax_forward(ctx.xp, x, axis, safe)
         ctx.save_for_backward(y)
         ctx.axis = axis
@@ -1023,9 +1079,12 @@ class LogSoftmax(Op):
     @staticmethod
     def forward(ctx, x, dim):
         xp = ctx.xp
-        (axis,) = normalize_dims(dim, x.ndim)
+        axis = normalize_dim(dim, x.ndim)
         shifted = x - backend.max_for_shift(x, axis)
-        y = shifted - xp.log(backend.sum_along(xp.exp(shifted), (axis,), keepdims=True))
+        if x.shape[axis] == 0:  # nothing to normalise (and no log of an empty sum)
+            y = shifted
+        else:
+            y = shifted - xp.log(backend.sum_along(xp.exp(shifted), (axis,), keepdims=True))
         ctx.save_for_backward(y)
         ctx.axis = axis
         return y

@@ -155,7 +155,7 @@ class Tensor:
         if not args:
             values = np.zeros(0, dtype=dtypes.default_float.name)
         elif all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in sizes):
-            values = np.zeros(tuple(int(n) for n in sizes), dtype=dtypes.default_float.name)
+            values = np.zeros(_shape_arg(sizes), dtype=dtypes.default_float.name)
         elif len(args) == 1:
             data = args[0]
             values = _host_values(data, data.dtype if isinstance(data, Tensor) else dtypes.default_float)
@@ -496,9 +496,11 @@ class Tensor:
         return matmul(other, self)
 
     def __neg__(self):
+        _check_no_bool_negation(self)
         return ops.Neg.apply(self)
 
     def __pos__(self):
+        _check_not_bool(self, "the `+` operator")
         return self
 
     def __abs__(self):
@@ -593,16 +595,17 @@ class Tensor:
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
     def __and__(self, other):
-        return _no_grad_binary(lambda a, b: a & b, self, other)
+        return _no_grad_binary(_bitwise(lambda a, b: a & b, "&"), self, other)
 
     def __or__(self, other):
-        return _no_grad_binary(lambda a, b: a | b, self, other)
+        return _no_grad_binary(_bitwise(lambda a, b: a | b, "|"), self, other)
 
     def __xor__(self, other):
-        return _no_grad_binary(lambda a, b: a ^ b, self, other)
+        return _no_grad_binary(_bitwise(lambda a, b: a ^ b, "^"), self, other)
 
     def __invert__(self):
         xp = backend.namespace(self.array)
+        _check_bitwise("~", self.array)
         return Tensor._wrap(xp.logical_not(self.array) if self.dtype is dtypes.bool_ else ~self.array)
 
     def logical_not(self):
@@ -632,6 +635,9 @@ class Tensor:
         return bool(self.isclose(other, rtol, atol, equal_nan).all())
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        if isinstance(other, Tensor) and other.dtype is not self.dtype:  # PyTorch refuses to compare across dtypes
+            raise TypeError(f"isclose and allclose compare tensors of one dtype, got {self.dtype} and {other.dtype}: "
+                            "convert one first, e.g. x.isclose(y.to(x.dtype))")
         a, b = _promoted_arrays(self, other)
         xp = backend.namespace(a)
         if not backend.is_float(a):  # integers and bools: the difference exact, the tolerance in float64
@@ -693,6 +699,7 @@ class Tensor:
         return self._inplace_floating(ops.Sigmoid, "sigmoid_")
 
     def neg_(self):
+        _check_no_bool_negation(self)
         return self._inplace(ops.Neg)
 
     def abs_(self):
@@ -726,6 +733,12 @@ class Tensor:
             raise ValueError("clamp needs at least one of min and max")
         bounds = [b for b in (min, max) if b is not None]
         dtype = result_dtype(self, *bounds)
+        if dtype is dtypes.bool_ and not all(isinstance(b, Tensor) for b in bounds):
+            raise TypeError("clamp of a bool tensor with bool bounds is not defined: convert with .long() first")
+        shapes = [tuple(b.shape) for b in bounds if isinstance(b, Tensor)]
+        if shapes and ops.broadcast_shape(self.shape, *shapes) is None:
+            raise ShapeError(f"clamp: the bounds' shapes {shapes} and the tensor's {list(self.shape)} cannot be "
+                             "broadcast together")
         if any(isinstance(b, Tensor) and (b.ndim or b.requires_grad) for b in bounds):
             return (dtype, *(b.to(dtype) if isinstance(b, Tensor) else b for b in (min, max)))
         return dtype, _scalar(min, "clamp bound"), _scalar(max, "clamp bound")
@@ -741,6 +754,7 @@ class Tensor:
     # --- reductions ---
 
     def sum(self, dim=None, keepdim=False, dtype=None):
+        _check_differentiable_dtype(self, dtype, "sum")
         x = self if dtype is None else self.to(dtype)
         if x.dtype is dtypes.bool_:
             x = x.long()
@@ -759,10 +773,14 @@ class Tensor:
         return ops.Mean.apply(x, _all_dims_if_empty(dim), keepdim)
 
     def cumsum(self, dim, dtype=None):
+        _check_differentiable_dtype(self, dtype, "cumsum")
         x = self if dtype is None else self.to(dtype)
-        if x.dtype in (dtypes.bool_, dtypes.int32):
+        if x.dtype is dtypes.bool_ and dtype is not None and x.ndim:
+            raise TypeError("cumsum(dtype=tinyattn.bool) is not defined: running sums count, use dtype=tinyattn.int64")
+        if dtype is None and x.dtype in (dtypes.bool_, dtypes.int32):
             x = x.long()  # PyTorch's running sums of integers are int64
         if x.ndim == 0:
+            _dim(dim, 0)
             return ops.Cumsum.apply(x.reshape(1), 0).reshape(())
         return ops.Cumsum.apply(x, _dim(dim, x.ndim))
 
@@ -792,16 +810,22 @@ class Tensor:
     def max(self, dim=None, keepdim=False):
         if isinstance(dim, Tensor):
             return self.maximum(dim)
-        if dim is None:
-            return ops.MaxAll.apply(self, False)
-        return MaxResult(*ops.MaxAlongDim.apply(self, dim, keepdim, False))
+        return self._extreme(dim, keepdim, False, "max")
 
     def min(self, dim=None, keepdim=False):
         if isinstance(dim, Tensor):
             return self.minimum(dim)
+        return self._extreme(dim, keepdim, True, "min")
+
+    def _extreme(self, dim, keepdim, take_min, name):
+        _check_not_empty(self, dim, name)
         if dim is None:
-            return ops.MaxAll.apply(self, True)
-        return MinResult(*ops.MaxAlongDim.apply(self, dim, keepdim, True))
+            return ops.MaxAll.apply(self, take_min)
+        if self.ndim == 0:  # one number (dim 0 or -1): as a vector of one
+            _dim(dim, 0)
+            values, indices = self.reshape(1)._extreme(0, False, take_min, name)
+            return (MinResult if take_min else MaxResult)(values, indices)
+        return (MinResult if take_min else MaxResult)(*ops.MaxAlongDim.apply(self, dim, keepdim, take_min))
 
     def argmax(self, dim=None, keepdim=False):
         return _argext(self, dim, keepdim, "argmax")
@@ -813,6 +837,11 @@ class Tensor:
         """The k largest (or smallest) entries along `dim` and their indices; differentiable."""
         xp = backend.namespace(self.array)
         axis = _dim(dim, self.ndim)
+        if self.ndim == 0:  # one number: k is 0 or 1 and both give it, as in PyTorch
+            if k not in (0, 1):
+                raise ValueError(f"topk: k={k} is out of range for a 0-d tensor (k can be 0 or 1)")
+            values, indices = self.reshape(1).topk(1, 0, largest, sorted)
+            return TopkResult(values.reshape(()), indices.reshape(()))
         if not 0 <= k <= self.array.shape[axis]:
             raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {self.array.shape[axis]}")
         _check_not_bool(self, "topk")
@@ -822,14 +851,16 @@ class Tensor:
         return TopkResult(self.gather(axis, indices), indices)
 
     def softmax(self, dim):
+        _check_floating(self, "softmax")
         if self.ndim == 0:  # a single number (dim 0 or -1, as in PyTorch): as a vector of one
             return self.reshape(1).softmax(dim).reshape(())
-        return ops.Softmax.apply(_floating(self), dim)
+        return ops.Softmax.apply(self, dim)
 
     def log_softmax(self, dim):
+        _check_floating(self, "log_softmax")
         if self.ndim == 0:
             return self.reshape(1).log_softmax(dim).reshape(())
-        return ops.LogSoftmax.apply(_floating(self), dim)
+        return ops.LogSoftmax.apply(self, dim)
 
     # --- matrix products ---
 
@@ -863,12 +894,12 @@ class Tensor:
     # --- shapes ---
 
     def reshape(self, *shape):
-        return ops.Reshape.apply(self, _shape_arg(shape))
+        return ops.Reshape.apply(self, _reshape_arg(shape, self.numel()))
 
     def view(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
             raise TypeError("view(dtype) is not supported: use .to(dtype)")
-        return ops.View.apply(self, _shape_arg(shape))
+        return ops.View.apply(self, _reshape_arg(shape, self.numel()))
 
     def view_as(self, other):
         return self.view(other.shape)
@@ -879,11 +910,13 @@ class Tensor:
     def transpose(self, dim0, dim1):
         dims = list(range(self.ndim))
         a, b = _dim(dim0, self.ndim), _dim(dim1, self.ndim)
+        if self.ndim == 0:  # dims 0 and -1 of one number: nothing to swap
+            return ops.Transpose.apply(self, ())
         dims[a], dims[b] = dims[b], dims[a]
         return ops.Transpose.apply(self, tuple(dims))
 
     def permute(self, *dims):
-        dims = tuple(_dim(d, self.ndim) for d in _shape_arg(dims))
+        dims = tuple(_dim(d, self.ndim) for d in _shape_arg(dims, lowest=None))
         if sorted(dims) != list(range(self.ndim)):
             raise ShapeError(f"permute: {list(dims)} is not a permutation of the {self.ndim} dims")
         return ops.Permute.apply(self, dims)
@@ -915,16 +948,16 @@ class Tensor:
         return ops.Reshape.apply(self, tuple(n for i, n in enumerate(shape) if i not in axes))
 
     def flatten(self, start_dim=0, end_dim=-1):
+        start, end = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
         if self.ndim == 0:
             return self.reshape(1)
-        start, end = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
         if start > end:
             raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}: swap them")
         shape = self.array.shape
         return ops.Reshape.apply(self, shape[:start] + (math.prod(shape[start : end + 1]),) + shape[end + 1 :])
 
     def expand(self, *sizes):
-        sizes = _shape_arg(sizes)
+        sizes = _shape_arg(sizes, lowest=-1)
         lead = len(sizes) - self.ndim
         if lead < 0:
             raise ShapeError(f"expand: the target {list(sizes)} has fewer dims than the tensor {list(self.shape)}")
@@ -949,6 +982,9 @@ class Tensor:
 
     def repeat(self, *sizes):
         sizes = _shape_arg(sizes)
+        if len(sizes) < self.ndim:
+            raise ShapeError(f"repeat: {list(sizes)} gives fewer repeats than the tensor of shape {list(self.shape)} "
+                             "has dims: give one per dim (1 for a dim to keep)")
         x = self.reshape((1,) * (len(sizes) - self.ndim) + tuple(self.shape))
         expanded = x.reshape(tuple(d for n in x.shape for d in (1, n))).expand(
             tuple(d for r, n in zip(sizes, x.shape) for d in (r, n))
@@ -956,14 +992,18 @@ class Tensor:
         return expanded.reshape(tuple(r * n for r, n in zip(sizes, x.shape)))
 
     def split(self, split_size_or_sections, dim=0):
+        _check_not_0d(self, "split")
         axis = _dim(dim, self.ndim)
         length = self.array.shape[axis]
         if isinstance(split_size_or_sections, int):
-            if split_size_or_sections <= 0:
-                raise ValueError("split_size must be a positive integer")
-            sizes = [min(split_size_or_sections, length - s) for s in range(0, length, split_size_or_sections)]
+            size = split_size_or_sections
+            if size < 0 or size == 0 and length:
+                raise ValueError(f"split_size must be a positive integer (or 0 for a dim of size 0), got {size}")
+            sizes = [min(size, length - s) for s in range(0, length, size)] if length else [0]  # one empty piece
         else:
             sizes = list(split_size_or_sections)
+            if any(size < 0 for size in sizes):
+                raise ValueError(f"split sizes {sizes} must not be negative")
             if sum(sizes) != length:
                 raise ShapeError(f"split sizes {sizes} do not add up to the size {length} of dim {dim}")
         pieces, start = [], 0
@@ -973,10 +1013,17 @@ class Tensor:
         return tuple(pieces)
 
     def chunk(self, chunks, dim=0):
+        if chunks <= 0:
+            raise ValueError(f"chunk expects chunks to be greater than 0, got {chunks}")
+        _check_not_0d(self, "chunk")
         length = self.array.shape[_dim(dim, self.ndim)]
-        return self.split(max(1, -(-length // chunks)), dim)
+        if length == 0:  # as in PyTorch: `chunks` empty pieces
+            return self.split([0] * chunks, dim)
+        return self.split(-(-length // chunks), dim)
 
     def unbind(self, dim=0):
+        if self.ndim == 0:
+            raise IndexError("unbind: a 0-d tensor has no dim to unbind (it is a single number)")
         axis = _dim(dim, self.ndim)
         return tuple(self[(slice(None),) * axis + (i,)] for i in range(self.array.shape[axis]))
 
@@ -1019,10 +1066,13 @@ class Tensor:
         self._inplace(ops.IndexPut, key, value)
 
     def gather(self, dim, index):
-        if index.dtype is not dtypes.int64:
+        if index.dtype not in (dtypes.int64, dtypes.int32):
             raise TypeError(f"gather expects an int64 index, got {index.dtype}")
+        index = index.long()
         backend.same_device([self.array, index.array])
         axis = _dim(dim, self.ndim)
+        if max(self.ndim, index.ndim) <= 1 and min(self.ndim, index.ndim) == 0:  # PyTorch takes 0-d as 1-d here
+            return self.reshape(-1).gather(0, index.reshape(-1)).reshape(index.shape)
         too_big = any(n > m for i, (n, m) in enumerate(zip(index.shape, self.shape)) if i != axis)
         if index.ndim != self.ndim or too_big:
             raise ShapeError(
@@ -1039,12 +1089,20 @@ class Tensor:
         return ops.Gather.apply(self, axis, index.array)
 
     def masked_fill(self, mask, value):
+        shape = ops.broadcast_shape(self.shape, mask.shape) if isinstance(mask, Tensor) else None
+        if shape is not None and shape != self.shape:  # the result has the broadcast shape, as in PyTorch
+            return self.expand(shape).masked_fill(mask, value)
         if isinstance(value, Tensor) and value.requires_grad and autograd.grad_mode.enabled:
             _scalar(value)  # a 0-d tensor only, as below
+            _check_differentiable_dtype(value, self.dtype, "masked_fill")
             return where(mask, value.to(self.dtype), self)  # so that the value receives its gradient too
         return ops.MaskedFill.apply(self, _mask_array(mask, self), _value_to_write(self, _scalar(value)))
 
     def masked_fill_(self, mask, value):
+        if isinstance(value, Tensor) and value.requires_grad and autograd.grad_mode.enabled and self.is_floating_point():
+            _scalar(value)
+            _mask_array(mask, self)
+            return self.copy_(where(mask, value.to(self.dtype), self))  # the value receives its gradient
         return self._inplace(ops.MaskedFill, _mask_array(mask, self), _value_to_write(self, _scalar(value)), True)
 
     def where(self, condition, other):
@@ -1056,7 +1114,8 @@ class Tensor:
         return self._inplace(ops.Overwrite, backend.namespace(self.array).zeros_like(self.array), "Zero")
 
     def fill_(self, value):
-        return self._inplace(ops.IndexPut, Ellipsis, _value_to_write(self, _scalar(value)))
+        _scalar(value)  # a number or a 0-d tensor (which receives the gradient, if it requires one)
+        return self._inplace(ops.IndexPut, Ellipsis, _value_to_write(self, value))
 
     def copy_(self, source):
         if not isinstance(source, Tensor):
@@ -1217,27 +1276,41 @@ def parse_to_args(args, kwargs):
 
 
 def _dim(dim, ndim):
-    if not -max(ndim, 1) <= dim < max(ndim, 1):
-        raise IndexError(
-            f"dimension {dim} is out of range for a tensor with {ndim} dimensions "
-            f"(expected a dim in [{-max(ndim, 1)}, {max(ndim, 1) - 1}])"
-        )
-    return dim % max(ndim, 1)
+    return ops.normalize_dim(dim, ndim)
 
 
 def _dims_tuple(dim, ndim):
-    return tuple(_dim(d, ndim) for d in ((dim,) if isinstance(dim, int) else dim))
+    return ops.normalize_dims(dim, ndim)
 
 
 def _dims_or_none(dim, ndim):
     return None if dim is None else _dims_tuple(dim, ndim)
 
 
-def _shape_arg(shape):
-    """Accept both x.view(2, 3) and x.view((2, 3)) (and a Size)."""
+def _shape_arg(shape, lowest=0):
+    """Accept both x.view(2, 3) and x.view((2, 3)) (and a Size), as a tuple of ints, each >= `lowest`:
+    0 for the sizes of a new tensor, -1 where -1 stands for a size to infer or keep (view, reshape,
+    expand), None for dims (permute)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    return tuple(int(n) for n in shape)
+    if not all(hasattr(n, "__index__") and not isinstance(n, bool) for n in shape):
+        raise TypeError(f"sizes must be integers, got {list(shape)}")
+    shape = tuple(n.__index__() for n in shape)
+    if lowest is not None and any(n < lowest for n in shape):
+        raise ShapeError(f"invalid size {min(shape)} in {list(shape)}: sizes must be 0 or more"
+                         + (", or -1 for a size to infer" if lowest == -1 else ""))
+    return shape
+
+
+def _reshape_arg(shape, numel):
+    """The target of view/reshape: at most one -1, which a tensor with no elements cannot infer."""
+    shape = _shape_arg(shape, lowest=-1)
+    if shape.count(-1) > 1:
+        raise ShapeError(f"only one size in {list(shape)} can be -1 (inferred from the others)")
+    if -1 in shape and math.prod(n for n in shape if n != -1) == 0:
+        raise ShapeError(f"cannot reshape a tensor of {numel} elements into shape {list(shape)}: the -1 could "
+                         "be any size there; give all the sizes")
+    return shape
 
 
 def _scalar(value, name="value"):
@@ -1268,7 +1341,13 @@ def _value_to_write(tensor, value):
             return bool(value)
         if tensor.dtype is dtypes.float32 and math.isfinite(value) and abs(value) > _FLOAT32_MAX:
             raise OverflowError(f"{value} does not fit in a float32 tensor (it would become inf): use float64")
-        return float(value) if tensor.dtype.is_floating_point else int(value)  # int() truncates, as PyTorch
+        if tensor.dtype.is_floating_point:
+            return float(value)
+        info = np.iinfo(tensor.dtype.name)
+        if not (math.isfinite(value) and info.min <= int(value) <= info.max):
+            raise OverflowError(f"{value} does not fit in a {tensor.dtype} tensor (from {info.min} to {info.max}): "
+                                "use a float tensor, or a number in that range")
+        return int(value)  # int() truncates, as PyTorch
     return Tensor._from_data(value, dtype=tensor.dtype, device=tensor.device)
 
 
@@ -1277,9 +1356,28 @@ def _all_dims_if_empty(dim):
     return None if isinstance(dim, (tuple, list)) and len(dim) == 0 else dim
 
 
+def _check_differentiable_dtype(x, dtype, name):
+    """An op of x into an integer dtype has no gradient: refused for an x that records one, as in PyTorch."""
+    if dtype is not None and not dtype.is_floating_point and x.requires_grad and autograd.grad_mode.enabled:
+        raise TypeError(f"{name} would give a {dtype} result from a tensor that requires grad, and an integer result "
+                        "has no gradient: detach() the tensor first, or keep a floating point dtype")
+
+
+def _check_not_0d(x, name):
+    if x.ndim == 0:
+        raise ShapeError(f"{name} expects a tensor with at least 1 dim, got a 0-d tensor (a single number): "
+                         "reshape it to 1-d first (x.reshape(1))")
+
+
 def _check_not_bool(x, name):
     if x.dtype is dtypes.bool_:
         raise TypeError(f"{name} is not defined for bool tensors: convert with .long() or .float() first")
+
+
+def _check_floating(x, name):
+    if not x.dtype.is_floating_point:  # PyTorch has no integer softmax either: it would round to 0 and 1
+        raise TypeError(f"{name} needs a floating point tensor, got {x.dtype}: use x.float(), or "
+                        f"{name}(x, dim, dtype=tinyattn.float32)")
 
 
 def _floating(x):
@@ -1406,6 +1504,12 @@ def _check_no_bool_subtraction(a, b):
                         "to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
+def _check_no_bool_negation(x):
+    if x.dtype is dtypes.bool_:
+        raise TypeError("negation, the `-` operator, is not defined for bool tensors: to invert a mask, use the "
+                        "`~` or `logical_not()` operator instead")
+
+
 def _check_integer_divisor(a, b, symbol):
     """Integer // and % by zero raise ZeroDivisionError, as in PyTorch: NumPy would quietly give 0.
 
@@ -1438,6 +1542,22 @@ def _remainder(a, b):
     return result
 
 
+def _bitwise(compute, symbol):
+    """compute(a, b) for bool and integer operands; floats are refused, as in PyTorch."""
+
+    def checked(a, b):
+        _check_bitwise(symbol, a, b)
+        return compute(a, b)
+
+    return checked
+
+
+def _check_bitwise(symbol, *operands):
+    if any(backend.is_float(x) if hasattr(x, "dtype") else isinstance(x, float) for x in operands):
+        raise TypeError(f"{symbol} is only defined for bool and integer tensors, not floating point ones: "
+                        "compare first (x > 0) to get a bool tensor")
+
+
 def _no_grad_binary(compute, a, b):
     """Comparisons, //, %, bitwise ops: computed on arrays, no graph."""
     if not isinstance(b, (Tensor, numbers.Number, np.generic)) and not isinstance(b, (list, tuple)):
@@ -1454,20 +1574,48 @@ def _inplace_operand(tensor, other):
                     f"result type {other.dtype} can't be written into a {tensor.dtype} tensor in place"
                 )
             other = other.to(tensor.dtype)
-        return other
+        return _fits_in_place(tensor, other)
     if not isinstance(other, numbers.Number):  # a list or NumPy array: refused as a tensor of its dtype would be
         if dtypes.category(_inferred_dtype(other)) > dtypes.category(tensor.dtype):
             raise TypeError(
                 f"result type {_inferred_dtype(other)} can't be written into a {tensor.dtype} tensor in place"
             )
-        return Tensor._from_data(other, dtype=tensor.dtype, device=tensor.device)
+        return _fits_in_place(tensor, Tensor._from_data(other, dtype=tensor.dtype, device=tensor.device))
     if dtypes.category(_python_dtype(other)) > dtypes.category(tensor.dtype):
         raise TypeError(f"a {type(other).__name__} can't be written into a {tensor.dtype} tensor in place")
     return other.item() if isinstance(other, np.generic) else other
 
 
+def _check_not_empty(x, dim, name):
+    """max, min, argmax and argmin of no numbers are undefined: refused, as in PyTorch."""
+    if dim is None:
+        if x.numel() == 0:
+            error = IndexError if name.startswith("arg") else RuntimeError  # PyTorch's types
+            raise error(f"{name}() of a tensor with no elements (shape {list(x.shape)}) is undefined: give a dim "
+                        "whose size is not 0, or check numel() first")
+    elif x.ndim and x.shape[_dim(dim, x.ndim)] == 0:
+        raise IndexError(f"{name}(): dim {dim} of the tensor of shape {list(x.shape)} has size 0, and there is no "
+                         f"{name.removeprefix('arg')} of no numbers: reduce over a dim whose size is not 0")
+
+
+def _fits_in_place(tensor, other):
+    """An in-place operand must broadcast to the tensor's own shape (which the op keeps)."""
+    shape = ops.broadcast_shape(tensor.shape, other.shape)
+    if shape != tuple(tensor.shape):
+        problem = (f"doesn't match the broadcast shape {list(shape)}" if shape is not None
+                   else f"cannot be broadcast with the operand's shape {list(other.shape)}")
+        raise ShapeError(f"output with shape {list(tensor.shape)} {problem}: an in-place op needs an operand that "
+                         "broadcasts to the tensor's shape; use the out-of-place op (a = a + b)")
+    return other
+
+
 def _argext(x, dim, keepdim, name):
     xp = backend.namespace(x.array)
+    _check_not_bool(x, name)
+    _check_not_empty(x, dim, name)
+    if dim is not None and x.ndim == 0:  # one number (dim 0 or -1): its index is 0
+        _dim(dim, 0)
+        return Tensor._wrap(xp.zeros((), dtype=xp.int64, **backend.creation_kwargs(xp)))
     if dim is None:
         flat = xp.reshape(x.array, (-1,))
         result = getattr(xp, name)(flat)
@@ -1484,7 +1632,7 @@ def _mask_array(mask, like):
     if mask.dtype is not dtypes.bool_:
         raise TypeError(f"masked_fill expects a bool mask, got {mask.dtype}: use mask.bool() or mask == 0")
     backend.same_device([like.array, mask.array])
-    if not _broadcastable(mask.shape, like.shape) or mask.ndim > like.ndim:
+    if ops.broadcast_shape(mask.shape, like.shape) != like.shape:
         raise ShapeError(f"the mask's shape {list(mask.shape)} does not broadcast to the tensor's {list(like.shape)}")
     return mask.array
 
@@ -1624,6 +1772,10 @@ def where(condition, input, other):
         input = Tensor._from_data(input, dtype=result_dtype(input, other), device=condition.device)
     a, b = _promote(_as_operand(input, like), _as_operand(other, like))
     backend.same_device([condition.array] + [x.array for x in (a, b) if isinstance(x, Tensor)])
+    shapes = [tuple(x.shape) for x in (condition, a, b) if isinstance(x, Tensor)]
+    if ops.broadcast_shape(*shapes) is None:
+        raise ShapeError(f"where: the shapes of the condition {list(condition.shape)}, input {list(ops.shape_of(a))} "
+                         f"and other {list(ops.shape_of(b))} cannot be broadcast together")
     return ops.Where.apply(condition.array, a, b)
 
 

@@ -68,6 +68,14 @@ def linear(input, weight, bias=None):
             f"{list(input.shape)}) but the weight expects {weight.shape[1]} features (weight shape "
             f"{list(weight.shape)}, laid out as (out_features, in_features))"
         )
+    if bias is not None and bias.dtype is not input.dtype:
+        raise TypeError(f"linear: the bias is {bias.dtype} but the input is {input.dtype}: convert one")
+    if bias is not None and tuple(bias.shape) != weight.shape[:1]:  # PyTorch broadcasts it to the output
+        out_shape = tuple(input.shape[:-1]) + weight.shape[:1]
+        if broadcast_shape(bias.shape, out_shape) != out_shape:
+            raise ShapeError(f"linear: a bias of shape {list(bias.shape)} does not broadcast to the output's shape "
+                             f"{list(out_shape)}: give it shape ({weight.shape[0]},), one number per output feature")
+        return LinearOp.apply(input, weight, None) + bias
     return LinearOp.apply(input, weight, bias)
 
 
@@ -212,6 +220,9 @@ class LayerNormOp(Op):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape:
+        raise ShapeError("layer_norm needs a normalized_shape of at least one dim (the last dims to normalise "
+                         "over), got []")
     if tuple(input.shape[input.ndim - len(shape):]) != shape:
         raise ShapeError(
             f"layer_norm over shape {list(shape)}: the input's last dims are "
