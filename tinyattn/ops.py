@@ -166,7 +166,7 @@ class Pow(Op):
         if _is_integer(a) and _is_integer(b) and not hasattr(b, "shape") and b < 0:  # PyTorch raises too
             raise ValueError("integers to negative integer powers are not allowed: use a float base, "
                              "e.g. x.float() ** -1")
-        if _is_integer(a) and _is_integer(b) and bool(ctx.xp.any(b < 0)):
+        if _is_integer(a) and _is_integer(b) and hasattr(b, "shape") and bool(ctx.xp.any(b < 0)):
             y = integer_power(ctx.xp, a, b)
         elif _is_bool(a) and _is_bool(b):  # PyTorch: a bool tensor to a bool number stays bool
             if hasattr(b, "shape"):
@@ -207,6 +207,8 @@ class Pow(Op):
 def integer_power(xp, a, b):
     """a ** b in integers with negative exponents in the tensor b, as PyTorch computes it: 1 ** -n is 1,
     (-1) ** -n is 1 or -1, anything else to a negative power rounds to 0 (NumPy would raise)."""
+    if not hasattr(a, "shape"):  # a number base (2 ** t): as an array, for the comparisons below
+        a = xp.full(b.shape, a, dtype=b.dtype, **backend.creation_kwargs(xp))
     negative = b < 0
     y = a ** xp.where(negative, 0, b)
     odd = (b % 2) != 0
