@@ -211,9 +211,8 @@ def integer_power(xp, a, b):
         a = xp.full(b.shape, a, dtype=b.dtype, **backend.creation_kwargs(xp))
     negative = b < 0
     y = a ** xp.where(negative, 0, b)
-    odd = (b % 2) != 0
-    to_negative = xp.where(a == 1, 1, xp.where(a == -1, xp.where(odd, -1, 1), 0))
-    return xp.where(negative, xp.astype(to_negative, y.dtype), y)
+    minus_one_to_b = 1 - 2 * xp.astype((b % 2) != 0, y.dtype)
+    return xp.where(negative, xp.where(a == 1, 1, xp.where(a == -1, minus_one_to_b, 0)), y)
 
 
 def _is_bool(x):
