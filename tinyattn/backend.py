@@ -578,6 +578,8 @@ def erf(x):
         import cupyx.scipy.special
 
         return cupyx.scipy.special.erf(x)
+    if x.ndim == 0:  # NumPy's 0-d results are scalars, which the assignment below cannot take
+        return xp.reshape(erf(xp.reshape(x, (1,))), ())
     precision = "float32" if x.dtype == xp.float32 else "float64"
     a = xp.abs(x)
     u = xp.clip(a * a, 0.0, 4.0)  # a NaN stays NaN through clip and the polynomial

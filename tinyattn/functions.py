@@ -13,6 +13,7 @@ import numpy as np
 from . import backend, dtypes, random
 from .errors import ShapeError
 from .ops import normalize_dim as _normalize_dim
+from .tensor import _check_fits
 from .ops import Cat, Stack
 from .tensor import Size, Tensor, _shape_arg, matmul, where  # noqa: F401  (re-exported)
 
@@ -64,6 +65,7 @@ def _filled(size, value, dtype, device, requires_grad):
     dt = dtype or (dtypes.default_float if isinstance(value, float) else
                    dtypes.bool_ if isinstance(value, bool) else dtypes.int64 if isinstance(value, int) else
                    dtypes.default_float)
+    _check_fits(np.asarray(value), dt)  # (NumPy would wrap an integer around)
     xp = backend.namespace_for(device)
     array = xp.full(shape, value, dtype=backend.array_dtype(xp, dt), **backend.creation_kwargs(xp))
     return _leaf(array, requires_grad)
@@ -106,13 +108,17 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if end is None:
         start, end = 0, start
     bounds = [_number(v) for v in (start, end, step)]
+    if not (math.isfinite(bounds[0]) and math.isfinite(bounds[1])) or math.isnan(bounds[2]):
+        raise ValueError(f"arange: start and end must be finite numbers, and step a number, got {start}, {end} "
+                         f"and {step}")
     all_ints = all(isinstance(v, int) for v in bounds)
     dt = dtype or (dtypes.int64 if all_ints else dtypes.default_float)
     start, end, step = bounds
-    if step != 0 and (end - start) / step < 0:
+    if step > 0 and end < start or step < 0 and end > start:
         raise ValueError(f"arange: a step of {step} cannot go from {start} to {end}: the step's sign must "
                          "point from start to end")
     if not dt.is_floating_point:  # PyTorch makes the bounds integers first: arange(0, 4.5, dtype=long) stops at 3
+        _check_fits(np.array(bounds), dt)
         start, end, step = (int(v) for v in bounds)
         all_ints = True
     if step == 0:
@@ -147,6 +153,8 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
         raise ValueError(f"linspace: steps must be non-negative, got {steps}")
     dt = dtype or dtypes.default_float
     start, end = _number(start), _number(end)
+    if not dt.is_floating_point:
+        _check_fits(np.array([start, end]), dt)
     if dt.is_floating_point and steps > 1:
         values = _linspace_floats(float(start), float(end), steps, dt)
     elif steps > 1:  # as PyTorch: integer ends, a float64 step, each number truncated
@@ -157,7 +165,7 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
         values = np.concatenate([start + step * index[:half], end - step * (steps - 1 - index[half:])])
         values = np.trunc(values)
     else:
-        values = np.linspace(start, end, steps)
+        values = np.array([start] * steps)  # one number: the start (and none for 0 steps), as in PyTorch
     return _from_host(values, dt, device, requires_grad)
 
 
@@ -183,6 +191,8 @@ def _linspace_floats(start, end, steps, dt):
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    if n < 0 or m is not None and m < 0:
+        raise ShapeError(f"eye: n and m must be 0 or more, got n={n}" + ("" if m is None else f" and m={m}"))
     xp = backend.namespace_for(device)
     dt = dtype or dtypes.default_float
     array = xp.eye(n, m, dtype=backend.array_dtype(xp, dt), **backend.creation_kwargs(xp))

@@ -501,17 +501,27 @@ class Var(Op):
         wide = xp.astype(x, xp.float64) if backend.dtype_of(x) is dtypes.float32 else x
         axes = normalize_dims(dim, x.ndim)
         count = math.prod(x.shape[a] for a in axes)
-        centered = wide - xp.mean(wide, axis=axes, keepdims=True)
+        mean = xp.mean(wide, axis=axes, keepdims=True)
+        centered = wide - mean
         ctx.save_for_backward(xp.astype(centered, x.dtype))
         ctx.axes, ctx.keepdim, ctx.denominator = axes, keepdim, max(count - correction, 0)
+        ctx.dof = count - correction  # the backward's divisor, as PyTorch's (negative where correction > count)
+        ctx.at_mean = wide == mean if (dim is None or x.ndim == 0) and ctx.dof <= 0 else None  # see slope
         return xp.sum(centered * centered, axis=axes, keepdims=keepdim) / ctx.denominator
 
     @staticmethod
     def backward(ctx, grad):
         (centered,) = ctx.saved_tensors
         kept = ctx.xp.reshape(grad, keepdims_shape(centered.shape, ctx.axes))
-        scale = 2 / ctx.denominator if ctx.denominator else math.nan  # no degrees of freedom: NaN, as the value
-        return kept * scale * centered, None, None, None
+        return Var.slope(ctx, kept, centered), None, None, None
+
+    @staticmethod
+    def slope(ctx, kept, centered):
+        """kept * d var / dx = kept * 2 (x - mean) / (n - correction), as PyTorch computes it: with no
+        degrees of freedom left over all dims, inf (NaN where x is the mean)."""
+        if ctx.at_mean is not None:
+            return kept * ctx.xp.where(ctx.at_mean, math.nan, math.inf)
+        return kept * (2 / ctx.dof if ctx.dof else math.inf) * centered
 
 
 class Std(Op):
@@ -531,8 +541,7 @@ class Std(Op):
         xp = ctx.xp
         shape = keepdims_shape(centered.shape, ctx.axes)
         kept = xp.reshape(grad, shape) / xp.reshape(xp.where(std == 0, math.inf, 2 * std), shape)
-        scale = 2 / ctx.denominator if ctx.denominator else math.nan
-        return kept * scale * centered, None, None, None
+        return Var.slope(ctx, kept, centered), None, None, None
 
 
 class MaxAlongDim(Op):

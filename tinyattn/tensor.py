@@ -158,6 +158,9 @@ class Tensor:
             values = np.zeros(_shape_arg(sizes), dtype=dtypes.default_float.name)
         elif len(args) == 1:
             data = args[0]
+            if isinstance(data, (numbers.Number, np.generic)):  # Tensor(2.5): PyTorch takes a number as a size only
+                raise TypeError(f"Tensor(data) takes a sequence, got the number {data!r}: use tinyattn.tensor({data!r}) "
+                                "for a 0-d tensor")
             values = _host_values(data, data.dtype if isinstance(data, Tensor) else dtypes.default_float)
         else:
             raise TypeError("Tensor(...) takes sizes, as in Tensor(2, 3), or one piece of data, as in "
@@ -206,6 +209,8 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return Size(self.array.shape)
+        if self.ndim == 0:
+            raise IndexError(f"size({dim}) of a 0-d tensor: it has no dims (its size is tinyattn.Size([]))")
         return self.array.shape[_dim(dim, self.ndim)]
 
     @property
@@ -421,7 +426,10 @@ class Tensor:
     def __format__(self, spec):
         if self.ndim == 0:
             return format(self.item(), spec)
-        return format(repr(self), spec)
+        if spec:
+            raise TypeError(f"a format spec ({spec!r}) applies to a single number: format a 0-d tensor or x.item(), "
+                            f"not a tensor of shape {list(self.shape)}")
+        return repr(self)
 
     __hash__ = object.__hash__  # tensors are compared elementwise, hashed by identity
     __array_ufunc__ = None  # np.float64(2) * t: NumPy defers to Tensor.__rmul__ and a tensor comes back
@@ -450,7 +458,11 @@ class Tensor:
         return float(self.item())
 
     def __int__(self):
-        return int(self.item())
+        value = self.item()
+        if isinstance(value, float) and not math.isfinite(value):
+            error = ValueError if math.isnan(value) else OverflowError  # Python's and PyTorch's types
+            raise error(f"cannot convert {value} to an integer")
+        return int(value)
 
     def __index__(self):
         if self.dtype.is_floating_point or self.numel() != 1:
@@ -1043,8 +1055,8 @@ class Tensor:
 
     def __getitem__(self, key):
         key = _array_key(key, self)
-        result = ops.Index.apply(self, key)  # basic keys give a view: it shares self's version counter
         order = _pytorch_order(key, self.ndim)
+        result = ops.Index.apply(self, key)  # basic keys give a view: it shares self's version counter
         return result if order is None else ops.Permute.apply(result, order)
 
     def __setitem__(self, key, value):
@@ -1063,7 +1075,14 @@ class Tensor:
             shape = (1,) * (len(order) - value.ndim) + tuple(value.shape)
             numpy_order = sorted(range(len(order)), key=order.__getitem__)
             value = ops.Permute.apply(value.reshape(shape), tuple(numpy_order))
-        self._inplace(ops.IndexPut, key, value)
+        try:
+            self._inplace(ops.IndexPut, key, value)
+        except ValueError:
+            target = self.detach()[key].shape if order is None else None
+            if isinstance(value, Tensor) and target is not None and ops.broadcast_shape(value.shape, target) != target:
+                raise ShapeError(f"cannot write a value of shape {list(value.shape)} into x[key] of shape "
+                                 f"{list(target)}: the value must broadcast to it") from None
+            raise
 
     def gather(self, dim, index):
         if index.dtype not in (dtypes.int64, dtypes.int32):
@@ -1129,6 +1148,8 @@ class Tensor:
         return self._inplace(ops.IndexPut, Ellipsis, source.to(self.device, self.dtype))
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
+        if not (math.isfinite(a) and math.isfinite(b) and a <= b):
+            raise ValueError(f"uniform_ draws from [a, b), finite with a <= b, got a={a} and b={b}")
         values = functions.generator_or_default(generator).uniform(self.array.shape, np.dtype(self.dtype.name), a, b)
         return self._overwrite(values, "Uniform")
 
@@ -1661,6 +1682,8 @@ def _array_key(key, tensor):
                 )
         elif isinstance(part, (list, tuple, np.ndarray)):  # a tuple inside a key is a list of indices
             values = np.asarray(part)
+            if values.size == 0:  # x[[]]: no indices (NumPy would make the empty list float64)
+                values = values.astype(np.int64)
             if values.dtype.kind not in "iub":
                 raise IndexError("lists used as indices must hold ints or bools")
             part = backend.from_host(values.astype(np.int64) if values.dtype.kind != "b" else values, tensor.device)
@@ -1719,12 +1742,27 @@ def _pytorch_order(key, ndim):
 
 
 def _check_index_bounds(parts, shape):
-    """An integer index array out of range is an IndexError here: CuPy would silently wrap it."""
+    """An index out of range is an IndexError here (CuPy would silently wrap an index array around), and
+    so is a key with more indices than the tensor has dims."""
     consumed = [_dims_indexed(part) for part in parts]
+    arrays = [part for part in parts if hasattr(part, "dtype")]
+    if len(arrays) > 1:  # index arrays (a mask counts as the list of its True places) broadcast together
+        shapes = [tuple(p.shape) if _is_index_array(p) else (int(backend.namespace(p).sum(p)),) for p in arrays]
+        if ops.broadcast_shape(*shapes) is None:
+            raise IndexError(f"the index arrays' shapes {[list(s) for s in shapes]} cannot be broadcast together")
+    if sum(consumed) > len(shape):
+        raise IndexError(f"too many indices for a tensor of shape {list(shape)}: the key indexes {sum(consumed)} "
+                         f"dims, the tensor has {len(shape)}")
     dim = 0
     for part, width in zip(parts, consumed):
         if part is Ellipsis:
             dim += len(shape) - sum(consumed)
+        elif isinstance(part, int) and not isinstance(part, bool) and not -shape[dim] <= part < shape[dim]:
+            raise IndexError(f"index {part} is out of range for dim {dim} with size {shape[dim]} (valid indices are "
+                             f"{-shape[dim]} to {shape[dim] - 1})")
+        elif hasattr(part, "dtype") and not _is_index_array(part) and tuple(part.shape) != shape[dim:dim + width]:
+            raise IndexError(f"the mask's shape {list(part.shape)} does not match the shape "
+                             f"{list(shape[dim:dim + width])} of the dims {dim} to {dim + width - 1} it indexes")
         elif _is_index_array(part) and part.size and dim < len(shape):
             xp, size = backend.namespace(part), shape[dim]
             low, high = int(xp.min(part)), int(xp.max(part))
@@ -1740,7 +1778,7 @@ def _is_index_array(part):
 
 def _dims_indexed(part):
     """How many dims of the indexed tensor one part of a key uses up."""
-    if part is None or part is Ellipsis:
+    if part is None or part is Ellipsis or isinstance(part, bool):  # (True and False add a dim, as None does)
         return 0
     if hasattr(part, "dtype") and not _is_index_array(part):  # a boolean mask
         return part.ndim

@@ -11,7 +11,7 @@ import math
 from .. import backend, dtypes
 from ..autograd import Function
 from ..errors import ShapeError
-from ..functions import generator_or_default, tril, ones
+from ..functions import generator_or_default, tril, ones, zeros_like
 from ..ops import Softmax, broadcast_shape, softmax_backward, softmax_forward, unbroadcast
 from ..tensor import Tensor
 
@@ -95,7 +95,7 @@ class EmbeddingOp(Op):
         (flat,) = ctx.saved_tensors
         xp = ctx.xp
         full = xp.zeros(ctx.weight_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
-        rows = xp.reshape(grad, (-1, ctx.weight_shape[1]))
+        rows = xp.reshape(grad, (flat.shape[0], ctx.weight_shape[1]))  # (not -1: the rows may have 0 numbers)
         return None, backend.index_add_rows(full, flat, rows)
 
 
@@ -160,8 +160,10 @@ def dropout(input, p=0.5, training=True, inplace=False):
     check_dropout_p(p)
     if not training or p == 0:
         return input
-    if p == 1:
-        return input.mul_(0.0) if inplace else input * 0.0
+    if p == 1:  # everything dropped (a product, so that a NaN stays NaN and a bool stays bool, as in PyTorch)
+        return input.mul_(zeros_like(input)) if inplace else input * zeros_like(input)
+    if not input.dtype.is_floating_point:  # the kept numbers are scaled by 1 / (1 - p)
+        raise TypeError(f"dropout needs a floating point tensor, got {input.dtype}: use input.float()")
     mask = dropout_mask(tuple(input.shape), p, input)
     if inplace:  # written into input's memory and recorded in its graph, as in-place tensor ops are
         return input._inplace(DropoutOp, mask)
@@ -185,8 +187,8 @@ class LayerNormOp(Op):
         xp = ctx.xp
         normalized_shape = tuple(x.shape[a] for a in axes)
         n = math.prod(normalized_shape)
-        rows = xp.reshape(x, (-1, n))
-        averager = xp.full((n,), 1.0 / n, dtype=x.dtype, **backend.creation_kwargs(xp))
+        rows = xp.reshape(x, (math.prod(x.shape) // n if n else 0, n))  # (not -1: there may be no numbers)
+        averager = xp.full((n,), 1.0 / max(n, 1), dtype=x.dtype, **backend.creation_kwargs(xp))
         normalized = rows - (rows @ averager)[:, None]  # centred
         inv_std = 1.0 / xp.sqrt(backend.vecdot(normalized, normalized)[:, None] / n + eps)
         normalized *= inv_std
@@ -203,7 +205,7 @@ class LayerNormOp(Op):
         normalized, inv_std, weight, averager = ctx.saved_tensors
         xp = ctx.xp
         n = normalized.shape[1]
-        grad_rows = xp.reshape(grad, (-1, n))
+        grad_rows = xp.reshape(grad, normalized.shape)
         gw = gb = None
         if ctx.needs_input_grad[1]:
             gw = xp.reshape(backend.sum_along(grad_rows * normalized, (0,)), ctx.normalized_shape)
@@ -232,6 +234,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         if t is not None and tuple(t.shape) != shape:
             raise ShapeError(f"layer_norm over shape {list(shape)}: the {name} must have that shape, got "
                              f"{list(t.shape)}")
+        if t is not None and t.dtype is not input.dtype:
+            raise TypeError(f"layer_norm: the input is {input.dtype} but the {name} is {t.dtype}: convert one "
+                            f"(e.g. input.to({t.dtype}))")
     axes = tuple(range(input.ndim - len(shape), input.ndim))
     return LayerNormOp.apply(input, weight, bias, axes, eps)
 
@@ -289,7 +294,9 @@ GELU_C = 0.044715
 def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return GeluOp.apply(input if input.dtype.is_floating_point else input.float(), approximate)
+    if not input.dtype.is_floating_point:  # as in PyTorch
+        raise TypeError(f"gelu needs a floating point tensor, got {input.dtype}: use input.float()")
+    return GeluOp.apply(input, approximate)
 
 
 def relu(input, inplace=False):
@@ -318,7 +325,10 @@ def log_softmax(input, dim=None, dtype=None):
 
 def safe_softmax(input, dim=-1):
     """Softmax that maps fully masked rows to zeros (what the attention modules use)."""
-    return Softmax.apply(input if input.dtype.is_floating_point else input.float(), dim, True)
+    x = input if input.dtype.is_floating_point else input.float()
+    if x.ndim == 0:  # one number (dim 0 or -1): as a vector of one
+        return safe_softmax(x.reshape(1), dim).reshape(())
+    return Softmax.apply(x, dim, True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -335,7 +345,10 @@ class CrossEntropyOp(Op):
         log_total = xp.log(backend.sum_along(xp.exp(shifted), (1,), keepdims=True))
         valid = target != ignore_index
         safe_target = xp.where(valid, target, 0)
-        picked = xp.take_along_axis(shifted, safe_target[:, None], axis=1)[:, 0] - log_total[:, 0]
+        if logits.shape[1]:
+            picked = xp.take_along_axis(shifted, safe_target[:, None], axis=1)[:, 0] - log_total[:, 0]
+        else:  # no classes: every target was ignored (class_rows checked), nothing to pick
+            picked = xp.zeros(target.shape, dtype=logits.dtype, **backend.creation_kwargs(xp))
         losses = xp.where(valid, -picked, 0.0)
         count = xp.sum(xp.astype(valid, logits.dtype))
         ctx.save_for_backward(xp.exp(shifted - log_total), safe_target, valid, count)
@@ -382,6 +395,10 @@ def class_rows(name, input, target, ignore_index):
         )
     if input.ndim == 0:
         raise ShapeError(f"{name}: the input is a 0-d tensor, it needs a dim of classes: shape (C,) or (N, C)")
+    if name == "cross_entropy" and target.shape == input.shape:  # PyTorch's form for class probabilities
+        raise TypeError(f"cross_entropy: a target of the input's shape {list(input.shape)} holds class "
+                        "probabilities, which are not supported: give class indices, of the input's shape without "
+                        "the class dim")
     if input.ndim == 1:  # one sample: its target is a single class
         expected = ()
         if tuple(target.shape) not in ((), (1,)):
@@ -398,17 +415,14 @@ def class_rows(name, input, target, ignore_index):
             )
     classes = input.shape[-1] if input.ndim == 1 else input.shape[1]
     backend.same_device([input.array, target.array])
-    if target.numel():
-        xp = backend.namespace(target.array)
-        valid = target.array != ignore_index
-        low = int(xp.min(xp.where(valid, target.array, 0)))
-        high = int(xp.max(xp.where(valid, target.array, 0)))
-        if low < 0 or high >= classes:
-            bad = high if high >= classes else low
-            raise IndexError(
-                f"{name}: target {bad} is out of range for {classes} classes "
-                f"(valid targets are 0 to {classes - 1}, or ignore_index={ignore_index})"
-            )
+    xp = backend.namespace(target.array)
+    out_of_range = (target.array != ignore_index) & ((target.array < 0) | (target.array >= classes))
+    if target.numel() and bool(xp.any(out_of_range)):  # (the ignored targets may be anything)
+        bad = int(xp.max(xp.where(out_of_range, target.array, -(2**62))))  # one of them
+        raise IndexError(
+            f"{name}: target {bad} is out of range for {classes} classes "
+            f"(valid targets are 0 to {classes - 1}, or ignore_index={ignore_index})"
+        )
     if input.ndim > 2:  # (N, C, d...) -> (N * d..., C)
         input = input.permute(0, *range(2, input.ndim), 1)
     return input.reshape(target.numel(), classes), target.reshape(-1), expected
@@ -431,7 +445,10 @@ def nll_loss(input, target, ignore_index=-100, reduction="mean"):
     rows, targets, shape = class_rows("nll_loss", input, target, ignore_index)
     valid = targets != ignore_index
     safe_target = targets.long().masked_fill(~valid, 0)  # ignored places pick class 0, then count 0
-    picked = -rows.gather(1, safe_target.unsqueeze(1)).squeeze(1)
+    if rows.shape[1]:
+        picked = -rows.gather(1, safe_target.unsqueeze(1)).squeeze(1)
+    else:  # no classes: every target is ignored (class_rows checked); the sum over no classes is 0
+        picked = -rows.sum(1)
     picked = picked.masked_fill(~valid, 0.0)
     if reduction == "none":
         return picked.reshape(shape)
@@ -440,6 +457,9 @@ def nll_loss(input, target, ignore_index=-100, reduction="mean"):
 
 def mse_loss(input, target, reduction="mean"):
     check_reduction(reduction)
+    if isinstance(target, Tensor):  # as in PyTorch, a 0-d target counts as a tensor in the dtype here
+        dtype = dtypes.promote(input.dtype, target.dtype)
+        input, target = input.to(dtype), target.to(dtype)
     squared = (input - target) ** 2
     if reduction == "none":
         return squared
@@ -451,6 +471,8 @@ def one_hot(tensor, num_classes=-1):
         raise TypeError(f"one_hot expects class indices (int64), got {tensor.dtype}: use .long()")
     if tensor.numel() == 0 and num_classes == -1:
         raise ValueError("one_hot of an empty tensor needs num_classes")
+    if num_classes == 0 or num_classes < -1:
+        raise ValueError(f"one_hot: num_classes must be positive (or -1, to count them), got {num_classes}")
     low = int(tensor.min().item()) if tensor.numel() else 0
     high = int(tensor.max().item()) if tensor.numel() else -1
     classes = high + 1 if num_classes == -1 else num_classes
@@ -609,6 +631,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if is_causal and attn_mask is not None:
         raise ValueError("give either attn_mask or is_causal=True, not both")
     blocked = bias = None
+    if scale is None and query.shape[-1] == 0:  # empty dot products: scores of 0, which 1/sqrt(0) would make NaN
+        scale = 1.0
     if is_causal:
         blocked = causal_mask(query.shape[-2], key.shape[-2], query.device)
     elif attn_mask is not None and attn_mask.dtype is dtypes.bool_:
