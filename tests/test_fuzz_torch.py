@@ -36,7 +36,8 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, note, strategies as st
+from hypothesis import assume, given, note as hypothesis_note, strategies as st
+from hypothesis.errors import InvalidArgument
 from hypothesis.extra import numpy as hnp
 
 import tinyattn
@@ -133,6 +134,14 @@ class Lib:
 
 
 TINY = Lib(tinyattn, tF, tnn)
+
+
+def note(text):
+    """Hypothesis's note in a property; nothing in a plain test (the pinned cases)."""
+    try:
+        hypothesis_note(text)
+    except InvalidArgument:
+        pass
 OMIT = object()  # an optional argument left out
 
 
@@ -1187,7 +1196,8 @@ def backward(outcome, L, weights):
         except Exception as error:  # noqa: BLE001
             outcome.grad_error = error
             return
-    outcome.grads = [None if not getattr(t, "requires_grad", False) else t.grad for t in outcome.leaves]
+    # (an input changed in place by the op is no leaf any more: it has no .grad)
+    outcome.grads = [t.grad if t.requires_grad and t.is_leaf else None for t in outcome.leaves]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1341,6 +1351,11 @@ def test_tinyattn_matches_pytorch(torch, entry, data):
     drawn = []
     for spec in entry.specs:
         drawn.append(_draw(spec.spec if isinstance(spec, Kw) else spec, data, drawn))
+    check_against_pytorch(torch, entry, drawn)
+
+
+def check_against_pytorch(torch, entry, drawn):
+    """Run the entry with these arguments in both libraries; compare outcomes, then gradients."""
     theirs = run(entry, torch_lib_cached(torch), drawn)
     ours = run(entry, TINY, drawn)
     assume(not pytorch_failed_itself(theirs.error))
@@ -1376,3 +1391,72 @@ def test_every_public_callable_is_in_the_table():
     stale = sorted((covered | set(NOT_FUZZED)) - public)
     assert not stale, f"TABLE or NOT_FUZZED names what is not public (any more): {stale}"
     assert not covered & set(NOT_FUZZED), f"both fuzzed and not: {sorted(covered & set(NOT_FUZZED))}"
+
+
+# ---------------------------------------------------------------------------------------------
+# edges the fuzz found, pinned: each runs in both libraries as a table entry does
+
+
+def pinned(name, call, *args):
+    """A case that failed before: `call(L, *tensors)` with these fixed arguments."""
+    return pytest.param(Entry(name, "", call, (None,) * len(args)), list(args), id=name)
+
+
+def array(*shape, dtype="float32", grad=True, fill=None):
+    values = np.arange(math.prod(shape)).reshape(shape) / 3 if fill is None else np.full(shape, fill)
+    return Arr(values.astype(dtype), grad and dtype in FLOATS)
+
+
+def multihead_attention(L, x):
+    L.manual_seed(1)
+    layer = L.nn.MultiHeadAttention(3, 4, 5, 0.0, 2)
+    L.leaves.extend(p for _, p in layer.named_parameters())
+    return layer(x)
+
+
+PINNED = [
+    # dims of size 0: PyTorch's empty results and gradients
+    pinned("softmax over a dim of size 0", lambda L, x: x.softmax(-1), array(3, 0)),
+    pinned("log_softmax over a dim of size 0", lambda L, x: x.log_softmax(-1), array(3, 0)),
+    pinned("logsumexp over a dim of size 0 is -inf", lambda L, x: x.logsumexp(-1), array(3, 0)),
+    pinned("max over a dim of size 0 is an IndexError", lambda L, x: x.max(0), array(0, 3)),
+    pinned("max of no numbers is an error", lambda L, x: x.max(), array(0, 3)),
+    pinned("argmax over a dim of size 0 is an IndexError", lambda L, x: x.argmax(0), array(0, 3)),
+    pinned("attention with no keys gives zeros", lambda L, q, k, v: L.F.scaled_dot_product_attention(q, k, v),
+           array(2, 3, 4), array(2, 0, 4), array(2, 0, 5)),
+    pinned("MultiHeadAttention of 0 tokens", multihead_attention, array(2, 0, 3)),
+    pinned("add_ on a (0, 2)", lambda L, x: x.clone().add_(1), array(0, 2)),
+    pinned("zero_ on a (0, 2)", lambda L, x: x.clone().zero_(), array(0, 2)),
+    pinned("fill_ on a (0, 2)", lambda L, x: x.clone().fill_(2.5), array(0, 2)),
+    pinned("x[...] = v on a (0, 2)", lambda L, x: set_item(L, x, Ellipsis, 1.0), array(0, 2)),
+    pinned("split along a dim of size 0", lambda L, x: x.split(2), array(0, 2)),
+    pinned("chunk along a dim of size 0", lambda L, x: x.chunk(3, 1), array(2, 0)),
+    pinned("cat of a legacy (0,) tensor", lambda L, a, b: L.cat([a, b]), array(0), array(2, 3)),
+    # 0-d tensors
+    pinned("transpose of a 0-d tensor", lambda L, x: x.transpose(0, -1), array()),
+    pinned("squeeze(0) of a 0-d tensor", lambda L, x: x.squeeze(0), array()),
+    pinned("any(0) of a 0-d tensor", lambda L, x: x.any(0), array()),
+    pinned("max(0) of a 0-d tensor", lambda L, x: x.max(0), array(fill=2.0)),
+    pinned("cat of 0-d tensors is an error", lambda L, a, b: L.cat([a, b]), array(), array()),
+    pinned("size(0) of a 0-d tensor is an IndexError", lambda L, x: x.size(0), array()),
+    # invalid arguments
+    pinned("view(-2, 3) is an error", lambda L, x: x.view(-2, 3), array(6)),
+    pinned("chunk(-1) is an error", lambda L, x: x.chunk(-1), array(6)),
+    pinned("chunk(0) is an error", lambda L, x: x.chunk(0), array(6)),
+    pinned("cumsum(5) of a 0-d tensor is an IndexError", lambda L, x: x.cumsum(5), array(fill=2.0)),
+    pinned("a repeated dim is an error", lambda L, x: x.mean((0, -1)), array(fill=2.0)),
+    pinned("layer_norm over [] is an error", lambda L, x: L.F.layer_norm(x, []), array(2, 3)),
+    pinned("add_ of a shape that does not broadcast", lambda L, x, y: x.clone().add_(y), array(2, 3), array(4)),
+    pinned("where of shapes that do not broadcast", lambda L, c, x, y: L.where(c, x, y), array(2, 3, dtype="bool"),
+           array(4), array(2, 3)),
+    pinned("a linear bias of the wrong size", lambda L, x, w, b: L.F.linear(x, w, b), array(2, 3), array(4, 3),
+           array(5)),
+    pinned("zeros(-1) is an error", lambda L: L.zeros(-1)),
+    pinned("bool | float is an error", lambda L, a, b: a | b, array(2, dtype="bool"), array(2, grad=False)),
+    pinned("integer // 0 is an error", lambda L, a: a // 0, array(2, dtype="int64")),
+]
+
+
+@pytest.mark.parametrize("entry, drawn", PINNED)
+def test_pinned_edges_match_pytorch(torch, entry, drawn):
+    check_against_pytorch(torch, entry, drawn)

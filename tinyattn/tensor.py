@@ -1747,7 +1747,7 @@ def _check_index_bounds(parts, shape):
     consumed = [_dims_indexed(part) for part in parts]
     arrays = [part for part in parts if hasattr(part, "dtype")]
     if len(arrays) > 1:  # index arrays (a mask counts as the list of its True places) broadcast together
-        shapes = [tuple(p.shape) if _is_index_array(p) else (int(backend.namespace(p).sum(p)),) for p in arrays]
+        shapes = [tuple(p.shape) if _is_index_array(p) else (_count_true(p),) for p in arrays]
         if ops.broadcast_shape(*shapes) is None:
             raise IndexError(f"the index arrays' shapes {[list(s) for s in shapes]} cannot be broadcast together")
     if sum(consumed) > len(shape):
@@ -1758,7 +1758,7 @@ def _check_index_bounds(parts, shape):
         if part is Ellipsis:
             dim += len(shape) - sum(consumed)
         elif isinstance(part, int) and not isinstance(part, bool) and not -shape[dim] <= part < shape[dim]:
-            raise IndexError(f"index {part} is out of range for dim {dim} with size {shape[dim]} (valid indices are "
+            raise IndexError(f"index {part} is out of bounds for dim {dim} with size {shape[dim]} (valid indices are "
                              f"{-shape[dim]} to {shape[dim] - 1})")
         elif hasattr(part, "dtype") and not _is_index_array(part) and tuple(part.shape) != shape[dim:dim + width]:
             raise IndexError(f"the mask's shape {list(part.shape)} does not match the shape "
@@ -1770,6 +1770,11 @@ def _check_index_bounds(parts, shape):
                 bad = high if high >= size else low
                 raise IndexError(f"index {bad} is out of bounds for dim {dim} with size {size}")
         dim += width
+
+
+def _count_true(mask):
+    xp = backend.namespace(mask)
+    return int(xp.sum(xp.astype(mask, xp.int64)))
 
 
 def _is_index_array(part):
