@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 import pytest
 from hypothesis import assume, given, note as hypothesis_note, strategies as st
-from hypothesis.errors import InvalidArgument
+from hypothesis.control import currently_in_test_context
 from hypothesis.extra import numpy as hnp
 
 import tinyattn
@@ -138,10 +138,17 @@ TINY = Lib(tinyattn, tF, tnn)
 
 def note(text):
     """Hypothesis's note in a property; nothing in a plain test (the pinned cases)."""
-    try:
+    if currently_in_test_context():
         hypothesis_note(text)
-    except InvalidArgument:
-        pass
+
+
+def no_reference(pytorch_error):
+    """PyTorch's own internal errors ("INTERNAL ASSERT FAILED ... please report a bug to PyTorch") are
+    no reference to compare with: another example, or a skip."""
+    if pytorch_error is not None and "INTERNAL ASSERT FAILED" in str(pytorch_error):
+        if currently_in_test_context():
+            assume(False)
+        pytest.skip(f"PyTorch fails itself here: {pytorch_error}")
 OMIT = object()  # an optional argument left out
 
 
@@ -1286,12 +1293,6 @@ def compares_grads(entry, drawn):
     return entry.grad(*drawn) if callable(entry.grad) else entry.grad
 
 
-def pytorch_failed_itself(error):
-    """PyTorch's own internal errors ("INTERNAL ASSERT FAILED ... please report a bug to PyTorch") are
-    no reference to compare with."""
-    return error is not None and "INTERNAL ASSERT FAILED" in str(error)
-
-
 def assert_same_outcome(entry, drawn, ours, theirs):
     quirk = entry.quirk(*drawn) if entry.quirk else None
     if quirk:
@@ -1358,7 +1359,7 @@ def check_against_pytorch(torch, entry, drawn):
     """Run the entry with these arguments in both libraries; compare outcomes, then gradients."""
     theirs = run(entry, torch_lib_cached(torch), drawn)
     ours = run(entry, TINY, drawn)
-    assume(not pytorch_failed_itself(theirs.error))
+    no_reference(theirs.error)
     assert_same_outcome(entry, drawn, ours, theirs)
     if (not compares_grads(entry, drawn) or theirs.error is not None or ours.error is not None
             or (entry.differs and entry.differs(*drawn)) or (entry.quirk and entry.quirk(*drawn))):
@@ -1368,7 +1369,7 @@ def check_against_pytorch(torch, entry, drawn):
                if t.requires_grad]
     backward(theirs, torch_lib_cached(torch), weights)
     backward(ours, TINY, weights)
-    assume(not pytorch_failed_itself(theirs.grad_error))
+    no_reference(theirs.grad_error)
     assert_same_gradients(entry, drawn, ours, theirs)
 
 
