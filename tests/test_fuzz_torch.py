@@ -608,7 +608,9 @@ def is_bool_tensor(value):
 
 
 def mixed_clamp_bounds(x, low=OMIT, high=OMIT):
-    """PyTorch takes both bounds as numbers or both as tensors; tinyattn also takes one of each."""
+    """PyTorch takes both bounds as numbers or both as tensors; tinyattn also takes one of each (README),
+    and its dtype is then tinyattn's promotion of a tensor and a number (the mixes PyTorch does take,
+    it promotes as if the number were a tensor)."""
     kinds = {isinstance(b, Arr) for b in (low, high) if b is not OMIT and b is not None}
     return "clamp with a number bound and a tensor bound" if len(kinds) == 2 else None
 
@@ -693,14 +695,14 @@ def negative_expand(x, sizes):
 
 def key_differs(x, key, *value):
     """As two_ellipses; a True or False in a key with index arrays is refused; x[key] = value converts
-    the value to x's dtype also where the key holds index arrays (PyTorch refuses another dtype
-    there): README."""
+    the value to x's dtype also where the key holds index arrays or a True or False (PyTorch refuses
+    another dtype there): README."""
     with_arrays = any(isinstance(p, (Arr, list)) for p in (key if isinstance(key, tuple) else (key,)))
     if two_ellipses(x, key) or with_arrays and key_count(key, "bool"):
         return "two ... or a True with index arrays in a key"
-    if value and with_arrays and isinstance(value[0], Arr) and value[0].dtype != x.dtype:
+    if value and (with_arrays or key_count(key, "bool")) and isinstance(value[0], Arr) and value[0].dtype != x.dtype:
         return "a value of another dtype written through index arrays"
-    return grad_value_into_integers(x, value[0]) if value else None
+    return (grad_value_into_integers(x, value[0]) if value else None) or checked_even_when_empty(x)
 
 
 def weights_without_gradient(query, key, value, *options):
@@ -725,6 +727,12 @@ def clamp_bounds_within(x, low=OMIT, high=OMIT):
         return np.broadcast_shapes(x.shape, *shapes) == x.shape
     except ValueError:
         return True
+
+
+def probability_targets(input, target, *rest):
+    """Float targets are class probabilities in PyTorch's cross_entropy; tinyattn takes class indices
+    only (README)."""
+    return "probability targets" if target.dtype in FLOATS else None
 
 
 def no_classes_and_more_dims(input, *rest):
@@ -858,7 +866,7 @@ TABLE = [
     *both("relu", X),
     *both("abs", X),
     *both("clamp", X, Kw("min", maybe(one_of(NUMBER, T(like=0)))), Kw("max", maybe(one_of(NUMBER, T(like=0)))),
-          differs=mixed_clamp_bounds, grad=clamp_bounds_within),
+          quirk=mixed_clamp_bounds, grad=clamp_bounds_within),
     function("clip", X, Kw("min", maybe(NUMBER)), Kw("max", maybe(NUMBER))),
     method("clip", X, Kw("min", maybe(NUMBER)), Kw("max", maybe(NUMBER))),
     *both("maximum", X, Y),
@@ -1028,7 +1036,7 @@ TABLE = [
     functional("layer_norm", XF, last_dims(), maybe(T(FLOATS, shape=normalized)), maybe(T(FLOATS, shape=normalized)),
                Kw("eps", maybe(st.sampled_from([1e-5, 0.1, 0.0])))),
     functional("cross_entropy", XF, class_targets(), Kw("reduction", maybe(REDUCTION)), Kw("ignore_index", maybe(
-        st.sampled_from([-100, 0, -1]))), quirk=no_classes_and_more_dims),
+        st.sampled_from([-100, 0, -1]))), quirk=no_classes_and_more_dims, differs=probability_targets),
     functional("nll_loss", XF, class_targets(), Kw("reduction", maybe(REDUCTION)), Kw("ignore_index", maybe(
         st.sampled_from([-100, 0, -1]))), quirk=no_classes_and_more_dims),
     functional("mse_loss", XF, T(FLOATS, like=0), Kw("reduction", maybe(REDUCTION))),
@@ -1051,7 +1059,8 @@ TABLE = [
     *[module(name, st.tuples(), X) for name in ("ReLU", "Tanh", "Sigmoid", "Identity")],
     module("Softmax", st.tuples(st.integers(-2, 1)), XF),
     module("CrossEntropyLoss", st.fixed_dictionaries({"ignore_index": st.sampled_from([-100, 0]), "reduction": REDUCTION}),
-           XF, class_targets(of=2)),
+           XF, class_targets(of=2), quirk=lambda seed, options, *inputs: no_classes_and_more_dims(*inputs),
+           differs=lambda seed, options, *inputs: probability_targets(*inputs)),
     module("MSELoss", st.fixed_dictionaries({"reduction": REDUCTION}), XF, T(FLOATS, like=2)),
     Entry("nn.Sequential", "nn.Sequential", sequential, (SEEDS, st.integers(1, 3), T(FLOATS, shape=(2, 3)))),
     # (no inf and NaN in the attention modules' inputs: the fused attention and the book's chain of ops
