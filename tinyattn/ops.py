@@ -1038,8 +1038,8 @@ def softmax_forward(xp, x, axis, safe=False, overwrite=False):
     """
     # subtracting the row max keeps exp() from overflowing; the result is the same
     row_max = backend.max_for_shift(x, axis)
-    if safe:  # an all -inf row: shift by 0 instead, so that exp() gives zeros, not NaN
-        row_max = xp.where(xp.isinf(row_max), 0.0, row_max)
+    if safe:  # an all -inf row: shift by 0 instead, so that exp() gives zeros, not NaN (a +inf stays: NaN)
+        row_max = xp.where(row_max == -math.inf, 0.0, row_max)
     if overwrite:
         x -= row_max
         y = backend.exp_in_place(x)
