@@ -12,10 +12,10 @@ import numpy as np
 
 from . import backend, dtypes, random
 from .errors import ShapeError
-from .ops import normalize_dim as _normalize_dim
-from .tensor import _check_fits
 from .ops import Cat, Stack
+from .ops import normalize_dim as _normalize_dim
 from .tensor import Size, Tensor, _shape_arg, matmul, where  # noqa: F401  (re-exported)
+from .tensor import _check_fits
 
 
 def generator_or_default(generator):

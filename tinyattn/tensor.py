@@ -1077,7 +1077,7 @@ class Tensor:
             value = ops.Permute.apply(value.reshape(shape), tuple(numpy_order))
         try:
             self._inplace(ops.IndexPut, key, value)
-        except ValueError:
+        except (ValueError, TypeError):  # NumPy's errors for a value that does not fit: name both shapes
             target = self.detach()[key].shape if order is None else None
             if isinstance(value, Tensor) and target is not None and ops.broadcast_shape(value.shape, target) != target:
                 raise ShapeError(f"cannot write a value of shape {list(value.shape)} into x[key] of shape "
