@@ -694,17 +694,19 @@ def negative_expand(x, sizes):
 
 
 def key_differs(x, key, *value):
-    """As two_ellipses; a True or False in a key with index arrays is refused; x[key] = value converts
+    """As two_ellipses; a True or False in a key with ints or index arrays is refused; x[key] = value converts
     the value to x's dtype also where the key holds index arrays or a True or False (PyTorch refuses
     another dtype there): README."""
-    with_arrays = any(isinstance(p, (Arr, list)) for p in (key if isinstance(key, tuple) else (key,)))
-    if two_ellipses(x, key) or with_arrays and key_count(key, "bool"):
-        return "two ... or a True with index arrays in a key"
+    parts = key if isinstance(key, tuple) else (key,)
+    with_arrays = any(isinstance(p, (Arr, list)) for p in parts)
+    with_ints = any(isinstance(p, int) and not isinstance(p, bool) for p in parts)
+    if two_ellipses(x, key) or (with_arrays or with_ints) and key_count(key, "bool"):
+        return "two ... or a True with ints or index arrays in a key"
     if value and (with_arrays or key_count(key, "bool")) and isinstance(value[0], Arr) and value[0].dtype != x.dtype:
         return "a value of another dtype written through index arrays"
     if isinstance(key, bool):
         return "a bare True or False key (PyTorch broadcasts a value there more loosely than for (False,))"
-    if any(isinstance(p, Arr) and p.values.size == 0 for p in (key if isinstance(key, tuple) else (key,))):
+    if any(isinstance(p, Arr) and p.values.size == 0 or isinstance(p, list) and not p for p in parts):
         return "an index tensor without elements (PyTorch then checks no other index's bounds)"
     return (grad_value_into_integers(x, value[0]) if value else None) or checked_even_when_empty(x)
 
@@ -773,6 +775,13 @@ def spread_out(x, dim=OMIT, *rest):
     except ValueError:  # repeated or empty dims: an error in both libraries
         return True
     return bool(np.all((spread > 0) | np.isnan(spread)))
+
+
+def mask_of_another_dtype(query, key, value, attn_mask=OMIT, *options):
+    """tinyattn's SDPA refuses a float mask of another dtype than the query (no silent promotion; README);
+    and as checked_even_when_empty."""
+    other = isinstance(attn_mask, Arr) and attn_mask.dtype in FLOATS and attn_mask.dtype != query.dtype
+    return "a float mask of another dtype" if other else checked_even_when_empty(query, key, value)
 
 
 def mT_of_a_number(x):
@@ -1081,7 +1090,7 @@ TABLE = [
     functional("one_hot", T(("int64", "int64", "int32"), low=-1, high=4), Kw("num_classes", maybe(st.integers(-1, 4)))),
     functional("scaled_dot_product_attention", FINITE_QUERY, FINITE_KEYS, FINITE_VALUES, Kw("attn_mask", maybe(one_of(
         T(("bool",), shape=scores_shape), T(FLOATS, shape=scores_shape)))), Kw("is_causal", maybe(st.booleans())),
-        Kw("scale", maybe(st.floats(0, 2))), quirk=sdpa_quirks, differs=checked_even_when_empty),
+        Kw("scale", maybe(st.floats(0, 2))), quirk=sdpa_quirks, differs=mask_of_another_dtype),
     functional("attention", FINITE_QUERY, FINITE_KEYS, FINITE_VALUES, Kw("blocked", maybe(T(("bool",),
                shape=scores_shape))), Kw("bias", maybe(T(FLOATS, shape=scores_shape, specials=False))),
                Kw("scale", maybe(st.floats(0, 2))), grad=weights_without_gradient),

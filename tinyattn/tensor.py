@@ -1663,6 +1663,11 @@ def _array_key(key, tensor):
     parts = key if isinstance(key, tuple) else (key,)
     if sum(part is Ellipsis for part in parts) > 1:
         raise IndexError("an index can only have one ... (Ellipsis): write the other dims as `:`")
+    if any(isinstance(p, bool) for p in parts) and any(not isinstance(p, (bool, slice)) and p is not None
+                                                       and p is not Ellipsis for p in parts):
+        # NumPy takes True and False as index arrays, which move the dims of ints and index lists around
+        raise IndexError("a True or False in an index with index lists or tensors, or with ints, is not supported: "
+                         "use None to add the dim")
     converted = []
     for part in parts:
         if isinstance(part, Tensor):

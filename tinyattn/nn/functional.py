@@ -630,6 +630,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """
     if is_causal and attn_mask is not None:
         raise ValueError("give either attn_mask or is_causal=True, not both")
+    if attn_mask is not None and attn_mask.ndim < 2:  # PyTorch's SDPA takes (..., queries, keys) masks only
+        raise ShapeError(f"scaled_dot_product_attention: attn_mask needs at least 2 dims (queries, keys), got shape "
+                         f"{list(attn_mask.shape)}")
     blocked = bias = None
     if scale is None and query.shape[-1] == 0:  # empty dot products: scores of 0, which 1/sqrt(0) would make NaN
         scale = 1.0
