@@ -75,7 +75,8 @@ def assert_clear_error(error):
         where = where.tb_next
     file = os.path.abspath(where.tb_frame.f_code.co_filename) if where else "?"
     line = linecache.getline(file, where.tb_lineno).strip() if where else ""
-    origin = f"{type(error).__module__}.{type(error).__name__}: {error}\n  raised at {file}:{where and where.tb_lineno}: {line}"
+    origin = (f"{type(error).__module__}.{type(error).__name__}: {error}\n"
+              f"  raised at {file}:{where and where.tb_lineno}: {line}")
     assert isinstance(error, ALLOWED_ERRORS), f"not an error PyTorch code expects: {origin}"
     assert type(error).__module__ == "builtins" or type(error).__module__.startswith("tinyattn"), origin
     assert file.startswith(PACKAGE) and line.startswith("raise "), f"not raised by tinyattn's own check: {origin}"
@@ -150,6 +151,8 @@ def no_reference(pytorch_error):
         if currently_in_test_context():
             assume(False)
         pytest.skip(f"PyTorch fails itself here: {pytorch_error}")
+
+
 OMIT = object()  # an optional argument left out
 
 
@@ -202,6 +205,8 @@ class Kw:
 
 
 def draw_values(data, dtype, shape, low=-4, high=4, specials=True, coarse=False):
+    """An array of this dtype and shape: numbers in [low, high], and among floats (with `specials`) now
+    and then 0, -0, inf, -inf, NaN or 1e4 in random places."""
     if dtype == "bool":
         elements = st.booleans()
     elif dtype in INTS:
@@ -278,7 +283,7 @@ def dims(of=0, none=True, empty=True):
         one = st.integers(-n - 1, n)
         lists = st.lists(one, min_size=0 if empty else 1, max_size=n + 1)
         several = st.one_of(one, lists.map(tuple), lists)
-        return data.draw(several if not none else st.none() | several, label="dims")
+        return data.draw(st.none() | several if none else several, label="dims")
 
     return spec
 
@@ -322,7 +327,7 @@ def index_tensor(of=0, along=None, dtypes=("int64",)):
         axis = drawn[along] if along is not None else 0
         size = x.shape[axis % x.ndim] if x.ndim and isinstance(axis, int) and -x.ndim <= axis < x.ndim else 1
         shape = data.draw(shapes(max_dims=3), label="index shape")
-        if along is not None and data.draw(st.integers(0, 3), label="like input") > 0:  # gather: as many dims, no larger
+        if along is not None and data.draw(st.integers(0, 3), label="like input") > 0:  # gather's: no larger
             shape = tuple(data.draw(st.integers(0, n), label="index side") for n in x.shape)
         dtype = data.draw(st.sampled_from(dtypes), label="index dtype")
         low, high = (-1, size) if data.draw(st.integers(0, 5), label="out of range") == 0 else (0, max(size - 1, 0))
@@ -371,6 +376,8 @@ def maybe(spec):
 
 
 def one_of(*specs):
+    """The value of one of these specs, picked at random."""
+
     def draw(data, drawn):
         return _draw(data.draw(st.sampled_from(specs), label="which"), data, drawn)
 
@@ -388,14 +395,14 @@ class DType:
     name: str
 
 
-def tensors(n_max=3, dtypes=ALL_DTYPES, like=True):
+def tensors(n_max=3, dtypes=ALL_DTYPES):
     """A list of tensors (for cat and stack): shapes mostly alike."""
 
     def spec(data, drawn):
         first = T(dtypes)(data, drawn)
         items = [first]
         for _ in range(data.draw(st.integers(0, n_max - 1), label="count")):
-            items.append(T(dtypes, like=0)(data, [first]) if like else T(dtypes)(data, drawn))
+            items.append(T(dtypes, like=0)(data, [first]))
         return items
 
     return spec
@@ -547,7 +554,8 @@ class Entry:
     # differs(*args) -> why tinyattn deliberately differs here (README), or None: then one library may raise
     # where the other returns (where both return, the values still agree; gradients are not compared)
     differs: object = None
-    quirk: object = None  # quirk(*args) -> where PyTorch's own answer is inconsistent: only tinyattn's errors are checked
+    # quirk(*args) -> where PyTorch's own answer is inconsistent: then only tinyattn's errors are checked
+    quirk: object = None
 
 
 def function(name, *specs, **options):
@@ -574,6 +582,7 @@ def both(name, *specs, **options):
 
 
 def functional(name, *specs, **options):
+    """F.NAME(...): tinyattn.nn.functional's and torch.nn.functional's."""
     return Entry(f"F.{options.pop('id', name)}", f"F.{name}", lambda L, *a, **k: getattr(L.F, name)(*a, **k), specs,
                  **options)
 
@@ -651,9 +660,6 @@ def grad_value_into_integers(x, value):
     return "an integer tensor filled with a value that requires grad" if grad_value else None
 
 
-
-
-
 def two_ellipses(x, key, *value):
     """An index with two `...` is refused (PyTorch reads x[..., 1, ...] as x[..., 1]: README)."""
     return "two ... in one index" if key_count(key, "...") > 1 else None
@@ -722,7 +728,8 @@ def numbers_beyond_integers(data, dtype=OMIT):
     converts a NumPy array's inf and NaN to whatever its C cast gives."""
     values = data.value
     integers = dtype is not OMIT and dtype.name in INTS
-    return "NaN or inf into integers" if integers and values.dtype.kind == "f" and not np.isfinite(values).all() else None
+    non_finite = values.dtype.kind == "f" and not np.isfinite(values).all()
+    return "NaN or inf into integers" if integers and non_finite else None
 
 
 def clamp_bounds_within(x, low=OMIT, high=OMIT):
@@ -768,8 +775,8 @@ def spread_out(x, dim=OMIT, *rest):
     values = x.values.astype(np.float64)
     if values.size == 0 or values.ndim == 0:
         return True
-    axes = None if dim is OMIT or dim is None else tuple(d % values.ndim for d in (dim if isinstance(dim, (tuple, list))
-                                                                                   else (dim,)) if -values.ndim <= d < values.ndim)
+    dims = () if dim is OMIT or dim is None else dim if isinstance(dim, (tuple, list)) else (dim,)
+    axes = tuple(d % values.ndim for d in dims if -values.ndim <= d < values.ndim) if dims else None
     try:
         spread = np.ptp(values, axis=axes)
     except ValueError:  # repeated or empty dims: an error in both libraries
@@ -994,7 +1001,8 @@ TABLE = [
     method("contiguous", X), method("clone", X), method("detach", X),
     # --- matrix products ---
     *both("matmul", T(FLOATS + INTS), T(FLOATS + INTS, shape=matmul_partner()), differs=empty_product_of_two_dtypes),
-    method("__matmul__", T(FLOATS + INTS), T(FLOATS + INTS, shape=matmul_partner()), differs=empty_product_of_two_dtypes),
+    method("__matmul__", T(FLOATS + INTS), T(FLOATS + INTS, shape=matmul_partner()),
+           differs=empty_product_of_two_dtypes),
     *both("mm", XF, T(FLOATS, shape=matmul_partner()), differs=empty_product_of_two_dtypes),
     *both("bmm", XF, T(FLOATS, shape=matmul_partner()), differs=empty_product_of_two_dtypes),
     *both("dot", XF, T(FLOATS, shape=matmul_partner()), differs=empty_product_of_two_dtypes),
@@ -1015,10 +1023,11 @@ TABLE = [
       for name in ("zeros", "ones", "empty")],
     function("full_like", X, NUMBER, Kw("dtype", maybe(dtype_name()))),
     function("arange", ARANGE_BOUND, Kw("dtype", maybe(dtype_name(FLOATS + INTS))), quirk=fractional_integer_arange),
-    function("arange", ARANGE_BOUND, ARANGE_BOUND, Kw("dtype", maybe(dtype_name(FLOATS + INTS))), id="arange(start, end)",
-             quirk=fractional_integer_arange),
+    function("arange", ARANGE_BOUND, ARANGE_BOUND, Kw("dtype", maybe(dtype_name(FLOATS + INTS))),
+             id="arange(start, end)", quirk=fractional_integer_arange),
     function("arange", ARANGE_BOUND, ARANGE_BOUND, number(("int", "float"), -2, 2, coarse=True),
-             Kw("dtype", maybe(dtype_name(FLOATS + INTS))), id="arange(start, end, step)", quirk=fractional_integer_arange),
+             Kw("dtype", maybe(dtype_name(FLOATS + INTS))), id="arange(start, end, step)",
+             quirk=fractional_integer_arange),
     function("linspace", ARANGE_BOUND, ARANGE_BOUND, st.integers(-1, 6), Kw("dtype", maybe(dtype_name(FLOATS + INTS))),
              quirk=non_finite_ends),
     function("eye", st.integers(-1, 4), Kw("m", maybe(st.integers(-1, 4))), Kw("dtype", maybe(dtype_name()))),
@@ -1105,8 +1114,9 @@ TABLE = [
     module("GELU", st.tuples(st.sampled_from(["none", "tanh"])), XF),
     *[module(name, st.tuples(), X) for name in ("ReLU", "Tanh", "Sigmoid", "Identity")],
     module("Softmax", st.tuples(st.integers(-2, 1)), XF),
-    module("CrossEntropyLoss", st.fixed_dictionaries({"ignore_index": st.sampled_from([-100, 0]), "reduction": REDUCTION}),
-           XF, class_targets(of=2), quirk=lambda seed, options, *inputs: no_classes_and_more_dims(*inputs),
+    module("CrossEntropyLoss", st.fixed_dictionaries({"ignore_index": st.sampled_from([-100, 0]),
+                                                      "reduction": REDUCTION}), XF, class_targets(of=2),
+           quirk=lambda seed, options, *inputs: no_classes_and_more_dims(*inputs),
            differs=lambda seed, options, *inputs: probability_targets(*inputs)),
     module("MSELoss", st.fixed_dictionaries({"reduction": REDUCTION}), XF, T(FLOATS, like=2)),
     Entry("nn.Sequential", "nn.Sequential", sequential, (SEEDS, st.integers(1, 3), T(FLOATS, shape=(2, 3)))),
