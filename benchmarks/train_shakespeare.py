@@ -1,6 +1,6 @@
 """Train on Tiny Shakespeare: seed 002's bigram, then nanoGPT's CPU GPT with tinyattn and with PyTorch.
 
-    python benchmarks/train_shakespeare.py ../shared/data/tinyshakespeare.txt [--steps 2000] [--threads 2]
+    python benchmarks/train_shakespeare.py ../shared/data/tinyshakespeare.txt [--steps 2000] [--threads 2] [--no-torch]
 
 What it runs (CPU, float32):
 1. tinyattn GPT with nanoGPT's published CPU configuration: block 64, batch 12, 4 layers, 4 heads,
@@ -37,7 +37,8 @@ def parse_args():
     parser.add_argument("--eval-iters", type=int, default=200, help="batches per split for the final losses")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads for NumPy's BLAS and for PyTorch (default: all cores)")
-    parser.add_argument("--skip-torch", action="store_true", help="only the tinyattn runs")
+    parser.add_argument("--no-torch", action="store_true", help="only the tinyattn runs (as tinyattn bench --no-torch)")
+    parser.add_argument("--skip-torch", dest="no_torch", action="store_true", help=argparse.SUPPRESS)  # the old name
     parser.add_argument("--json", default=str(pathlib.Path(__file__).with_name("train_shakespeare.json")))
     parser.add_argument("--torch-only", metavar="JSON", help=argparse.SUPPRESS)  # the PyTorch run's process
     return parser.parse_args()
@@ -208,7 +209,16 @@ def torch_only():
 def main():
     if ARGS.torch_only:
         return torch_only()
-    text = tdata.load_text(ARGS.data)
+    try:
+        text = tdata.load_text(ARGS.data)  # a missing or unreadable file: one line, before any training
+    except tdata.DataError as error:
+        print(f"train_shakespeare.py: error: {error}", file=sys.stderr)
+        return 2
+    json_folder = os.path.dirname(os.path.abspath(ARGS.json))
+    if os.path.isdir(ARGS.json) or not os.access(json_folder, os.W_OK):
+        print(f"train_shakespeare.py: error: --json {ARGS.json!r} cannot be written: give a file in a "
+              "writable folder", file=sys.stderr)
+        return 2
     results = {
         "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
                     "python": sys.version.split()[0], "numpy": np.__version__, "threads": ARGS.threads},
@@ -228,7 +238,7 @@ def main():
     results["bigram_tinyattn"] = {"config": vars(bigram), "train_loss": b_losses["train"],
                                   "val_loss": b_losses["val"], "seconds": b_seconds}
 
-    if not ARGS.skip_torch:
+    if not ARGS.no_torch:
         results["gpt_torch"] = torch_in_subprocess()
 
     rows = [("bigram val loss (tinyattn)", f"{b_losses['val']:.4f}", f"{b_seconds:.1f} s"),
@@ -252,4 +262,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -9,8 +9,9 @@ notebooks, the exercises and the solutions (see VERSIONS). Edit the sources, the
     python notebooks/_build.py --execute       # write and run them, storing the outputs
     python notebooks/_build.py --execute 03    # only the notebooks whose name starts with 03
 
-Outputs are stored from a full run (TINYATTN_NOTEBOOK_QUICK unset); set TINYSHAKESPEARE to the
-Tiny Shakespeare file so that notebook 6 trains on it rather than on the packaged sonnets.
+Outputs are stored from a full run (TINYATTN_NOTEBOOK_QUICK unset) of what a fresh clone runs:
+notebook 6 without TINYSHAKESPEARE and without notebooks/input.txt, so on the packaged sonnets (the
+notebook says so in its first cell, and says when its GPT overfits them).
 """
 
 import argparse
@@ -63,9 +64,29 @@ VERSIONS = {
 }
 
 
+# A cell whose whole body is "#: exercise NAME" (code) or "#: statement NAME" (markdown, written
+# "# #: statement NAME" in the source) is filled in from tinyattn.exercises: the skeleton (a cell
+# tagged "exercise"), the solution (tagged "solution"), or the statement, so that the notebook and
+# `tinyattn exercises start` hand out the same code.
+_FROM_PACKAGE = re.compile(r"^#: (?P<what>exercise|statement) (?P<name>\w+)$")
+
+
+def _filled_in(kind, body, tags):
+    match = _FROM_PACKAGE.match(body.strip())
+    if not match:
+        return body
+    from tinyattn import exercises
+
+    exercise = exercises.get(match["name"])
+    if match["what"] == "statement":
+        return exercise.markdown()
+    return exercise.class_source(solution="solution" in tags).rstrip("\n")
+
+
 def notebooks(source_path):
     """{notebook file name: fresh notebook (no outputs)} for one source file."""
-    cells = parse(source_path.read_text(encoding="utf-8"))
+    cells = [(kind, _filled_in(kind, body, tags), tags)
+             for kind, body, tags in parse(source_path.read_text(encoding="utf-8"))]
     tags_used = {tag for _, _, tags in cells for tag in tags}
     if not tags_used & {"exercise", "solution"}:
         return {source_path.stem + ".ipynb": _notebook(cells)}

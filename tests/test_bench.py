@@ -1,6 +1,9 @@
 """The benchmark harness: its hand-derived NumPy reference is right, and a quick run reports sane numbers."""
 
+import argparse
+import io
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -92,8 +95,97 @@ def test_peak_memory_sees_a_big_array():
     (["--sizes", "0", "2", "2", "1"], "positive numbers"),
     (["--rounds", "-3"], "--rounds must be at least 1"),
     (["--json", "/nonexistent-dir/x.json"], "cannot be written"),
+    (["--json", "."], "is a directory: give a file name, e.g. "),
+    (["--frobnicate"], "unrecognized arguments: --frobnicate (see tinyattn bench --help)"),
 ])
-def test_bad_arguments_are_refused_before_the_run(capsys, argv, message):
+def test_bad_arguments_are_refused_before_the_run_in_one_line(capsys, monkeypatch, argv, message):
+    monkeypatch.setattr(bench, "run", lambda *args, **kwargs: pytest.fail("the run started"))
     with pytest.raises(SystemExit) as exit:
         bench.main(argv + ["--what", "overhead", "--no-torch"])
-    assert exit.value.code == 2 and message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert exit.value.code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def quick(monkeypatch):
+    monkeypatch.setattr(bench, "SETTLE_SECONDS", 0.0)
+    monkeypatch.setattr(bench, "SAMPLE_SECONDS", 0.001)
+
+
+def test_rounds_reach_every_section_and_the_status_line_says_what_is_measured(monkeypatch):
+    quick(monkeypatch)
+    rounds_seen = []
+    real = bench.interleaved
+
+    def interleaved(contenders, rounds, **kwargs):
+        rounds_seen.append(rounds)
+        return real(contenders, rounds, **kwargs)
+
+    monkeypatch.setattr(bench, "interleaved", interleaved)
+    terminal = FakeTerminal()
+    status = bench.progress.StatusLine(terminal, min_interval=0.0)
+    lines = []
+    args = argparse.Namespace(what=["mha", "overhead"], sizes=[[2, 6, 4, 2]], rounds=2, device="cpu")
+    report = bench.run(args, None, emit=lines.append, status=status)
+    assert rounds_seen == [2] * 7  # one MHA size and the six ops of (c): --rounds applies to (c) too
+    drawn = terminal.getvalue()
+    assert "bench: (a) MultiHeadAttention at (2, 6, 4, 2) (1 of 1): round 2/2" in drawn
+    assert "bench: (c) cost per op, add+backward: round 2/2" in drawn
+    assert report["interrupted"] is None and lines[-1].startswith("add+backward")
+
+
+def test_ctrl_c_keeps_the_parts_measured_and_writes_them(tmp_path, capsys, monkeypatch):
+    quick(monkeypatch)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench, "gpt_contenders", interrupted)  # Ctrl-C during (b), after (a)
+    path = tmp_path / "bench.json"
+    code = bench.main(["--what", "mha", "gpt", "--sizes", "2", "6", "4", "2", "--rounds", "1", "--no-torch",
+                       "--json", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 130
+    assert "(2, 6, 4, 2)" in out and "(b) one GPT training step" in out  # the table so far
+    assert err.splitlines() == [f"tinyattn bench: interrupted during (b) GPT training step: setting up; the "
+                                f"figures above are those that were measured (also in {path})"]
+    report = json.loads(path.read_text())
+    assert report["mha"][0]["size"] == [2, 6, 4, 2] and report["gpt"] is None
+    assert report["interrupted"] == "(b) GPT training step: setting up"
+
+
+def test_a_json_file_that_cannot_be_written_after_the_run_is_one_line_and_the_table_stays(tmp_path, capsys,
+                                                                                            monkeypatch):
+    quick(monkeypatch)
+    folder = tmp_path / "results"
+    folder.mkdir()
+    real = bench.run
+
+    def run_then_lose_the_folder(*args, **kwargs):
+        report = real(*args, **kwargs)
+        folder.rmdir()
+        return report
+
+    monkeypatch.setattr(bench, "run", run_then_lose_the_folder)
+    code = bench.main(["--what", "mha", "--sizes", "2", "6", "4", "2", "--rounds", "1", "--no-torch",
+                       "--json", str(folder / "b.json")])
+    out, err = capsys.readouterr()
+    assert code == 1 and "(2, 6, 4, 2)" in out
+    assert err.startswith("tinyattn bench: error: could not write") and len(err.splitlines()) == 1
+
+
+SHAKESPEARE = pathlib.Path(__file__).parent.parent / "benchmarks" / "train_shakespeare.py"
+
+
+def test_the_shakespeare_benchmark_refuses_a_missing_file_in_one_line_and_spells_no_torch_as_bench_does(tmp_path):
+    result = subprocess.run([sys.executable, str(SHAKESPEARE), str(tmp_path / "nonexistent"), "--skip-torch"],
+                            capture_output=True, text=True)  # the old spelling still works
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("train_shakespeare.py: error: data file") and "does not exist" in line
+    usage = subprocess.run([sys.executable, str(SHAKESPEARE), "--help"], capture_output=True, text=True).stdout
+    assert "--no-torch" in usage and "--skip-torch" not in usage

@@ -99,7 +99,8 @@ def test_bad_prompt_and_bad_checkpoints(capsys, tmp_path, corpus):
     assert_bad_input(capsys, ["generate", "--ckpt", tmp_path], "is not a checkpoint")
 
     model = out_dir / "ckpt" / "model.npz"
-    model.write_bytes(model.read_bytes()[:100])
+    data = model.read_bytes()
+    model.write_bytes(data[:100] + bytes(len(data) - 100))  # the same size, other bytes
     snapshot = {name: (out_dir / "ckpt" / name).read_bytes() for name in os.listdir(out_dir / "ckpt")}
     assert_bad_input(capsys, ["generate", "--ckpt", out_dir], "does not match the hash")
     assert_bad_input(capsys, ["train", "--resume", "--out", out_dir, "--steps", 9], "does not match the hash")
@@ -117,7 +118,8 @@ def test_argument_errors_exit_2(capsys, argv):
     except SystemExit as exit:
         code = exit.code
     assert code == 2
-    assert "error:" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "error:" in err and len(err.strip().splitlines()) == 1 and "--help" in err, err  # one line, no usage
 
 
 def test_bad_option_values_get_one_line(capsys, tmp_path, corpus):
@@ -142,13 +144,72 @@ def test_a_text_without_newlines_trains_and_samples(capsys, tmp_path):
     assert code == 0 and err == "" and "--- sample ---" in out  # the sample starts from the first character
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's overflow warnings on the way to NaN
 def test_a_diverging_run_stops_with_one_line_and_keeps_no_nan_checkpoint(capsys, tmp_path, corpus):
     code, out, err = run(capsys, "train", "--data", corpus, "--steps", 30, "--out", tmp_path / "o", "--lr", 1e30,
                          "--grad-clip", 0, "--lr-schedule", "constant", "--quiet", *SMALL)
     assert code == 1 and "Traceback" not in err
-    assert err.strip().splitlines()[-1].startswith("tinyattn train: error: training diverged at step")
-    assert not (tmp_path / "o" / "ckpt").exists()  # diverged before its first checkpoint (step 3)
+    (line,) = err.strip().splitlines()  # one line: no NumPy RuntimeWarnings before it
+    assert line.startswith("tinyattn train: error: training diverged at step")
+    assert line.endswith("no checkpoint was written (the first was due at step 3)")  # it diverged before
+    assert not (tmp_path / "o" / "ckpt").exists()
+
+
+def test_a_resumed_run_that_diverges_keeps_the_checkpoint_it_names(capsys, tmp_path, corpus):
+    out_dir = tmp_path / "o"
+    assert run(capsys, "train", "--data", corpus, "--steps", 3, "--out", out_dir, "--quiet", *SMALL)[0] == 0
+    code, out, err = run(capsys, "train", "--resume", "--out", out_dir, "--steps", 30, "--lr", 1e30,
+                         "--grad-clip", 0, "--lr-schedule", "constant", "--quiet")
+    (line,) = err.strip().splitlines()
+    assert code == 1 and line.endswith(f"the checkpoint of step 3 in {out_dir / 'ckpt'} is kept"), line
+
+
+def test_resuming_with_another_learning_rate_says_so(capsys, tmp_path, corpus):
+    out_dir = tmp_path / "o"
+    assert run(capsys, "train", "--data", corpus, "--steps", 3, "--out", out_dir, "--quiet", *SMALL)[0] == 0
+    code, out, err = run(capsys, "train", "--resume", "--out", out_dir, "--steps", 6, "--lr", 0.01,
+                         "--eval-iters", 3, "--sample-tokens", 0)
+    assert code == 0, err
+    assert "changed from the checkpoint's settings: --lr 0.001 -> 0.01, --eval-iters 2 -> 3\n" in out
+    code, out, err = run(capsys, "train", "--resume", "--out", out_dir, "--steps", 9, "--lr", 0.01, "--sample-tokens", 0)
+    assert "changed" not in out  # the checkpoint of step 6 has lr 0.01 already
+
+
+def test_each_model_has_its_own_defaults(capsys, tmp_path, monkeypatch):
+    # The lecture's bigram settings (batch 32, block 8, lr 1e-2): the GPT's defaults left the bigram at
+    # a loss of 4.48 (random characters) on the sonnets
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "train", "--model", "bigram", "--steps", 600, "--eval-iters", 20, "--sample-tokens", 0)
+    assert code == 0, err
+    assert out.startswith("training: bigram, block 8 on the bundled sonnets (37,546 characters), 600 steps, "
+                          "batch 32, lr 0.01,")
+    assert "step 300: train loss" in out  # evaluations every 300 steps
+    assert float(out.split("val loss ")[-1].split(";")[0]) < 2.7
+    assert_bad_input(capsys, ["train", "--model", "bigram", "--n-layer", 2, "--dropout", 0.1],
+                     "--n-layer, --dropout: only the GPT has these settings")
+    help_text = subprocess.run([sys.executable, "-m", "tinyattn", "train", "--help"], capture_output=True,
+                               text=True).stdout
+    assert "Options left unset take the model's defaults" in help_text
+    assert "default 0.001, bigram 0.01" in " ".join(help_text.split())
+
+
+def test_version_and_plurals(capsys, tmp_path, corpus):
+    from tinyattn import __version__
+
+    with pytest.raises(SystemExit) as exit:
+        cli.main(["--version"])
+    assert exit.value.code == 0 and capsys.readouterr().out.startswith(f"tinyattn {__version__} (Python ")
+    code, out, err = run(capsys, "train", "--data", corpus, "--steps", 1, "--out", tmp_path / "o", *SMALL)
+    assert code == 0, err
+    assert "GPT (1 layer, 2 heads, 16 embedding, block 16)" in out and ", 1 step, batch 4" in out
+    assert "done: 1 step, val loss" in out
+
+
+def test_without_matplotlib_the_end_of_a_run_says_how_to_get_the_loss_curve(capsys, tmp_path, corpus, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib... raises ImportError
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    code, out, err = run(capsys, "train", "--data", corpus, "--steps", 3, "--out", tmp_path / "o", *SMALL)
+    assert code == 0 and not (tmp_path / "o" / "loss.png").exists()
+    assert "no loss curve: matplotlib is not installed; pip install 'tinyattn[plot]'" in out
 
 
 def test_commands_of_other_modules_are_delegated(capsys):
@@ -209,3 +270,19 @@ def test_generate_refuses_a_checkpoint_of_nan_weights(capsys, tmp_path, corpus):
     meta = {k: v for k, v in saved.meta.items() if k not in ("format", "version", "files")}
     checkpoint.save_checkpoint(out_dir / "ckpt", model, None, meta)
     assert_bad_input(capsys, ["generate", "--ckpt", out_dir], "holds NaN or infinite weights")
+
+
+def test_generate_needs_no_optimizer_state_and_tampering_is_one_line(capsys, tmp_path, corpus):
+    import json
+
+    out_dir = tmp_path / "out"
+    assert run(capsys, "train", "--data", corpus, "--steps", 3, "--out", out_dir, *SMALL)[0] == 0
+    (out_dir / "ckpt" / "optimizer.npz").unlink()
+    code, text, err = run(capsys, "generate", "--ckpt", out_dir, "--prompt", "When", "--tokens", 5)
+    assert code == 0 and text.startswith("When"), err
+    assert_bad_input(capsys, ["train", "--resume", "--out", out_dir, "--steps", 6], "optimizer.npz': it is missing")
+    meta_path = out_dir / "ckpt" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    for field, value, message in (("step", -50, "recorded in manifest.json"), ("losses", None, "recorded in manifest.json")):
+        meta_path.write_text(json.dumps({**meta, field: value}, indent=1))
+        assert_bad_input(capsys, ["generate", "--ckpt", out_dir], message)

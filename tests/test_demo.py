@@ -150,3 +150,26 @@ def test_help_names_the_command(capsys):
         demo.main(["--help"])
     assert info.value.code == 0
     assert "tinyattn demo" in capsys.readouterr().out
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_in_an_80_column_terminal_no_line_is_wider(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    out = Terminal()
+    with contextlib.redirect_stdout(out):
+        assert demo.main([]) == 0
+    text = out.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "attention (backward)" in text and "keys = self.W_key(x)" in text and "PASSED" in text
+    assert normalized(SCORES) in normalized(text)  # the tensors print as they do elsewhere
+
+
+def test_into_a_file_the_trace_keeps_one_line_per_op(full_run):
+    _, text = full_run  # stdout was not a terminal
+    assert re.search(r"\n\s+12  mha\s+attention\s+\(1, 2, 3, 3\).*float32\s+144 B\s+tinyattn/nn/attention.py:\d+\s+"
+                     r"context_vec, attn_weights = F\.attention", text)
+

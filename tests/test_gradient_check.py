@@ -5,6 +5,8 @@ wrong backward (3x instead of 2x, a transposed gradient, a missing broadcast red
 an unused input) and check that the report names the place and both values.
 """
 
+import contextlib
+import io
 import re
 import warnings
 
@@ -184,6 +186,20 @@ def test_the_callers_random_state_is_restored():
     tinyattn.rand(3)
     gradcheck(lambda x: F.dropout(x, 0.5), random_leaf(3, 4))
     assert tinyattn.rand(4).tolist() == expected
+
+
+def test_seed_none_leaves_the_generator_alone():
+    x = random_leaf(2, 3)
+    tinyattn.manual_seed(4)
+    drawn = []  # fn draws on the side: without reseeding, every evaluation draws a new number
+
+    def fn(x):
+        drawn.append(tinyattn.rand(1).item())
+        return x.exp()
+
+    j = numerical_jacobian(fn, x, seed=None)
+    np.testing.assert_allclose(j, np.diag(np.exp(x.detach().numpy()).ravel()), rtol=1e-6)
+    assert len(drawn) == 1 + 2 * 6 and len(set(drawn)) == len(drawn)  # with a seed, all would be equal
 
 
 def test_inputs_are_restored_exactly():
@@ -395,7 +411,8 @@ def test_main_filter_and_fast_mode(capsys):
                           (["--eps", "0"], "eps must be a small positive step"), (["--atol", "-1"], "atol must be")):
         with pytest.raises(SystemExit) as exit:  # bad input: exit status 2 and one line, like other commands
             gradient_check.main(argv)
-        assert exit.value.code == 2 and message in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert exit.value.code == 2 and message in err and len(err.splitlines()) == 1
 
 
 def test_impossible_settings_are_refused():
@@ -416,4 +433,60 @@ def test_main_reports_a_failure(capsys, monkeypatch):
     assert gradient_check.main([]) == 1
     out = capsys.readouterr().out
     assert re.search(r"wrong square\s+\[3\]\s+\S+\s+FAIL", out)
-    assert "1 of 1 checks FAILED" in out and "Jacobian mismatch" in out
+    assert "1 of 1 check FAILED" in out and "Jacobian mismatch" in out
+
+
+class AlmostSquare(Square):
+    """d(x^2)/dx = 2x, off in the 9th significant digit."""
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad * (1 + 3e-9)
+
+
+@pytest.mark.parametrize("fast_mode", [False, True])
+def test_a_failure_at_a_tight_tolerance_prints_digits_enough_to_see_the_difference(fast_mode):
+    with pytest.raises(GradcheckError) as info:
+        gradcheck(AlmostSquare.apply, random_leaf(3), atol=0.0, rtol=1e-12, fast_mode=fast_mode)
+    numerical, analytical = re.search(r"numerical (\S+), analytical (\S+);", str(info.value)).groups()
+    assert numerical != analytical and len(numerical.lstrip("-").replace(".", "")) >= 9, str(info.value)
+    assert gradient_check._numerical_and_analytical(0.25, 0.5) == "numerical 0.25, analytical 0.5"  # short if it can
+
+
+def test_ctrl_c_ends_the_table_with_the_checks_done(capsys, monkeypatch):
+    checks = [gradient_check.Check(f"square {i}", Square.apply, (random_leaf(3),)) for i in range(4)]
+    monkeypatch.setattr(gradient_check, "op_checks", lambda: checks)
+    monkeypatch.setattr(gradient_check, "module_checks", lambda: [])
+    real, calls = gradient_check.check_gradients, []
+
+    def interrupted_at_the_third(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gradient_check, "check_gradients", interrupted_at_the_third)
+    assert gradient_check.main([]) == 130
+    out, err = capsys.readouterr()
+    assert "square 0" in out and "square 1" in out and "square 2" not in out
+    assert "2 of 4 checks passed" in out
+    assert err.splitlines() == ["tinyattn gradcheck: interrupted during the check 'square 2', after 2 of 4 checks"]
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_the_table_fits_an_80_column_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    out = Terminal()
+    with contextlib.redirect_stdout(out):
+        assert gradient_check.main(["-k", "attention"]) == 0
+    lines = out.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 80
+    # a long name and a long list of shapes wrap inside their columns, between words and shapes
+    row = next(i for i, line in enumerate(lines) if line.startswith("attention context and weights,"))
+    assert lines[row].rstrip().endswith("PASS") and "[2, 3, 2]," in lines[row]
+    assert lines[row + 1].startswith("bias, shared keys")

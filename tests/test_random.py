@@ -457,6 +457,23 @@ def test_random_int64_equals_randint_up_to_2_63(torch):
     torch.manual_seed(8)
     want = torch.empty(4, dtype=torch.int64).random_().numpy()
     np.testing.assert_array_equal(Generator().manual_seed(8).randint(0, 2**63, (4,)), want)
+    assert Generator().manual_seed(8).draw_seed() == int(want[0])
+
+
+@given(seed=seeds, n=st.integers(0, 40))
+def test_randperm_of_large_n_is_pytorchs_inside_out_shuffle(monkeypatch, seed, n):
+    """From n = 2**32 // 20 on, PyTorch's randperm puts i at position z = random64() % (i + 1) and
+    moves what was there to position i. At that size (214748364) tinyattn was checked against
+    torch.randperm once by hand (equal, and the stream after it too; 2 minutes); here the same
+    path, taken from a small n on, against that loop written out."""
+    monkeypatch.setattr(trandom, "_RANDPERM_LARGE", 0)
+    reference, g = [0] * n, Generator().manual_seed(seed)
+    for i in range(n):
+        z = int(g._draw64(1)[0]) % (i + 1)
+        reference[i] = reference[z]
+        reference[z] = i
+    g = Generator().manual_seed(seed)
+    np.testing.assert_array_equal(g.randperm(n), reference)
 
 
 @given(seed=st.one_of(seeds, st.integers(2**32, 2**64 - 1), st.integers(-(2**63), -1)))

@@ -1,8 +1,10 @@
 """Traces, graph drawings and anomaly detection (tinyattn/tracing.py)."""
 
 import inspect
+import io
 import math
 import re
+import sys
 import threading
 import time
 
@@ -175,7 +177,8 @@ def test_filters():
     assert len(tr) == len(tr.forward) + len(tr.backward) and tr[0] is tr.records[0]
 
 
-def test_the_table_reads_like_the_steps():
+def test_the_table_reads_like_the_steps(monkeypatch):
+    monkeypatch.setattr(tracing, "terminal_width", lambda: None)  # as into a file, even under pytest -s
     _, _, tr = traced_mha()
     text = str(tr)
     assert text == repr(tr) == tr.table()
@@ -191,6 +194,37 @@ def test_the_table_reads_like_the_steps():
     assert head_text.splitlines()[-1] == "* in place: the op wrote into its input's memory"
     assert "backward" not in str(tr.forward)
     assert str(tracing.OpTable()) == "(no ops recorded)"
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_the_table_fits_a_narrow_terminal_and_keeps_one_line_per_op_elsewhere(monkeypatch):
+    _, _, tr = traced_mha()
+    wide = tr.table(code=True, width=1000)
+    assert max(len(line) for line in wide.splitlines()) > 200 and len(wide.splitlines()) == len(tr) + 4
+    narrow = tr.table(code=True, width=80)
+    lines = narrow.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    for record in tr:  # every op keeps its step, module, op, shapes, dtype and source
+        first = next(i for i, line in enumerate(lines) if re.match(rf"\s*{record.step}  ", line))
+        assert record.module in lines[first] and record.label in lines[first]
+        following = "\n".join(lines[first:first + 4])
+        for shape in record.input_shapes:
+            assert tracing.format_shape(shape) in following  # wrapped between shapes, never inside one
+        assert record.location in following and record.dtype in following
+    assert "(2, 2, 3, 3), None -> (2, 2, 3, 3)," in narrow  # the attention backward's shapes, wrapped
+    assert "-- forward: 17 ops" in narrow and "keys = self.W_key(x)" in narrow
+
+    # print(tr) fits the terminal stdout writes to, and keeps the wide form elsewhere
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    assert str(tr) == tr.table(width=80) != tr.table(width=1000)
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    assert str(tr) == tr.table(width=1000)
+    assert str(tr.filter(module="mha.W_query")).splitlines()[2] == "-- forward: 1 op, 144 B"
 
 
 def test_module_names_default_to_the_class_name():
@@ -467,7 +501,6 @@ def test_a_nan_injected_in_forward_is_caught_at_the_op_that_made_it(xp_backend):
     assert autograd.observers == []
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_an_overflow_to_inf_is_caught_but_a_mask_of_minus_inf_is_not():
     scores = tinyattn.tensor([[1.0, 2.0], [3.0, 100.0]], requires_grad=True)
     mask = tinyattn.tensor([[False, True], [False, False]])
@@ -482,7 +515,6 @@ def test_an_overflow_to_inf_is_caught_but_a_mask_of_minus_inf_is_not():
     assert weights[0, 1].item() == 0.0
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_a_nan_that_arises_only_in_backward_names_the_forward_line():
     x = tinyattn.tensor([0.0, 4.0], requires_grad=True)
     with tinyattn.detect_anomaly():
@@ -499,7 +531,6 @@ def test_a_nan_that_arises_only_in_backward_names_the_forward_line():
     assert autograd.observers == []
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_backward_outside_detect_anomaly_is_not_checked_and_forward_outside_is_reported_as_unknown():
     x = tinyattn.tensor([0.0], requires_grad=True)
     x.sqrt().sum().backward()  # no detection: an inf gradient, silently

@@ -9,11 +9,10 @@ It speaks PyTorch's dialect, so the attention chapter's code runs with the impor
 
 import math as _math
 
-from . import backend as _backend
 from . import dtypes as _dtypes
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device as device
-from .errors import BackwardError, DeviceError, GradcheckError, ShapeError
+from .errors import BackwardError, CheckpointError, DeviceError, GradcheckError, ShapeError
 from .functions import *  # noqa: F401,F403  (creation functions and the torch.* function forms)
 from .functions import Generator, Size, Tensor, manual_seed, tensor
 from .printing import get_printoptions, set_printoptions
@@ -28,25 +27,13 @@ double = _dtypes.float64
 int = _dtypes.int32
 long = _dtypes.int64
 dtype = _dtypes.dtype
+float16 = half = _dtypes.float16  # names only: tinyattn refuses half-precision tensors (dtypes.computable)
+bfloat16 = _dtypes.bfloat16
 
 inf = _math.inf
 nan = _math.nan
 pi = _math.pi
 e = _math.e
-
-
-class cuda:
-    """`tinyattn.cuda.is_available()`, as scripts written for PyTorch ask it."""
-
-    @staticmethod
-    def is_available():
-        return _backend.cuda_is_available()
-
-    @staticmethod
-    def manual_seed(seed):
-        manual_seed(seed)
-
-    manual_seed_all = manual_seed
 
 
 def get_default_dtype():
@@ -55,9 +42,17 @@ def get_default_dtype():
 
 __version__ = "0.1.0"
 from . import nn  # noqa: E402
+from . import linalg  # noqa: E402
 from . import optim  # noqa: E402
+from . import utils  # noqa: E402  (tinyattn.utils.data: Dataset, DataLoader)
+# names that PyTorch programs use and a CPU engine only accepts, each module documented as such
+from . import amp, backends, cuda, distributed  # noqa: E402
+from .amp import autocast, is_autocast_enabled  # noqa: E402
+from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
+from .compiler import compile  # noqa: E402
 from .gradient_check import gradcheck, numerical_grad, numerical_jacobian  # noqa: E402
 from .tracing import AnomalyError, detect_anomaly, draw_graph, trace  # noqa: E402
+from .serialization import load, save  # noqa: E402
 
 # PyTorch spells these torch.autograd.gradcheck and torch.autograd.detect_anomaly: the same objects
 # there too, set here because tinyattn.autograd is imported by the modules that define them

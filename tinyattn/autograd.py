@@ -257,7 +257,11 @@ class Function:
         node.needs_input_grad = tuple(needs) if record else (False,) * len(args)
 
         if cls.takes_arrays:
-            result = cls.forward(node, *arrays)
+            quiet = backend.float_errors_off()  # inf and NaN without NumPy's warnings, as in PyTorch
+            try:
+                result = cls.forward(node, *arrays)
+            finally:
+                backend.float_errors_restore(quiet)
         else:
             versions = [t._version[0] for t in tensors]
             with no_grad():
@@ -427,6 +431,7 @@ def _initial_grad(tensor, grad_tensor):
     return grad_tensor.array
 
 
+@backend.quiet_float_errors  # the backward ops, as the forward ones, make inf and NaN silently
 def _run_backward(roots, retain_graph, capture):
     """Kahn's algorithm over the recorded nodes, newest first, with per-node gradient buffers."""
     # 1. count, for every node reachable from the roots, how many edges point into it

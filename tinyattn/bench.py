@@ -13,7 +13,6 @@ PyTorch is used only when it is installed (it is passed to the twin builders in
 timed against PyTorch CUDA eager with CUDA events.
 """
 
-import argparse
 import json
 import math
 import os
@@ -25,7 +24,8 @@ import time
 
 import numpy as np
 
-from . import backend
+from . import backend, progress
+from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser
 
 MHA_SIZES = [(2, 6, 4, 2), (8, 64, 64, 4), (8, 128, 256, 8), (8, 256, 768, 12), (4, 1024, 768, 12)]
 GPU_EXTRA_SIZES = [(8, 1024, 768, 12)]  # the book's benchmark size
@@ -39,19 +39,24 @@ GPT_CONFIG = dict(block_size=64, batch_size=12, n_layer=4, n_head=4, n_embd=128,
 SETTLE_SECONDS = 0.3
 
 
-def interleaved(contenders, rounds, warmup=2):
+def interleaved(contenders, rounds, warmup=2, on_round=None):
     """Median seconds per contender: every round runs each contender once, in turn.
 
     Between two contenders the process sleeps briefly (untimed): OpenBLAS's and PyTorch's thread
     pools spin for a while after their work (OpenBLAS for about 0.1 s), and a pool still spinning steals
     the cores of the next contender (PyTorch's GPT step measured 3x slower without the pause).
+    `on_round(text)` is told each round as it starts ("warm-up 1/2", "round 3/15").
     """
-    for _ in range(warmup):
+    for i in range(warmup):
+        if on_round is not None:
+            on_round(f"warm-up {i + 1}/{warmup}")
         for run in contenders.values():
             run()
             time.sleep(SETTLE_SECONDS)
     samples = {name: [] for name in contenders}
-    for _ in range(rounds):
+    for i in range(rounds):
+        if on_round is not None:
+            on_round(f"round {i + 1}/{rounds}")
         for name, run in contenders.items():
             samples[name].append(run())
             time.sleep(SETTLE_SECONDS)
@@ -262,7 +267,11 @@ def gpt_contenders(device, torch):
 # (c) per-op overhead on tiny tensors
 
 
-def overhead_contenders(torch):
+def overhead_contenders(torch, rounds=15, on_round=None):
+    """Median seconds per call of each tiny op: {op: {contender: seconds}}, filled op by op.
+
+    `on_round(op, text)` is told each round as it starts.
+    """
     import tinyattn
 
     a = tinyattn.randn(4, 4, requires_grad=True)
@@ -283,15 +292,14 @@ def overhead_contenders(torch):
             "sum": lambda: ta.sum(), "softmax": lambda: ta.softmax(-1),
             "add+backward": lambda: (ta + tb).sum().backward(),
         }
-    result = {}
     for name, (ours, numpy_version) in cases.items():
         contenders = {"tinyattn": cpu_timer(ours)}
         if numpy_version is not None:
             contenders["numpy"] = cpu_timer(numpy_version)
         if torch is not None:
             contenders["torch"] = cpu_timer(torch_cases[name])
-        result[name] = interleaved(contenders, rounds=15)
-    return result
+        yield name, interleaved(contenders, rounds=rounds,
+                                on_round=None if on_round is None else lambda text: on_round(name, text))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -383,72 +391,125 @@ def machine_description(device):
     return f"{cpu}, {os.cpu_count()} cores, NumPy {np.__version__}"
 
 
-def run(args):
-    torch = None if args.no_torch else _import_torch()
+def new_report(device, torch):
+    """The results so far: `run` fills it part by part, so an interrupted run keeps what it measured."""
+    return {"machine": machine_description(device), "device": device,
+            "torch": None if torch is None else torch.__version__, "mha": [], "gpt": None,
+            "overhead": None, "memory": None, "interrupted": None}
+
+
+def run(args, torch=None, report=None, emit=print, status=None):
+    """Run the benchmarks `args` asks for; return the report (a dict, as written to --json).
+
+    Each line of the table goes to `emit` as soon as its numbers are measured, and `status` (a
+    progress.StatusLine) is told what is being measured. On Ctrl-C the KeyboardInterrupt goes up with
+    `report` holding every part that finished and `report["interrupted"]` naming the part that did not.
+    """
     device = args.device
-    report = {"machine": machine_description(device), "device": device,
-              "torch": None if torch is None else torch.__version__, "mha": [], "gpt": None,
-              "overhead": None, "memory": None}
-    lines = [f"tinyattn benchmark on {report['machine']}" + (f", PyTorch {torch.__version__}" if torch else ", no PyTorch")]
+    report = new_report(device, torch) if report is None else report
+    started = time.perf_counter()
+    if status is not None:
+        show = emit
+
+        def emit(line):  # a result line replaces the status line; the next status is drawn below it
+            status.clear()
+            show(line)
+
+    def doing(text):
+        report["interrupted"] = text  # what Ctrl-C would interrupt
+        if status is not None:
+            status.show(f"bench: {text} | {progress.format_duration(time.perf_counter() - started)}")
+
+    emit(f"tinyattn benchmark on {report['machine']}" + (f", PyTorch {torch.__version__}" if torch else ", no PyTorch"))
 
     if "mha" in args.what:
         sizes = [tuple(s) for s in args.sizes] if args.sizes else MHA_SIZES + (GPU_EXTRA_SIZES if device == "cuda" else [])
-        lines.append("")
-        lines.append("(a) causal MultiHeadAttention forward + backward (median per call)")
-        lines.append(f"{'(batch, tokens, d, heads)':<26} {'tinyattn':>10} {'numpy':>10} {'torch':>10} {'ta/numpy':>9} {'ta/torch':>9}")
-        for size in sizes:
+        emit("")
+        emit("(a) causal MultiHeadAttention forward + backward (median per call)")
+        emit(f"{'(batch, tokens, d, heads)':<26} {'tinyattn':>10} {'numpy':>10} {'torch':>10} {'ta/numpy':>9} {'ta/torch':>9}")
+        for i, size in enumerate(sizes):
+            what = f"(a) MultiHeadAttention at {size} ({i + 1} of {len(sizes)})"
+            doing(f"{what}: setting up")
             contenders = mha_contenders(size, device, torch)
             probe = contenders["tinyattn"]()
-            medians = interleaved(contenders, rounds=args.rounds or _rounds_for(probe))
+            medians = interleaved(contenders, rounds=args.rounds or _rounds_for(probe),
+                                  on_round=lambda text: doing(f"{what}: {text}"))
             row = {"size": list(size), **{k: medians.get(k) for k in ("tinyattn", "numpy", "torch")}}
             row["ratio_numpy"] = _ratio(row["tinyattn"], row["numpy"])
             row["ratio_torch"] = _ratio(row["tinyattn"], row["torch"])
             report["mha"].append(row)
-            lines.append(f"{str(size):<26} {_fmt_time(row['tinyattn']):>10} {_fmt_time(row['numpy']):>10} "
-                         f"{_fmt_time(row['torch']):>10} {_fmt_ratio(row['ratio_numpy']):>9} {_fmt_ratio(row['ratio_torch']):>9}")
+            emit(f"{str(size):<26} {_fmt_time(row['tinyattn']):>10} {_fmt_time(row['numpy']):>10} "
+                 f"{_fmt_time(row['torch']):>10} {_fmt_ratio(row['ratio_numpy']):>9} {_fmt_ratio(row['ratio_torch']):>9}")
 
     if "gpt" in args.what:
+        emit("")
+        emit("(b) one GPT training step (forward, backward, clip, AdamW), nanoGPT's CPU model")
+        doing("(b) GPT training step: setting up")
         contenders = gpt_contenders(device, torch)
         probe = contenders["tinyattn"]()
-        medians = interleaved(contenders, rounds=args.rounds or _rounds_for(probe, budget=5.0, high=50))
+        medians = interleaved(contenders, rounds=args.rounds or _rounds_for(probe, budget=5.0, high=50),
+                              on_round=lambda text: doing(f"(b) GPT training step: {text}"))
         report["gpt"] = {**medians, "ratio_torch": _ratio(medians["tinyattn"], medians.get("torch")),
                          "config": GPT_CONFIG}
-        lines.append("")
-        lines.append("(b) one GPT training step (forward, backward, clip, AdamW), nanoGPT's CPU configuration")
-        lines.append(f"    tinyattn {_fmt_time(medians['tinyattn'])}   torch {_fmt_time(medians.get('torch'))}"
-                     f"   ta/torch {_fmt_ratio(report['gpt']['ratio_torch'])}")
+        emit(f"    tinyattn {_fmt_time(medians['tinyattn'])}   torch {_fmt_time(medians.get('torch'))}"
+             f"   ta/torch {_fmt_ratio(report['gpt']['ratio_torch'])}")
 
     if "overhead" in args.what and device == "cpu":
-        report["overhead"] = overhead_contenders(torch)
-        lines.append("")
-        lines.append("(c) cost per op on 4x4 tensors (median)")
-        lines.append(f"{'op':<14} {'tinyattn':>10} {'numpy':>10} {'torch':>10} {'ta/torch':>9}")
-        for name, row in report["overhead"].items():
-            lines.append(f"{name:<14} {_fmt_time(row.get('tinyattn')):>10} {_fmt_time(row.get('numpy')):>10} "
-                         f"{_fmt_time(row.get('torch')):>10} {_fmt_ratio(_ratio(row.get('tinyattn'), row.get('torch'))):>9}")
+        emit("")
+        emit("(c) cost per op on 4x4 tensors (median)")
+        emit(f"{'op':<14} {'tinyattn':>10} {'numpy':>10} {'torch':>10} {'ta/torch':>9}")
+        report["overhead"] = {}
+        doing("(c) cost per op: setting up")
+        for name, row in overhead_contenders(torch, rounds=args.rounds or 15,
+                                             on_round=lambda op, text: doing(f"(c) cost per op, {op}: {text}")):
+            report["overhead"][name] = row
+            emit(f"{name:<14} {_fmt_time(row.get('tinyattn')):>10} {_fmt_time(row.get('numpy')):>10} "
+                 f"{_fmt_time(row.get('torch')):>10} {_fmt_ratio(_ratio(row.get('tinyattn'), row.get('torch'))):>9}")
 
     if "memory" in args.what and device == "cpu":
         size = tuple(args.memory_size)
-        memory = {name: peak_memory_mb(name, size) for name in ("tinyattn", "numpy") + (("torch",) if torch else ())}
+        emit("")
+        emit(f"(d) peak memory of a forward + backward at {size}, MB above set-up")
+        memory = {}
+        for name in ("tinyattn", "numpy") + (("torch",) if torch else ()):
+            doing(f"(d) peak memory at {size}: {name}, in a fresh process")
+            memory[name] = peak_memory_mb(name, size)
         report["memory"] = {"size": list(size), **memory}
-        lines.append("")
-        lines.append(f"(d) peak memory of one forward + backward at {size} (MB above the set-up process)")
-        lines.append("    " + "   ".join(f"{k} {v:.0f} MB" if v is not None else f"{k} -" for k, v in memory.items())
-                     + f"   ta/torch {_fmt_ratio(_ratio(memory.get('tinyattn'), memory.get('torch')))}")
+        emit("    " + "   ".join(f"{k} {v:.0f} MB" if v is not None else f"{k} -" for k, v in memory.items())
+             + f"   ta/torch {_fmt_ratio(_ratio(memory.get('tinyattn'), memory.get('torch')))}")
 
-    return report, "\n".join(lines)
+    report["interrupted"] = None
+    return report
+
+
+def _check_json_path(parser, path):
+    """Refuse, before the run, a --json path that cannot be written (not after minutes of measuring)."""
+    if os.path.isdir(path):
+        parser.error(f"--json {path!r} is a directory: give a file name, e.g. {os.path.join(path, 'bench.json')!r}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        parser.error(f"--json {path!r}: its directory does not exist or cannot be written")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        parser.error(f"--json {path!r}: the file cannot be written")
+
+
+def _print_line(text):
+    print(text, flush=True)  # each row as soon as it is measured, also into a pipe or a file
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="tinyattn bench", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="tinyattn bench", description=__doc__.split("\n\n")[0],
+                            epilog="Progress (what is being measured) is shown on stderr when it is a "
+                                   "terminal. Ctrl-C stops the run and keeps the figures measured so far.")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--what", nargs="+", default=["mha", "gpt", "overhead", "memory"],
                         choices=["mha", "gpt", "overhead", "memory"], help="which benchmarks to run")
     parser.add_argument("--sizes", nargs=4, type=int, action="append", metavar=("B", "T", "D", "H"),
                         help="an MHA size to time (repeatable); default: the standard list")
     parser.add_argument("--memory-size", nargs=4, type=int, default=list(MHA_SIZES[-1]), metavar=("B", "T", "D", "H"))
-    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per size (default: by duration)")
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="timed rounds for every measurement (default: by duration for (a) and (b), 15 for (c))")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON (a file name)")
     parser.add_argument("--no-torch", action="store_true", help="do not compare with PyTorch")
     args = parser.parse_args(argv)
     for size in (args.sizes or []) + [args.memory_size]:
@@ -456,15 +517,41 @@ def main(argv=None):
             parser.error(f"a size (B, T, D, H) needs positive numbers and D divisible by H, got {tuple(size)}")
     if args.rounds is not None and args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
-    if args.json and not os.access(os.path.dirname(os.path.abspath(args.json)), os.W_OK):
-        parser.error(f"--json {args.json!r}: its directory does not exist or cannot be written")  # before the run
-    if args.device == "cuda" and not backend.cuda_is_available():
-        print("tinyattn bench: --device cuda needs CuPy and a CUDA GPU", file=sys.stderr)
-        return 2
-    report, text = run(args)
-    print(text)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=2)
+        _check_json_path(parser, args.json)
+    if args.device == "cuda" and not backend.cuda_is_available():
+        print("tinyattn bench: error: --device cuda needs CuPy and a CUDA GPU", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+    status = progress.StatusLine()
+    report = None
+    try:
+        status.show("bench: importing PyTorch" if not args.no_torch else "bench: starting", force=True)
+        torch = None if args.no_torch else _import_torch()
+        report = new_report(args.device, torch)
+        run(args, torch, report, emit=_print_line, status=status)
+    except KeyboardInterrupt:
+        status.clear()
+        saved = report is not None and args.json and _write_json(report, args.json)
+        part = report["interrupted"] if report is not None else "the start"
+        print(f"tinyattn bench: interrupted during {part}; the figures above are those that were measured"
+              + (f" (also in {args.json})" if saved else ""), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        status.clear()
+    if args.json:
+        if not _write_json(report, args.json):
+            return 1
         print(f"\nwrote {args.json}")
     return 0
+
+
+def _write_json(report, path):
+    """Write the report; on failure say so in one line (the table is on the screen) and return False."""
+    try:
+        with open(path, "w") as f:
+            json.dump(report, f, indent=2)
+    except OSError as error:
+        print(f"tinyattn bench: error: could not write {path!r}: {error.strerror or error}", file=sys.stderr)
+        return False
+    return True

@@ -6,8 +6,9 @@
     tinyattn generate --ckpt out-shakespeare --prompt "ROMEO:" --tokens 500 --temperature 0.8
     tinyattn gradcheck ... | demo ... | bench ...
 
-Bad input (a missing data file, a prompt with unknown characters, a corrupt checkpoint) exits with
-status 2 and a one-line message on stderr.
+Bad input (a missing data file, a prompt with unknown characters, a corrupt checkpoint, an unknown
+option) exits with status 2 and a one-line message on stderr. Ctrl-C keeps what was done (a checkpoint,
+the text generated so far, the figures measured), says so in one line and exits with status 130.
 """
 
 import argparse
@@ -18,18 +19,20 @@ import pathlib
 import sys
 
 from .checkpoint import CheckpointError
+from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, fit, plural
 from .data import DataError
-from .training import TrainConfig, TrainingDiverged
-
-EXIT_BAD_INPUT = 2
+from .training import GPT_ONLY, MODEL_DEFAULTS, TrainConfig, TrainingDiverged
 
 # commands that other modules implement: name -> the module whose main(argv) runs it
-DELEGATED = {"gradcheck": "tinyattn.gradient_check", "demo": "tinyattn.demo", "bench": "tinyattn.bench"}
+DELEGATED = {"gradcheck": "tinyattn.gradient_check", "demo": "tinyattn.demo", "bench": "tinyattn.bench",
+             "exercises": "tinyattn.exercises"}
 DELEGATED_HELP = {"gradcheck": "check gradients by finite differences (see `tinyattn gradcheck --help`)",
                   "demo": "attention demos with traced shapes (see `tinyattn demo --help`)",
-                  "bench": "micro-benchmarks against NumPy and PyTorch (see `tinyattn bench --help`)"}
+                  "bench": "micro-benchmarks against NumPy and PyTorch (see `tinyattn bench --help`)",
+                  "exercises": "backward-pass exercises and their checker (see `tinyattn exercises --help`)"}
 
-# what `tinyattn train` uses for an option the command line does not give
+# what `tinyattn train` uses for an option the command line does not give (the GPT's; the bigram's
+# differ where training.MODEL_DEFAULTS says)
 TRAIN_DEFAULTS = {field.name: field.default for field in dataclasses.fields(TrainConfig)}
 
 # options that define the model or the data: a resumed run must keep the checkpoint's
@@ -76,28 +79,43 @@ def _probability(text):
     return value
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        # argparse's own errors: the usage line, then our one-line message, exit status 2
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+_Parser = ArgumentParser  # argparse's errors in one line, exit status 2
+
+
+def _version():
+    import numpy
+    from . import __version__
+
+    return f"tinyattn {__version__} (Python {sys.version.split()[0]}, NumPy {numpy.__version__})"
 
 
 def build_parser():
     parser = _Parser(prog="tinyattn", description="tinyattn: tensors, autograd and attention from scratch.")
+    parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     t = commands.add_parser(
         "train", help="train a character-level language model (bigram or GPT)",
         description="Train a character-level language model. Without --data it trains a small GPT on "
                     "Shakespeare's sonnets, which ship with tinyattn. Checkpoints go to OUT/ckpt every "
-                    "--eval-interval steps; Ctrl-C saves one and stops; --resume continues exactly.",
+                    "--eval-interval steps; Ctrl-C saves one and stops; --resume continues exactly. "
+                    "Options left unset take the model's defaults: the GPT's are nanoGPT's CPU model, the "
+                    "bigram's those of the 'Let's build GPT' lecture's bigram.py.",
         epilog="nanoGPT's CPU run: tinyattn train --data input.txt --steps 2000 --eval-interval 250 "
-               "(the defaults are its model: block 64, batch 12, 4 layers, 4 heads, 128 embedding)")
+               "(the defaults are its model: block 64, batch 12, 4 layers, 4 heads, 128 embedding). "
+               "Tiny Shakespeare (input.txt): https://raw.githubusercontent.com/karpathy/char-rnn/master/"
+               "data/tinyshakespeare/input.txt")
     def option(flag, text, **kwargs):
-        """A training option whose default (shown in --help) is TRAIN_DEFAULTS'."""
-        default = TRAIN_DEFAULTS[flag[2:].replace("-", "_")]
-        t.add_argument(flag, help=f"{text} (default {default})", **kwargs)
+        """A training option whose defaults (shown in --help) are TRAIN_DEFAULTS' and the bigram's."""
+        name = flag[2:].replace("-", "_")
+        default = TRAIN_DEFAULTS[name]
+        if name in GPT_ONLY:
+            shown = f"default {default}; GPT only"
+        elif name in MODEL_DEFAULTS["bigram"]:
+            shown = f"default {default}, bigram {MODEL_DEFAULTS['bigram'][name]}"
+        else:
+            shown = f"default {default}"
+        t.add_argument(flag, help=f"{text} ({shown})", **kwargs)
 
     t.add_argument("--data", metavar="FILE", help="UTF-8 text file to train on (default: the bundled sonnets)")
     option("--model", "model kind", choices=("bigram", "gpt"))
@@ -146,6 +164,18 @@ def build_parser():
 # train
 
 
+def _new_run_defaults(args):
+    """The defaults of the model --model asks for (the GPT's, or the bigram's where they differ)."""
+    model = args.model or TRAIN_DEFAULTS["model"]
+    if model == "bigram":
+        given = [name for name in GPT_ONLY if getattr(args, name, None) is not None]
+        if given:
+            flags = ", ".join("--" + name.replace("_", "-") for name in given)
+            raise UsageError(f"{flags}: only the GPT has {'these settings' if len(given) > 1 else 'this setting'} "
+                             "(the bigram model is one embedding table): leave it out, or train --model gpt")
+    return {**TRAIN_DEFAULTS, **MODEL_DEFAULTS[model]}
+
+
 def _train_config(args, base):
     """A TrainConfig from `base` (defaults or a checkpoint's) updated with the options given."""
     values = dict(base)
@@ -157,6 +187,10 @@ def _train_config(args, base):
         return TrainConfig(**values)
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
+
+
+def _shown(value):
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _check_out_dir(out):
@@ -185,7 +219,7 @@ def _read_data(args, resume_meta=None):
 
 def command_train(args):
     from . import checkpoint as ckpt
-    from .training import check_text, sample, text_fingerprint, train
+    from .training import check_text, sample_stream, text_fingerprint, train
 
     out = pathlib.Path(args.out)
     resume = None
@@ -195,6 +229,7 @@ def command_train(args):
         if not out.exists():
             raise UsageError(f"nothing to resume: {str(out)!r} does not exist (train without --resume first)")
         resume = ckpt.load_checkpoint(out)
+        _note_recovery(resume)
         saved = resume.meta.get("train")
         if not isinstance(saved, dict):
             raise CheckpointError(f"{str(resume.path / ckpt.META_FILE)!r} has no training configuration to resume")
@@ -206,6 +241,10 @@ def command_train(args):
                     "a resumed run keeps its model; start a new run with another --out to change it"
                 )
         config = _train_config(args, {**TRAIN_DEFAULTS, **saved})
+        changed = [f"--{name.replace('_', '-')} {_shown(saved.get(name))} -> {_shown(getattr(config, name))}"
+                   for name in TRAIN_DEFAULTS
+                   if name not in ARCHITECTURE + ("steps",) and getattr(args, name, None) is not None
+                   and getattr(config, name) != saved.get(name)]
         text, source = _read_data(args, resume.meta)
         if text_fingerprint(text) != resume.meta.get("data", {}).get("sha256"):
             raise UsageError(
@@ -218,10 +257,10 @@ def command_train(args):
                 f"pass --steps larger than {resume.step} to train longer"
             )
     else:
-        config = _train_config(args, TRAIN_DEFAULTS)
+        changed = []
+        config = _train_config(args, _new_run_defaults(args))
         text, source = _read_data(args)  # a bad data file is the first thing to report
-        existing = out / "ckpt" / ckpt.META_FILE
-        if existing.exists() and not args.force:
+        if ckpt.has_checkpoint(out / "ckpt") and not args.force:
             raise UsageError(
                 f"{str(out)!r} already holds a checkpoint: pass --resume to continue it, --force to "
                 "replace it, or --out DIR for a new run"
@@ -240,27 +279,47 @@ def command_train(args):
     quiet = args.quiet
     if not quiet:
         where = "the bundled sonnets" if source == "bundled" else source
-        what = f"{config.model}" if config.model == "bigram" else (
-            f"GPT ({config.n_layer} layers, {config.n_head} heads, {config.n_embd} embedding, block {config.block_size})")
+        what = f"bigram, block {config.block_size}" if config.model == "bigram" else (
+            f"GPT ({plural(config.n_layer, 'layer')}, {plural(config.n_head, 'head')}, {config.n_embd} embedding, "
+            f"block {config.block_size})")
         start = f"resuming at step {resume.step}" if resume else "training"
-        print(f"{start}: {what} on {where} ({len(text):,} characters), {config.steps} steps, "
-              f"batch {config.batch_size}, device {config.device}", flush=True)
+        print(fit(f"{start}: {what} on {where} ({plural(len(text), 'character')}), {plural(config.steps, 'step')}, "
+                  f"batch {config.batch_size}, lr {config.lr:g}, device {config.device}"), flush=True)
+    if changed:  # never silently: the rest of the run differs from what the checkpoint was trained with
+        print(fit(f"changed from the checkpoint's settings: {', '.join(changed)}"), flush=True)
     result = train(config, text, out=out, resume=resume, data_source=source, quiet=quiet)
     if result.interrupted:
-        print(f"\nstopped at step {result.step} of {config.steps}; the checkpoint is in {out / 'ckpt'}. "
-              f"Continue with: tinyattn train --resume --out {out}", file=sys.stderr)
-        return 130
+        print("\n" + fit(f"stopped at step {result.step} of {config.steps}; the checkpoint is in {out / 'ckpt'}. "
+                         f"Continue with: tinyattn train --resume --out {out}", sys.stderr), file=sys.stderr)
+        return EXIT_INTERRUPTED
     if not quiet:
         final = result.history[-1] if result.history else None
         if final is not None:
-            print(f"done: {result.step} steps, val loss {final['val_loss']:.4f}; checkpoint in {out / 'ckpt'}"
-                  + (f", loss curve in {out / 'loss.png'}" if (out / "loss.png").exists() else ""))
+            curve = (f", loss curve in {out / 'loss.png'}" if (out / "loss.png").exists() else
+                     " (no loss curve: matplotlib is not installed; pip install 'tinyattn[plot]', or "
+                     "pip install -e '.[plot]' in a clone, to get loss.png)")
+            print(fit(f"done: {plural(result.step, 'step')}, val loss {final['val_loss']:.4f}; checkpoint in "
+                      f"{out / 'ckpt'}{curve}"))
     if args.sample_tokens > 0:
-        text_out = sample(result.model, result.tokenizer, tokens=args.sample_tokens, seed=config.seed)
         if not quiet:
             print("\n--- sample ---")
-        print(text_out)
+        _stream(sample_stream(result.model, result.tokenizer, tokens=args.sample_tokens, seed=config.seed))
     return 0
+
+
+def _note_recovery(checkpoint):
+    if checkpoint.path.name.startswith("."):
+        print(f"note: using {str(checkpoint.path)!r}, the newest complete checkpoint, left by an interrupted save",
+              file=sys.stderr)
+
+
+def _stream(pieces):
+    """Print the text as it is sampled, each character at once (a Ctrl-C keeps what was printed)."""
+    for piece in pieces:
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+    sys.stdout.write("\n")
+    sys.stdout.flush()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,9 +330,10 @@ def command_generate(args):
     from . import checkpoint as ckpt
     from .data import CharTokenizer
     from .models import build_model
-    from .training import sample
+    from .training import sample_stream
 
-    checkpoint = ckpt.load_checkpoint(args.ckpt)
+    checkpoint = ckpt.load_checkpoint(args.ckpt, optimizer=False)  # sampling needs no optimizer state
+    _note_recovery(checkpoint)
     if args.tokens < 0:
         raise UsageError(f"--tokens must be >= 0, got {args.tokens}")
     if not args.temperature > 0:
@@ -298,8 +358,8 @@ def command_generate(args):
         model.to(args.device)
     except Exception as error:
         raise UsageError(f"device {args.device!r} is not available: {error}") from None
-    print(sample(model, tokenizer, prompt=args.prompt, tokens=args.tokens, temperature=args.temperature,
-                 top_k=args.top_k, seed=args.seed))
+    _stream(sample_stream(model, tokenizer, prompt=args.prompt, tokens=args.tokens, temperature=args.temperature,
+                          top_k=args.top_k, seed=args.seed))
     return 0
 
 
@@ -318,7 +378,11 @@ def _delegate(module_name, argv):
               f"command needs (reinstall tinyattn, or use `tinyattn train` / `tinyattn generate`)",
               file=sys.stderr)
         return EXIT_BAD_INPUT
-    return module.main(argv)
+    try:
+        return module.main(argv)
+    except KeyboardInterrupt:  # the commands keep what they did on Ctrl-C themselves; this is the last resort
+        print(f"\ntinyattn {module_name.rsplit('.', 1)[-1]}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def main(argv=None):
@@ -332,6 +396,12 @@ def main(argv=None):
         parser.print_help()
         return EXIT_BAD_INPUT
     try:
+        from .serialization import get_max_load_bytes
+
+        try:
+            get_max_load_bytes()
+        except ValueError as error:  # TINYATTN_MAX_LOAD_BYTES set to something else than a size
+            raise UsageError(str(error)) from None
         if args.command == "train":
             return command_train(args)
         return command_generate(args)
@@ -341,9 +411,11 @@ def main(argv=None):
     except TrainingDiverged as error:
         print(f"tinyattn {args.command}: error: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # what was printed (the text generated so far, a checkpoint's path) stays
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        print(f"tinyattn {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -11,14 +11,15 @@ a gradient check of the whole module against finite differences.
     tinyattn demo --no-gradcheck  # without the gradient check
 """
 
-import argparse
 import ast
 import copy
+import sys
 import textwrap
 
 import tinyattn
 
 from . import gradient_check
+from .console import EXIT_INTERRUPTED, ArgumentParser, terminal_width
 
 STEPS = [
     (
@@ -46,24 +47,27 @@ STEPS = [
         "STEP 3: the trainable weight matrices for queries, keys and values (6 x 6 each)",
         "Given explicitly here, so that every number below can be checked by hand.",
         """
-        wq = tinyattn.tensor([[ 0.6323, -0.2366,  1.2455,  0.3465,  1.2458,  0.3229],
-                              [ 0.6571, -0.2378, -0.5311, -0.2610, -1.4819, -1.6418],
-                              [-0.2990,  0.4216,  0.2114, -0.0271, -0.5682,  0.6937],
-                              [-1.1291, -1.0102,  0.6946,  0.1094,  0.5130, -0.8669],
-                              [ 0.3480,  0.2593,  0.4412,  1.0017, -0.3913, -0.2878],
-                              [ 0.2484,  0.2846, -0.3386, -0.6164,  1.2722,  0.5754]])
-        wk = tinyattn.tensor([[-0.3703,  0.5431, -0.0372, -0.4406,  0.4103, -0.1773],
-                              [ 1.5993, -0.2777, -1.1909, -0.4301,  0.6927, -1.3304],
-                              [ 1.2470, -0.1872, -0.1670,  1.4302,  1.2927,  0.4822],
-                              [-0.0984, -0.8983,  0.3334, -0.6312,  0.1022, -1.0715],
-                              [-0.7647, -0.1734,  0.6305,  1.0155,  0.8474,  0.1454],
-                              [-1.5085, -0.4529,  0.0997, -0.1084,  0.8046,  0.3459]])
-        wv = tinyattn.tensor([[ 1.6395,  1.1234, -0.1001,  0.5021, -1.0590,  0.1412],
-                              [-0.4271,  0.5681,  0.4164, -1.2534,  1.3061,  0.3610],
-                              [-0.2824, -0.4314,  1.2358,  0.1181, -1.2467,  0.1893],
-                              [ 1.3440,  0.1487, -0.6174,  0.8890, -0.3282,  1.4662],
-                              [ 0.1814, -0.4761, -0.0402,  0.7326,  0.7654, -0.1080],
-                              [-0.8974,  0.6786,  0.5602, -0.2443, -0.4883,  1.3996]])
+        wq = tinyattn.tensor([
+            [ 0.6323, -0.2366,  1.2455,  0.3465,  1.2458,  0.3229],
+            [ 0.6571, -0.2378, -0.5311, -0.2610, -1.4819, -1.6418],
+            [-0.2990,  0.4216,  0.2114, -0.0271, -0.5682,  0.6937],
+            [-1.1291, -1.0102,  0.6946,  0.1094,  0.5130, -0.8669],
+            [ 0.3480,  0.2593,  0.4412,  1.0017, -0.3913, -0.2878],
+            [ 0.2484,  0.2846, -0.3386, -0.6164,  1.2722,  0.5754]])
+        wk = tinyattn.tensor([
+            [-0.3703,  0.5431, -0.0372, -0.4406,  0.4103, -0.1773],
+            [ 1.5993, -0.2777, -1.1909, -0.4301,  0.6927, -1.3304],
+            [ 1.2470, -0.1872, -0.1670,  1.4302,  1.2927,  0.4822],
+            [-0.0984, -0.8983,  0.3334, -0.6312,  0.1022, -1.0715],
+            [-0.7647, -0.1734,  0.6305,  1.0155,  0.8474,  0.1454],
+            [-1.5085, -0.4529,  0.0997, -0.1084,  0.8046,  0.3459]])
+        wv = tinyattn.tensor([
+            [ 1.6395,  1.1234, -0.1001,  0.5021, -1.0590,  0.1412],
+            [-0.4271,  0.5681,  0.4164, -1.2534,  1.3061,  0.3610],
+            [-0.2824, -0.4314,  1.2358,  0.1181, -1.2467,  0.1893],
+            [ 1.3440,  0.1487, -0.6174,  0.8890, -0.3282,  1.4662],
+            [ 0.1814, -0.4761, -0.0402,  0.7326,  0.7654, -0.1080],
+            [-0.8974,  0.6786,  0.5602, -0.2443, -0.4883,  1.3996]])
         print(wq)
         print(wk)
         print(wv)
@@ -176,7 +180,8 @@ MODULE_STEPS = [
         "Load wq, wk, wv into the module (a Linear layer stores its weight transposed: x @ W.T) and make\n"
         "out_proj the identity: the module computes exactly steps 4 to 11.",
         """
-        mha = tinyattn.nn.MultiHeadAttention(d_in, d_out, context_length=3, dropout=0.0, num_heads=2)
+        mha = tinyattn.nn.MultiHeadAttention(d_in, d_out, context_length=3,
+                                             dropout=0.0, num_heads=2)
         with tinyattn.no_grad():
             mha.W_query.weight.copy_(wq.T)
             mha.W_key.weight.copy_(wk.T)
@@ -198,7 +203,8 @@ MODULE_STEPS = [
                                   [0.77, 0.25, 0.10, 0.05, 0.80, 0.55]])
         batch = tinyattn.stack((inputs, inputs), dim=0)
         print(batch.shape)
-        mha_123 = tinyattn.nn.MultiHeadAttention(d_in, d_out, context_length=3, dropout=0.0, num_heads=2)
+        mha_123 = tinyattn.nn.MultiHeadAttention(d_in, d_out, context_length=3,
+                                                 dropout=0.0, num_heads=2)
         context_vecs = mha_123(batch)
         print(context_vecs)
         print(context_vecs.shape)
@@ -207,12 +213,34 @@ MODULE_STEPS = [
 ]
 
 
+def say(text):
+    """Print prose as written, or refilled to the terminal's width where a line would not fit.
+
+    Refilled, consecutive lines make one paragraph; an indented line (code) stays a line of its own.
+    """
+    width = terminal_width()
+    lines = text.splitlines()
+    if not width or all(len(line) < width for line in lines):
+        print(text)
+        return
+    paragraph = []
+    for line in lines + [" "]:  # the last, indented, line ends the last paragraph
+        if line[:1].isspace() or not line:
+            if paragraph:
+                print(textwrap.fill(" ".join(paragraph), width - 1))
+                paragraph = []
+            if line.strip():
+                print(line)
+        else:
+            paragraph.append(line)
+
+
 def heading(title, text=""):
     print()
-    print(title)
-    print("=" * len(title))
+    say(title)
+    print("=" * min(len(title), (terminal_width() or len(title) + 1) - 1))
     if text:
-        print(text)
+        say(text)
 
 
 def run_cell(code, namespace):
@@ -252,7 +280,7 @@ def show_trace(namespace):
     print()
     print(tr.table(code=True))
     print()
-    print(textwrap.dedent("""\
+    say(textwrap.dedent("""\
         The forward rows are steps 4 to 11, in order: the three projections (step 4), three views (5),
         three transposes (6), the mask's two ops, then one `attention` op for steps 7 to 9 (the
         scores, the mask, the scaling, the softmax and the matmul with the values: one op whose
@@ -281,10 +309,10 @@ def check_gradients(namespace):
 
     report = gradient_check.check_gradients(forward, (batch, *params))
     count = sum(p.numel() for p in params) + batch.numel()
-    print(f"inputs checked: the input {list(batch.shape)} and {len(params)} parameters ({count} numbers in all)")
+    say(f"inputs checked: the input {list(batch.shape)} and {len(params)} parameters ({count} numbers in all)")
     print(f"max abs error {report.max_abs_error:.1e}, max rel error {report.max_rel_error:.1e}")
     if report.error is not None:
-        print(f"FAILED: {report.error}")
+        say(f"FAILED: {report.error}")
         return False
     print("PASSED: the backward pass agrees with the finite differences")
     return True
@@ -292,10 +320,12 @@ def check_gradients(namespace):
 
 def main(argv=None):
     """Run the demo; returns 0 (1 if the gradient check fails)."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="tinyattn demo",
         description="Multi-head attention with weight splits, step by step (the attention chapter's toy "
         "example), then the trace of the module's forward and backward pass and a gradient check.",
+        epilog="On a terminal the text and the trace table fit its width; into a file or a pipe they keep "
+        "one line per row.",
     )
     parser.add_argument("--no-trace", action="store_true", help="skip the trace table")
     parser.add_argument("--no-gradcheck", action="store_true", help="skip the gradient check")
@@ -309,6 +339,10 @@ def main(argv=None):
             show_trace(namespace)
         if not args.no_gradcheck and not check_gradients(namespace):
             return 1
+    except KeyboardInterrupt:  # what was printed stays; no traceback
+        sys.stdout.flush()
+        print("\ntinyattn demo: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         tinyattn.set_rng_state(state)
     return 0

@@ -36,6 +36,23 @@ ALL = (float32, float64, int32, int64, bool_)
 BY_NAME = {d.name: d for d in ALL}
 default_float = float32
 
+# Half precision exists as names, because programs written for PyTorch name them (nanoGPT's
+# {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]), but
+# tinyattn computes in float32 and float64 only: a tensor of these dtypes is refused (`computable`).
+float16 = dtype("float16", True, 2)
+bfloat16 = dtype("bfloat16", True, 2)
+HALF = (float16, bfloat16)
+
+
+def computable(d):
+    """`d` itself if tinyattn can hold tensors of dtype `d`; a TypeError that says what to do if not."""
+    if d in HALF:
+        raise TypeError(
+            f"tinyattn computes in float32 and float64 only, so it cannot make a {d.name} tensor: use "
+            "float32 (for a script with a --dtype option, run it with --dtype=float32)"
+        )
+    return d
+
 
 def category(d):
     """PyTorch's promotion categories: bool < integer < floating point."""

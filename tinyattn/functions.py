@@ -5,16 +5,18 @@
 PyTorch-compatible generator, so `manual_seed(123); rand(3, 2)` gives PyTorch's numbers.
 """
 
+import builtins
 import math
 import numbers
 
 import numpy as np
 
-from . import backend, dtypes, random
+from . import backend, dtypes, ops, random
 from .errors import ShapeError
 from .ops import Cat, Stack
 from .ops import normalize_dim as _normalize_dim
-from .tensor import Size, Tensor, _shape_arg, matmul, where  # noqa: F401  (re-exported)
+from .tensor import matmul as _matmul, where as _where
+from .tensor import Size, Tensor, _shape_arg  # noqa: F401  (re-exported)
 from .tensor import _check_fits
 
 
@@ -49,9 +51,17 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def from_numpy(array):
-    """A CPU tensor sharing memory with a NumPy array (as in PyTorch)."""
+    """A CPU tensor sharing memory with a NumPy array (as in PyTorch).
+
+    Subclasses of ndarray (np.memmap, the data files of nanoGPT) are held as plain arrays over the
+    same memory: writes through the tensor still reach the file.
+    """
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy expects a NumPy array, got {type(array).__name__}: "
+                        "use tinyattn.tensor(data) for lists and numbers")
     if backend.strict_mode():
         return Tensor._from_data(array)
+    array = np.asarray(array)  # a view of a subclass as a plain ndarray; a plain one stays itself
     backend.dtype_of(array)  # a clear error for dtypes tinyattn lacks
     return Tensor._wrap(array)
 
@@ -111,7 +121,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if not (math.isfinite(bounds[0]) and math.isfinite(bounds[1])) or math.isnan(bounds[2]):
         raise ValueError(f"arange: start and end must be finite numbers, and step a number, got {start}, {end} "
                          f"and {step}")
-    all_ints = all(isinstance(v, int) for v in bounds)
+    all_ints = builtins.all(isinstance(v, int) for v in bounds)  # (the module defines torch.all)
     dt = dtype or (dtypes.int64 if all_ints else dtypes.default_float)
     start, end, step = bounds
     if step > 0 and end < start or step < 0 and end > start:
@@ -211,7 +221,7 @@ Generator = random.Generator
 
 
 def _float_dtype(dtype):
-    dt = dtype or dtypes.default_float
+    dt = dtypes.computable(dtype or dtypes.default_float)
     if not dt.is_floating_point:
         raise TypeError(f"random floats need a floating point dtype, got {dt}")
     return dt
@@ -400,8 +410,12 @@ def gather(input, dim, index):
     return input.gather(dim, index)
 
 
-def dot(input, other):
-    return input.dot(other)
+def dot(input, tensor):  # PyTorch's name for the second vector
+    return input.dot(tensor)
+
+
+def matmul(input, other):
+    return _matmul(input, other)
 
 
 def mm(input, mat2):
@@ -492,7 +506,389 @@ def numel(input):
     return input.numel()
 
 
+def _tensor_operand(input, other):
+    """The first operand of a binary function form as a tensor: torch.add(2, x) takes 2 as a 0-d tensor."""
+    if isinstance(input, Tensor):
+        return input
+    like = other if isinstance(other, Tensor) else None
+    return tensor(input, device=None if like is None else like.device)
+
+
+def add(input, other, *, alpha=1):
+    return _tensor_operand(input, other).add(other, alpha=alpha)
+
+
+def sub(input, other, *, alpha=1):
+    return _tensor_operand(input, other).sub(other, alpha=alpha)
+
+
+def mul(input, other):
+    return _tensor_operand(input, other).mul(other)
+
+
+def div(input, other, *, rounding_mode=None):
+    return _tensor_operand(input, other).div(other, rounding_mode=rounding_mode)
+
+
+def pow(input, exponent):
+    """input ** exponent; input may be a number (torch.pow(2, x)), which keeps x's dtype."""
+    if isinstance(input, Tensor):
+        return input.pow(exponent)
+    return exponent.__rpow__(input)
+
+
+def eq(input, other):
+    return input.eq(other)
+
+
+def ne(input, other):
+    return input.ne(other)
+
+
+def lt(input, other):
+    return input.lt(other)
+
+
+def le(input, other):
+    return input.le(other)
+
+
+def gt(input, other):
+    return input.gt(other)
+
+
+def ge(input, other):
+    return input.ge(other)
+
+
+def logical_not(input):
+    return input.logical_not()
+
+
+def all(input, dim=None, keepdim=False):
+    return input.all(dim, keepdim)
+
+
+def any(input, dim=None, keepdim=False):
+    return input.any(dim, keepdim)
+
+
+def clone(input):
+    return input.clone()
+
+
+def detach(input):
+    return input.detach()
+
+
+def detach_(input):
+    return input.detach_()
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+# in-place function forms, as PyTorch has them (torch.relu_(x) is x.relu_())
+
+def abs_(input):
+    return input.abs_()
+
+
+def clamp_(input, min=None, max=None):
+    return input.clamp_(min, max)
+
+
+clip_ = clamp_
+
+
+def exp_(input):
+    return input.exp_()
+
+
+def log_(input):
+    return input.log_()
+
+
+def sqrt_(input):
+    return input.sqrt_()
+
+
+def tanh_(input):
+    return input.tanh_()
+
+
+def sigmoid_(input):
+    return input.sigmoid_()
+
+
+def relu_(input):
+    return input.relu_()
+
+
+def neg_(input):
+    return input.neg_()
+
+
+def fill_(input, value):
+    return input.fill_(value)
+
+
+def zero_(input):
+    return input.zero_()
+
+
+# more elementwise math
+
+def sin(input):
+    return input.sin()
+
+
+def cos(input):
+    return input.cos()
+
+
+def log1p(input):
+    return input.log1p()
+
+
+def expm1(input):
+    return input.expm1()
+
+
+def log2(input):
+    return input.log2()
+
+
+def log10(input):
+    return input.log10()
+
+
+def exp2(input):
+    return input.exp2()
+
+
+def reciprocal(input):
+    return input.reciprocal()
+
+
+def erf(input):
+    return input.erf()
+
+
+def neg(input):
+    return input.neg()
+
+
+negative = neg
+
+
+def square(input):
+    return input.square()
+
+
+def sign(input):
+    return input.sign()
+
+
+def sgn(input):
+    return input.sgn()
+
+
+def floor(input):
+    return input.floor()
+
+
+def ceil(input):
+    return input.ceil()
+
+
+def trunc(input):
+    return input.trunc()
+
+
+fix = trunc
+
+
+def round(input, *, decimals=0):
+    return input.round(decimals=decimals)
+
+
+def clamp_min(input, min):
+    return input.clamp_min(min)
+
+
+def clamp_max(input, max):
+    return input.clamp_max(max)
+
+
+# more reductions
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    return input.prod(dim, keepdim, dtype=dtype)
+
+
+def cumprod(input, dim, *, dtype=None):
+    return input.cumprod(dim, dtype=dtype)
+
+
+def amax(input, dim=(), keepdim=False):
+    return input.amax(dim, keepdim)
+
+
+def amin(input, dim=(), keepdim=False):
+    return input.amin(dim, keepdim)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    if out is not None:
+        raise TypeError("norm: out= is not supported: use the returned tensor")
+    return input.norm(p, dim, keepdim, dtype=dtype)
+
+
+# more matrix products
+
+def outer(input, vec2):
+    return input.outer(vec2)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    return input.addmm(mat1, mat2, beta=beta, alpha=alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    return input.baddbmm(batch1, batch2, beta=beta, alpha=alpha)
+
+
+def einsum(equation, *operands):
+    """Sums of products over the dims named by `equation` ("bhqd,bhkd->bhqk"), as torch.einsum:
+    letters name dims, a letter repeated in an operand takes its diagonal, "..." stands for the
+    remaining (broadcast) dims, and without "->" the output is the letters used once, sorted.
+    Also einsum(equation, [a, b]) and PyTorch's sublist form einsum(a, [0, 1], b, [1, 2], [0, 2])."""
+    if isinstance(equation, Tensor):
+        equation, operands = _sublist_equation((equation,) + operands)
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    for k, x in enumerate(operands):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"einsum: operand {k} is a {type(x).__name__}, not a tensor")
+    if operands:
+        backend.same_device([x.array for x in operands])
+        dt = operands[0].dtype
+        if builtins.any(x.dtype is not dt for x in operands):
+            raise TypeError(f"einsum expects operands of one dtype, got {[str(x.dtype) for x in operands]}: "
+                            "convert them (e.g. x.to(y.dtype))")
+        if dt is dtypes.bool_:
+            raise TypeError("einsum is not defined for bool tensors: convert them with .float() or .long()")
+    plan = ops.parse_einsum(equation, [tuple(x.shape) for x in operands])
+    return ops.Einsum.apply(plan, *operands)
+
+
+def _sublist_equation(args):
+    """PyTorch's sublist form: operands each followed by a list of dim numbers (0-51, or ... as
+    Ellipsis), then optionally the output's list. Returns (equation, operands)."""
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # in the order of the numbers
+
+    def term(sublist):
+        parts = []
+        for d in sublist:
+            if d is Ellipsis:
+                parts.append("...")
+            elif isinstance(d, (int, np.integer)) and 0 <= d < len(letters):
+                parts.append(letters[d])
+            else:
+                raise ValueError(f"einsum: a sublist subscript must be an int in [0, 52) or ..., got {d!r}")
+        return "".join(parts)
+
+    operands, terms = args[0::2], [term(s) for s in args[1::2]]
+    if len(args) % 2:  # an output sublist at the end
+        operands, output = operands[:-1], "->" + term(args[-1])
+    else:
+        output = ""
+    return ",".join(terms) + output, tuple(operands)
+
+
+# sorting, selecting, scattering
+
+def sort(input, dim=-1, descending=False, *, stable=False):
+    return input.sort(dim, descending, stable=stable)
+
+
+def argsort(input, dim=-1, descending=False, *, stable=False):
+    return input.argsort(dim, descending, stable=stable)
+
+
+def index_select(input, dim, index):
+    return input.index_select(dim, index)
+
+
+def masked_select(input, mask):
+    return input.masked_select(mask)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """input's elements repeated; repeat_interleave(counts) alone gives 0, 1, ... repeated counts times."""
+    if repeats is None:  # torch.repeat_interleave(repeats)
+        counts = input
+        return arange(counts.numel(), device=counts.device).repeat_interleave(counts, output_size=output_size)
+    return input.repeat_interleave(repeats, dim, output_size=output_size)
+
+
+def roll(input, shifts, dims=None):
+    return input.roll(shifts, dims)
+
+
+def flip(input, dims):
+    return input.flip(dims)
+
+
+def fliplr(input):
+    return input.fliplr()
+
+
+def flipud(input):
+    return input.flipud()
+
+
+def nonzero(input, *, as_tuple=False):
+    return input.nonzero(as_tuple=as_tuple)
+
+
+def argwhere(input):
+    return input.argwhere()
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    return input.scatter(dim, index, src, value, reduce=reduce)
+
+
+def scatter_add(input, dim, index, src):
+    return input.scatter_add(dim, index, src)
+
+
+def where(condition, input=None, other=None):
+    """where(condition, input, other): input where condition is True, other elsewhere (differentiable);
+    where(condition): the indices of the True elements, one tensor per dim (nonzero(as_tuple=True))."""
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
+    return _where(condition, input, other)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The (row, column) indices of the upper triangle of a row x col matrix (from diagonal `offset`
+    on), as a (2, n) tensor."""
+    rows, cols = np.triu_indices(row, offset, col)
+    return _from_host(np.stack([rows, cols]), dtype or dtypes.int64, device, False)
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The (row, column) indices of the lower triangle of a row x col matrix (up to diagonal `offset`),
+    as a (2, n) tensor."""
+    rows, cols = np.tril_indices(row, offset, col)
+    return _from_host(np.stack([rows, cols]), dtype or dtypes.int64, device, False)
+
+
 __all__ = [
     name for name, value in list(globals().items())
-    if not name.startswith("_") and name not in {"np", "backend", "dtypes", "random", "Cat", "Stack"}
+    if not name.startswith("_") and name not in {"np", "backend", "builtins", "dtypes", "ops", "random", "Cat", "Stack"}
 ]

@@ -28,16 +28,18 @@ hand with what `backward()` left in `.grad`.
 `python -m tinyattn gradcheck` runs the check over every differentiable op and layer (see `main`).
 """
 
-import argparse
 import contextlib
+import itertools
 import math
+import re
 import sys
 import time
 import warnings
 
 import numpy as np
 
-from . import autograd, backend, dtypes, functions, models, nn, random
+from . import autograd, backend, dtypes, functions, linalg, models, nn, random
+from .console import EXIT_INTERRUPTED, ArgumentParser, fill, plural, terminal_width
 from .errors import BackwardError, GradcheckError
 from .nn import functional as F
 from .tensor import Tensor
@@ -71,6 +73,8 @@ def numerical_jacobian(fn, inputs, eps=1e-6, seed=0):
 
     One array per input that requires grad (a tuple when `inputs` is a tuple), and that per output
     (an outer tuple when fn returns a tuple). Row r, column c: d output.flatten()[r] / d input.flatten()[c].
+    seed=None leaves the default generator alone, for an fn that draws nothing random (reseeding
+    before each of the 2n evaluations costs about 2 ms each).
     """
     single_input = isinstance(inputs, Tensor)
     inputs = _as_tuple(inputs)
@@ -180,11 +184,21 @@ def _compare(report, analytical, numerical, k, j, in_shape, out_shape, eps, atol
     report.error = GradcheckError(
         f"Jacobian mismatch for output {k} with respect to input {j} (shape {list(in_shape)}) at element "
         f"{_index(column, in_shape)} (output element {_index(row, out_shape)}): "
-        f"numerical {numerical.flat[worst]:.6g}, analytical {analytical.flat[worst]:.6g}; "
+        f"{_numerical_and_analytical(numerical.flat[worst], analytical.flat[worst])}; "
         f"max abs error {np.max(abs_error):.1e}, max rel error {np.max(rel_error):.1e} "
         f"(atol={atol}, rtol={rtol}, eps={eps}); {int(bad.sum())} of {bad.size} Jacobian entries "
         "out of tolerance"
     )
+
+
+def _numerical_and_analytical(numerical, analytical):
+    """"numerical 0.5, analytical 0.5000012": six significant digits, or as many as it takes to tell
+    the two apart (a check at a tight tolerance fails on differences in the 9th digit)."""
+    for digits in range(6, 18):
+        n, a = f"{float(numerical):.{digits}g}", f"{float(analytical):.{digits}g}"
+        if n != a:
+            break
+    return f"numerical {n}, analytical {a}"
 
 
 def _index(flat, shape):
@@ -340,7 +354,7 @@ def _check_projection(report, fn, inputs, checked, outputs, eps, atol, rtol, see
                 report.error = GradcheckError(
                     f"Jacobian mismatch for output {k} with respect to input {j} (shape "
                     f"{list(inputs[j].shape)}) in fast mode, which compares a random projection "
-                    f"v^T J u: numerical {n:.6g}, analytical {a:.6g}; abs error {abs_error:.1e}, rel "
+                    f"v^T J u: {_numerical_and_analytical(n, a)}; abs error {abs_error:.1e}, rel "
                     f"error {rel_error:.1e} (atol={atol} scaled to {tolerance:.1e} for the "
                     f"projection, rtol={rtol}, eps={eps}). Run gradcheck with fast_mode=False to "
                     "locate the element."
@@ -389,7 +403,11 @@ def _warn_unless_float64(inputs, checked, eps, stacklevel=3):
 
 @contextlib.contextmanager
 def _frozen_randomness(seed):
-    """Yield reseed(): seeds the default generator with `seed`; the caller's state comes back after."""
+    """Yield reseed(): seeds the default generator with `seed`; the caller's state comes back after.
+    seed=None: reseed() does nothing and the generator is not touched."""
+    if seed is None:
+        yield lambda: None
+        return
     state = random.get_rng_state()
 
     def reseed():
@@ -604,6 +622,71 @@ def op_checks(seed=0):
         Check("attention context and weights, bias, shared keys",
               lambda q, k, v, bias, blocked: F.attention(q, k, v, blocked=blocked, bias=bias),
               (r.x(2, 3, 2), r.x(4, 2), r.x(4, 3), r.x(3, 4), r.mask(3, 4))),
+        # more elementwise math
+        Check("sin", lambda a: a.sin(), (r.x(3, 4),)),
+        Check("cos", lambda a: T.cos(a), (r.x(3, 4),)),
+        Check("reciprocal", lambda a: a.reciprocal(), (r.nonzero(3, 4),)),
+        Check("log1p", lambda a: a.log1p(), (r.positive(3, 4),)),
+        Check("expm1", lambda a: T.expm1(a), (r.x(3, 4),)),
+        Check("log2", lambda a: a.log2(), (r.positive(3, 4),)),
+        Check("log10", lambda a: T.log10(a), (r.positive(3, 4),)),
+        Check("exp2", lambda a: a.exp2(), (r.x(3, 4),)),
+        Check("erf", lambda a: T.erf(a), (r.x(3, 4),)),
+        Check("square", lambda a: T.square(a), (r.x(3, 4),)),
+        Check("pow function, number base", lambda a: T.pow(2.0, a), (r.x(3, 4),)),
+        Check("sign floor ceil round trunc (zero gradient)",
+              lambda a: a * (a.sign() + a.floor() + a.ceil() + a.round() + a.trunc()),
+              (r.leaf(np.array([[-1.7, -0.3, 0.2], [1.4, 2.6, -2.2]])),)),
+        Check("clamp_min", lambda a: a.clamp_min(0.0), (r.nonzero(3, 4),)),
+        # more reductions
+        Check("prod", lambda a: a.prod(), (r.x(2, 3),)),
+        Check("prod dim, with zeros", lambda a: a.prod(1), (r.leaf(np.array([[0.0, 1.5, -2.0], [0.0, 0.0, 3.0]])),)),
+        Check("cumprod", lambda a: a.cumprod(-1), (r.x(3, 4),)),
+        Check("cumprod with zeros", lambda a: a.cumprod(0), (r.leaf(np.array([1.5, 0.0, -2.0, 0.0, 0.7])),)),
+        Check("amax dims", lambda a: a.amax((0, 2)), tuple(r.distinct((2, 3, 4)))),
+        Check("amin keepdim", lambda a: a.amin(-1, keepdim=True), tuple(r.distinct((3, 4)))),
+        Check("norm", lambda a: a.norm(), (r.x(3, 4),)),
+        Check("vector_norm ord 3 dim", lambda a: linalg.vector_norm(a, 3, dim=-1), (r.nonzero(3, 4),)),
+        Check("vector_norm inf", lambda a: linalg.vector_norm(a, math.inf, dim=0), tuple(r.distinct((3, 4)))),
+        Check("normalize", lambda a: F.normalize(a, dim=-1), (r.x(3, 4),)),
+        # more matrix products
+        Check("outer", lambda a, b: T.outer(a, b), (r.x(3), r.x(4))),
+        Check("addmm", lambda c, a, b: T.addmm(c, a, b, beta=0.5, alpha=2.0), (r.x(4), r.x(3, 2), r.x(2, 4))),
+        Check("baddbmm", lambda c, a, b: c.baddbmm(a, b), (r.x(2, 3, 4), r.x(2, 3, 2), r.x(2, 2, 4))),
+        Check("trace", lambda a: a.trace(), (r.x(3, 4),)),
+        # sorting, selecting, scattering, padding
+        Check("sort", lambda a: T.sort(a, dim=-1, descending=True), tuple(r.distinct((3, 4)))),
+        Check("index_select (repeats)", lambda a: a.index_select(1, T.tensor([3, 0, 3])), (r.x(3, 4),)),
+        Check("masked_select broadcast mask", lambda a, mask: a.masked_select(mask), (r.x(3, 4), r.mask(4))),
+        Check("repeat_interleave", lambda a: a.repeat_interleave(2, dim=0), (r.x(3, 4),)),
+        Check("repeat_interleave tensor repeats", lambda a: T.repeat_interleave(a, T.tensor([2, 0, 1, 3]), dim=1),
+              (r.x(3, 4),)),
+        Check("roll", lambda a: a.roll((1, -1), (0, 1)), (r.x(3, 4),)),
+        Check("flip", lambda a: T.flip(a, (0, 1)), (r.x(3, 4),)),
+        Check("scatter", lambda a, src: a.scatter(1, T.tensor([[3, 0], [1, 2], [0, 1]]), src), (r.x(3, 4), r.x(3, 2))),
+        Check("scatter value", lambda a: T.scatter(a, 0, T.tensor([[2, 0, 1, 2]]), 0.5), (r.x(3, 4),)),
+        Check("scatter_add (repeats)", lambda a, src: a.scatter_add(1, T.tensor([[3, 3], [0, 2], [1, 1]]), src),
+              (r.x(3, 4), r.x(3, 2))),
+        Check("F.silu", lambda a: F.silu(a), (r.x(3, 4),)),
+        Check("F.softplus", lambda a: F.softplus(a, beta=2.0), (r.x(3, 4),)),
+        Check("F.leaky_relu", lambda a: F.leaky_relu(a, 0.1), (r.nonzero(3, 4),)),
+        Check("F.elu", lambda a: F.elu(a), (r.nonzero(3, 4),)),
+        Check("F.pad constant (crops too)", lambda a: F.pad(a, (2, -1, 1, 0), value=0.5), (r.x(2, 3, 4),)),
+        Check("F.pad reflect", lambda a: F.pad(a, (2, 1), mode="reflect"), (r.x(2, 4),)),
+        Check("F.pad replicate", lambda a: F.pad(a, (1, 2, 2, 0), mode="replicate"), (r.x(2, 3, 4),)),
+        Check("F.pad circular", lambda a: F.pad(a, (3, 1), mode="circular"), (r.x(2, 4),)),
+        # einsum
+        Check("einsum attention scores", lambda q, k: T.einsum("bhqd,bhkd->bhqk", q, k),
+              (r.x(2, 2, 3, 2), r.x(2, 2, 4, 2))),
+        Check("einsum ... matmul", lambda a, b: T.einsum("...ij,...jk", a, b), (r.x(2, 1, 3, 2), r.x(3, 2, 2))),
+        Check("einsum outer", lambda a, b: T.einsum("i,j->ij", a, b), (r.x(3), r.x(4))),
+        Check("einsum diagonal", lambda a: T.einsum("ii->i", a), (r.x(3, 3),)),
+        Check("einsum trace", lambda a: T.einsum("ii", a), (r.x(3, 3),)),
+        Check("einsum sum over a dim", lambda a: T.einsum("ijk->ik", a), (r.x(2, 3, 4),)),
+        Check("einsum three operands", lambda a, b, c: T.einsum("ij,jk,kl->il", a, b, c),
+              (r.x(2, 3), r.x(3, 4), r.x(4, 2))),
+        Check("einsum broadcast size-1 dim", lambda a, b: T.einsum("ij,ij->ij", a, b), (r.x(1, 3), r.x(2, 3))),
+        Check("einsum same operand twice", lambda a: T.einsum("ij,kj->ik", a, a), (r.x(3, 4),)),
     ]
     return checks
 
@@ -659,6 +742,10 @@ def module_checks(seed=0):
         ("Tanh", nn.Tanh(), r.x(3, 4)),
         ("Sigmoid", nn.Sigmoid(), r.x(3, 4)),
         ("Softmax", nn.Softmax(dim=-1), r.x(3, 4)),
+        ("SiLU", nn.SiLU(), r.x(3, 4)),
+        ("LeakyReLU", nn.LeakyReLU(0.2), r.nonzero(3, 4)),
+        ("ELU", nn.ELU(alpha=0.5), r.nonzero(3, 4)),
+        ("Softplus", nn.Softplus(beta=2.0, threshold=3.0), r.x(3, 4)),
         ("Dropout p=0.5", nn.Dropout(0.5), r.x(3, 4)),
         ("CrossEntropyLoss", nn.CrossEntropyLoss(), r.x(4, 5), (r.ints(5, 4),)),
         ("MSELoss", nn.MSELoss(), r.x(3, 4), (r.x(3, 4).detach(),)),
@@ -698,9 +785,10 @@ def main(argv=None):
 
     Returns 0 when every check passes, 1 otherwise.
     """
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="tinyattn gradcheck",
         description="Compare every op's and layer's backward with central differences in float64.",
+        epilog="Ctrl-C stops the run after the checks done so far, with their summary (exit status 130).",
     )
     parser.add_argument("-k", "--filter", default="", help="only the checks whose name contains this text")
     parser.add_argument("--fast", action="store_true", help="compare random projections v^T J u (fast_mode)")
@@ -724,35 +812,58 @@ def main(argv=None):
 
     name_width = max(len("check"), *(len(c.name) for c in checks))
     shape_width = max(len("inputs"), *(len(c.label) for c in checks))
+    width = terminal_width()
+    others = len("  ") * 3 + 13 + len("result")
+    if width is not None and name_width + shape_width + others > width:  # wrap the two text columns
+        room = max(width - 1 - others, 32)
+        shape_width = min(shape_width, max(16, room * 2 // 5))
+        name_width = room - shape_width
     header = f"{'check':<{name_width}}  {'inputs':<{shape_width}}  {'max abs error':>13}  result"
     print(header)
     print("-" * len(header))
     failures = []
+    done = 0
     start = time.perf_counter()
-    for check in checks:
-        try:
-            report = check_gradients(check.fn, check.inputs, eps=args.eps, atol=args.atol, rtol=args.rtol,
-                                     fast_mode=args.fast)
-            error = report.error
-        except Exception as exc:  # an op that crashes is a failed check, not a crashed table
-            report, error = Report(), exc
-            report.max_abs_error = math.nan
-        if error is not None:
-            failures.append((check.name, error))
-        print(
-            f"{check.name:<{name_width}}  {check.label:<{shape_width}}  {report.max_abs_error:>13.1e}  "
-            f"{'PASS' if error is None else 'FAIL'}"
-        )
+    try:
+        for check in checks:
+            try:
+                report = check_gradients(check.fn, check.inputs, eps=args.eps, atol=args.atol, rtol=args.rtol,
+                                         fast_mode=args.fast)
+                error = report.error
+            except Exception as exc:  # an op that crashes is a failed check, not a crashed table
+                report, error = Report(), exc
+                report.max_abs_error = math.nan
+            if error is not None:
+                failures.append((check.name, error))
+            done += 1
+            names = fill(check.name.split(" "), name_width)
+            labels = fill(re.split(r"(?<=\],) ", check.label), shape_width)  # break between shapes
+            print(f"{names[0]:<{name_width}}  {labels[0]:<{shape_width}}  {report.max_abs_error:>13.1e}  "
+                  f"{'PASS' if error is None else 'FAIL'}")
+            for name, label in itertools.zip_longest(names[1:], labels[1:], fillvalue=""):
+                print(f"{name:<{name_width}}  {label}".rstrip())
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        interrupted = checks[done].name
+    else:
+        interrupted = None
     elapsed = time.perf_counter() - start
     print("-" * len(header))
     settings = f"float64, eps={args.eps}, atol={args.atol}, rtol={args.rtol}{', fast mode' if args.fast else ''}"
     if failures:
-        print(f"{len(failures)} of {len(checks)} checks FAILED ({settings}; {elapsed:.1f} s):")
+        print(f"{len(failures)} of {plural(done, 'check')} FAILED ({settings}; {elapsed:.1f} s):")
         for name, error in failures:
             print(f"  {name}: {type(error).__name__}: {error}")
-        return 1
-    print(f"all {len(checks)} checks passed ({settings}; {elapsed:.1f} s)")
-    return 0
+    elif interrupted is None:
+        print(f"{'all ' if done > 1 else ''}{plural(done, 'check')} passed ({settings}; {elapsed:.1f} s)")
+    elif done:
+        print(f"{done} of {plural(len(checks), 'check')} passed ({settings}; {elapsed:.1f} s)")
+    if interrupted is not None:
+        sys.stdout.flush()
+        print(f"tinyattn gradcheck: interrupted during the check {interrupted!r}, after {done} of "
+              f"{plural(len(checks), 'check')}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -41,6 +41,15 @@ class LanguageModel(nn.Module):
         top_k keeps only the k most likely tokens. The context is cropped to the last `block_size`
         tokens. Call model.eval() first to switch dropout off.
         """
+        for idx in self.generate_stream(idx, max_new_tokens, temperature, top_k, generator):
+            pass
+        return idx
+
+    def generate_stream(self, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+        """What `generate` does, one token at a time: yields the ids so far (B, T + i) after each new one.
+
+        For printing text as it is sampled (`tinyattn generate`); the arguments are generate's.
+        """
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 1):
@@ -58,7 +67,7 @@ class LanguageModel(nn.Module):
             probs = F.softmax(logits, dim=-1)
             idx_next = functions.multinomial(probs, num_samples=1, generator=generator)  # (B, 1)
             idx = functions.cat((idx, idx_next), dim=1)
-        return idx
+            yield idx
 
 
 def _check_ids(idx, who):
@@ -225,6 +234,37 @@ def build_model(kind, **config):
     if kind == "gpt":
         return GPT(GPTConfig(**config))
     raise ValueError(f"unknown model kind {kind!r}: use 'bigram' or 'gpt'")
+
+
+def state_shapes(kind, **config):
+    """(name, shape) of each state_dict entry of build_model(kind, **config), in order, without building
+    the model: a checkpoint's arrays are checked against its configuration before memory is taken.
+    (tests/test_checkpoint.py checks that this agrees with the models' own state_dict.)"""
+    if kind == "bigram":
+        vocab = BigramConfig(**config).vocab_size
+        yield "token_embedding_table.weight", (vocab, vocab)
+        return
+    if kind != "gpt":
+        raise ValueError(f"unknown model kind {kind!r}: use 'bigram' or 'gpt'")
+    c = GPTConfig(**config)
+    n, biases = c.n_embd, c.bias
+    yield "token_embedding.weight", (c.vocab_size, n)
+    yield "position_embedding.weight", (c.block_size, n)
+    for i in range(c.n_layer):
+        layer = [("ln_1.weight", (n,)), ("ln_1.bias", (n,)), ("attn.mask", (c.block_size, c.block_size))]
+        for name in ("W_query", "W_key", "W_value"):
+            layer += [(f"attn.{name}.weight", (n, n)), (f"attn.{name}.bias", (n,))]
+        layer += [("attn.out_proj.weight", (n, n)), ("attn.out_proj.bias!", (n,)),  # out_proj always has one
+                  ("ln_2.weight", (n,)), ("ln_2.bias", (n,)),
+                  ("mlp.fc.weight", (4 * n, n)), ("mlp.fc.bias", (4 * n,)),
+                  ("mlp.proj.weight", (n, 4 * n)), ("mlp.proj.bias", (n,))]
+        for name, shape in layer:
+            if name.endswith("!") or biases or not name.endswith(".bias"):
+                yield f"blocks.{i}.{name.rstrip('!')}", shape
+    yield "ln_f.weight", (n,)
+    if biases:
+        yield "ln_f.bias", (n,)
+    yield "lm_head.weight", (c.vocab_size, n)
 
 
 def parameter_groups(model, weight_decay):

@@ -284,14 +284,17 @@ class Tanh(Op):
         return grad * (1 - y * y)
 
 
+def stable_sigmoid(xp, x):
+    # 1 / (1 + e^-x), with e^-|x| <= 1 so that nothing overflows: for x < 0 it is e^x / (1 + e^x),
+    # which keeps tiny results accurate (0.5 * (tanh(x/2) + 1) loses them to cancellation)
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
 class Sigmoid(Op):
     @staticmethod
     def forward(ctx, x):
-        # 1 / (1 + e^-x), with e^-|x| <= 1 so that nothing overflows: for x < 0 it is e^x / (1 + e^x),
-        # which keeps tiny results accurate (0.5 * (tanh(x/2) + 1) loses them to cancellation)
-        xp = ctx.xp
-        e = xp.exp(-xp.abs(x))
-        y = xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+        y = stable_sigmoid(ctx.xp, x)
         ctx.save_for_backward(y)
         return y
 
@@ -936,14 +939,7 @@ class Gather(Op):
         xp = ctx.xp
         full = xp.zeros(ctx.in_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
         # the scatter-add of take_along_axis: spell out the index along every dim
-        key = tuple(
-            index if i == ctx.axis else xp.reshape(
-                xp.arange(n, **backend.creation_kwargs(xp)), tuple(-1 if j == i else 1 for j in range(index.ndim))
-            )
-            for i, n in enumerate(index.shape)
-        )
-        key = tuple(xp.broadcast_to(k, index.shape) for k in key)
-        return backend.scatter_add(full, key, grad), None, None
+        return backend.scatter_add(full, along_axis_key(xp, index, ctx.axis), grad), None, None
 
 
 class MaskedFill(Op):
@@ -1104,3 +1100,710 @@ class LogSoftmax(Op):
         (y,) = ctx.saved_tensors
         xp = ctx.xp
         return grad - xp.exp(y) * backend.sum_along(grad, (ctx.axis,), keepdims=True), None
+
+
+# ---------------------------------------------------------------------------------------------
+# more elementwise math: trigonometry, logarithms and exponentials in other bases, erf
+
+
+class Sin(Op):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return ctx.xp.sin(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * ctx.xp.cos(x)
+
+
+class Cos(Op):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return ctx.xp.cos(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return -grad * ctx.xp.sin(x)
+
+
+class Rsqrt(Op):
+    """1 / sqrt(x); d/dx x^(-1/2) = -x^(-3/2) / 2 = -y^3 / 2."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = 1 / ctx.xp.sqrt(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * (-0.5 * y * y * y)
+
+
+class Reciprocal(Op):
+    @staticmethod
+    def forward(ctx, x):
+        y = 1 / x
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return -grad * y * y
+
+
+class Log1P(Op):
+    """log(1 + x), accurate for tiny x (where 1 + x would round to 1); PyTorch's name is Log1PBackward0."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return ctx.xp.log1p(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad / (1 + x)
+
+
+class Expm1(Op):
+    """exp(x) - 1, accurate for tiny x."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.name_hint = "Expm1Backward0"  # spelled out: a name ending in a digit is taken whole
+        y = ctx.xp.expm1(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * (y + 1)
+
+
+class Log2(Op):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.name_hint = "Log2Backward0"
+        ctx.save_for_backward(x)
+        return ctx.xp.log2(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad / (x * math.log(2))
+
+
+class Log10(Op):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.name_hint = "Log10Backward0"
+        ctx.save_for_backward(x)
+        return ctx.xp.log10(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad / (x * math.log(10))
+
+
+class Exp2(Op):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.name_hint = "Exp2Backward0"
+        y = 2.0**x
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y * math.log(2)
+
+
+class Erf(Op):
+    """The error function; d/dx erf(x) = 2/sqrt(pi) exp(-x^2)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return backend.erf(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (2 / math.sqrt(math.pi)) * ctx.xp.exp(-(x * x))
+
+
+class StepFunction(Op):
+    """An op that is flat wherever it is differentiable (sign, floor, ...): its gradient is 0, as in
+    PyTorch (not undefined: a loss through round() trains nothing, silently)."""
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.xp.zeros_like(grad)
+
+
+class Sign(StepFunction):
+    @staticmethod
+    def forward(ctx, x):
+        # (x > 0) - (x < 0): PyTorch's sign, which is 0 at NaN (NumPy's sign gives NaN there)
+        return ctx.xp.astype(x > 0, x.dtype) - ctx.xp.astype(x < 0, x.dtype)
+
+
+class Floor(StepFunction):
+    @staticmethod
+    def forward(ctx, x):
+        return ctx.xp.floor(x)
+
+
+class Ceil(StepFunction):
+    @staticmethod
+    def forward(ctx, x):
+        return ctx.xp.ceil(x)
+
+
+class Trunc(StepFunction):
+    @staticmethod
+    def forward(ctx, x):
+        return ctx.xp.trunc(x)
+
+
+class Round(StepFunction):
+    """Round half to even, as PyTorch (and NumPy) do; with `decimals`, as PyTorch computes it: x scaled
+    by 10**decimals (divided by 10**-decimals when decimals < 0), rounded, scaled back."""
+
+    @staticmethod
+    def forward(ctx, x, decimals):
+        xp = ctx.xp
+        if decimals == 0:
+            return xp.round(x)
+        ctx.name_hint = "RoundBackward1"  # PyTorch's overload with decimals
+        if decimals > 0:
+            scale = 10.0**decimals
+            return xp.round(x * scale) / scale
+        scale = 10.0**-decimals
+        return xp.round(x / scale) * scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.xp.zeros_like(grad), None
+
+
+# ---------------------------------------------------------------------------------------------
+# more reductions: prod, amax/amin, vector norms, cumprod
+
+
+class Prod(Op):
+    """The product over one dim (or all). The gradient of x_i is the product of the others: the
+    product of those before it times the product of those after it (two running products), so that
+    nothing is divided by x_i and zeros need no special case (PyTorch divides where it can)."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        ctx.name_hint = "ProdBackward0" if dim is None else "ProdBackward1"  # PyTorch's overloads
+        ctx.save_for_backward(x)
+        ctx.axes = normalize_dims(dim, x.ndim)
+        return ctx.xp.prod(x, axis=ctx.axes, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        xp, axes = ctx.xp, ctx.axes
+        kept = xp.reshape(grad, keepdims_shape(x.shape, axes))
+        if not axes:  # a 0-d x: the product is x itself
+            return kept, None, None
+        # the reduced dim last (all dims flattened into one for the product of all)
+        rows = xp.reshape(x, (-1,)) if len(axes) > 1 or x.ndim == 1 else xp.moveaxis(x, axes[0], -1)
+        before = xp.cumulative_prod(rows, axis=-1, include_initial=True)[..., :-1]
+        after = xp.flip(xp.cumulative_prod(xp.flip(rows, axis=-1), axis=-1, include_initial=True)[..., :-1], axis=-1)
+        others = before * after
+        others = xp.reshape(others, x.shape) if len(axes) > 1 or x.ndim == 1 else xp.moveaxis(others, -1, axes[0])
+        return kept * others, None, None
+
+
+class Amax(Op):
+    """The max (or min) over dims, PyTorch's amax/amin: ties share the gradient equally (max(dim)
+    gives it all to one index instead)."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, take_min):
+        xp = ctx.xp
+        ctx.name_hint = "Amin" if take_min else "Amax"
+        axes = normalize_dims(dim, x.ndim)
+        y = (xp.min if take_min else xp.max)(x, axis=axes, keepdims=True)
+        ctx.save_for_backward(x == y)
+        ctx.axes, ctx.in_shape = axes, x.shape
+        return y if keepdim else xp.reshape(y, tuple(n for i, n in enumerate(x.shape) if i not in axes))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (chosen,) = ctx.saved_tensors
+        xp = ctx.xp
+        kept = xp.reshape(grad, keepdims_shape(ctx.in_shape, ctx.axes))
+        count = xp.sum(xp.astype(chosen, grad.dtype), axis=ctx.axes, keepdims=True)
+        return xp.where(chosen, kept / count, xp.zeros_like(kept)), None, None, None
+
+
+class LinalgVectorNorm(Op):
+    """(sum |x|^ord)^(1/ord) over dims; ord may be 2 (the length), 1, inf, -inf, 0 (the count of
+    nonzeros) or any other number. At a zero vector the gradient is 0, as in PyTorch (the norm has
+    no slope there, and |x|/norm would be 0/0)."""
+
+    @staticmethod
+    def forward(ctx, x, ord, dim, keepdim):
+        xp = ctx.xp
+        axes = normalize_dims(dim, x.ndim)
+        size = xp.abs(x)
+        if ord == 2:
+            norm = xp.sqrt(xp.sum(x * x, axis=axes, keepdims=True))
+        elif ord == 1:
+            norm = xp.sum(size, axis=axes, keepdims=True)
+        elif ord == math.inf:
+            norm = xp.max(size, axis=axes, keepdims=True)
+        elif ord == -math.inf:
+            norm = xp.min(size, axis=axes, keepdims=True)
+        elif ord == 0:
+            norm = xp.sum(xp.astype(x != 0, x.dtype), axis=axes, keepdims=True)
+        else:
+            norm = xp.sum(size**ord, axis=axes, keepdims=True) ** (1 / ord)
+        ctx.save_for_backward(x, norm)
+        ctx.ord, ctx.axes = ord, axes
+        return norm if keepdim else xp.reshape(norm, tuple(n for i, n in enumerate(x.shape) if i not in axes))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, norm = ctx.saved_tensors
+        xp, ord = ctx.xp, ctx.ord
+        g = xp.reshape(grad, norm.shape)
+        zero = xp.zeros_like(x)
+        if ord == 0:
+            return zero, None, None, None
+        if ord == 1:
+            return g * xp.sign(x), None, None, None
+        if ord in (math.inf, -math.inf):  # to the largest (smallest) |x_i|, ties sharing
+            chosen = xp.abs(x) == norm
+            count = xp.sum(xp.astype(chosen, x.dtype), axis=ctx.axes, keepdims=True)
+            return xp.where(chosen, g * xp.sign(x) / count, zero), None, None, None
+        safe_norm = xp.where(norm == 0, xp.ones_like(norm), norm)
+        if ord == 2:
+            slope = x / safe_norm
+        else:  # d/dx_i = sign(x_i) |x_i|^(ord-1) / norm^(ord-1)
+            size = xp.abs(x)
+            slope = xp.where(size == 0, zero, xp.sign(x) * (size / safe_norm) ** (ord - 1))
+        return xp.where(norm == 0, zero, g * slope), None, None, None
+
+
+class Cumprod(Op):
+    """Running products along a dim, float32 multiplied in float64 as PyTorch does.
+
+    The gradient of x_i is sum over j >= i of g_j * (product of x_0..x_j without x_i). Without zeros
+    that is (the running sum from the end of g * y) / x_i; with zeros it is computed without
+    dividing: P_i R_i, with P_i = x_0 ... x_(i-1) and R_i = g_i + x_(i+1) R_(i+1).
+    """
+
+    @staticmethod
+    def forward(ctx, x, axis):
+        xp = ctx.xp
+        ctx.save_for_backward(x)
+        ctx.axis = axis
+        if x.dtype == xp.float32:
+            return xp.astype(xp.cumulative_prod(xp.astype(x, xp.float64), axis=axis), xp.float32)
+        return xp.cumulative_prod(x, axis=axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        xp = ctx.xp
+        x, g = xp.moveaxis(x, ctx.axis, -1), xp.moveaxis(grad, ctx.axis, -1)
+        n = x.shape[-1]
+        if not xp.any(x == 0):
+            y = xp.cumulative_prod(x, axis=-1)
+            result = xp.flip(xp.cumulative_sum(xp.flip(g * y, axis=-1), axis=-1), axis=-1) / x
+        else:
+            before = xp.cumulative_prod(x, axis=-1, include_initial=True)[..., :n]  # P_i
+            after = [g[..., n - 1]] if n else []  # R_i, built from the end
+            for i in range(n - 2, -1, -1):
+                after.append(g[..., i] + x[..., i + 1] * after[-1])
+            result = before * xp.stack(after[::-1], axis=-1) if n else g
+        return xp.moveaxis(result, -1, ctx.axis), None
+
+
+# ---------------------------------------------------------------------------------------------
+# sorting, selecting along a dim, scattering
+
+
+class Sort(Op):
+    """(values, indices) sorted along a dim (stable: ties keep their order; NaN sorts as the largest).
+    The gradient of the values goes back to where each value came from: the inverse permutation."""
+
+    @staticmethod
+    def forward(ctx, x, axis, descending):
+        xp = ctx.xp
+        indices = xp.argsort(x, axis=axis, descending=descending, stable=True)
+        ctx.save_for_backward(indices)
+        ctx.axis = axis
+        return xp.take_along_axis(x, indices, axis=axis), xp.astype(indices, xp.int64)
+
+    @staticmethod
+    def backward(ctx, grad, _indices_grad):
+        (indices,) = ctx.saved_tensors
+        xp = ctx.xp
+        inverse = xp.argsort(indices, axis=ctx.axis, stable=True)
+        return xp.take_along_axis(grad, inverse, axis=ctx.axis), None, None
+
+
+class IndexSelect(Op):
+    """The entries at `index` (1-D, repeats allowed) along one dim; the backward adds the gradient
+    back into those places, repeats adding up."""
+
+    @staticmethod
+    def forward(ctx, x, axis, index):
+        ctx.save_for_backward(index)
+        ctx.axis, ctx.in_shape = axis, x.shape
+        return ctx.xp.take(x, index, axis=axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        xp = ctx.xp
+        full = xp.zeros(ctx.in_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
+        return backend.scatter_add(full, (slice(None),) * ctx.axis + (index,), grad), None, None
+
+
+class Roll(Op):
+    @staticmethod
+    def forward(ctx, x, shifts, dims):
+        ctx.shifts, ctx.dims = shifts, dims
+        return ctx.xp.roll(x, shifts, axis=dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        back = -ctx.shifts if isinstance(ctx.shifts, int) else tuple(-s for s in ctx.shifts)
+        return ctx.xp.roll(grad, back, axis=ctx.dims), None, None
+
+
+class Flip(Op):
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        return ctx.xp.flip(x, axis=dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.xp.flip(grad, axis=ctx.dims), None
+
+
+class MaskedSelect(Op):
+    """The elements of x where the mask (broadcast with x) is True, as a 1-D tensor."""
+
+    @staticmethod
+    def forward(ctx, x, mask):
+        xp = ctx.xp
+        shape = broadcast_shape(x.shape, mask.shape)
+        mask = xp.broadcast_to(mask, shape)
+        ctx.save_for_backward(mask)
+        ctx.in_shape = x.shape
+        return backend.getitem(xp.broadcast_to(x, shape), mask)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (mask,) = ctx.saved_tensors
+        xp = ctx.xp
+        full = xp.zeros(mask.shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
+        return unbroadcast(xp, backend.setitem(full, mask, grad), ctx.in_shape), None
+
+
+def along_axis_key(xp, index, axis):
+    """The advanced-index key that reaches x[i][j][index[i][j]] (along `axis`) for every place of
+    `index`: index itself along the axis, the positions 0, 1, ... along the other dims."""
+    key = tuple(
+        index if i == axis else xp.reshape(
+            xp.arange(n, **backend.creation_kwargs(xp)), tuple(-1 if j == i else 1 for j in range(index.ndim))
+        )
+        for i, n in enumerate(index.shape)
+    )
+    return tuple(xp.broadcast_to(k, index.shape) for k in key)
+
+
+def corner(xp, x, shape):
+    """The leading corner of x of the given shape (PyTorch's scatter and gather use only that much of
+    a source or input that is larger than the index)."""
+    return x[backend.index_key(xp, tuple(slice(0, n) for n in shape), x.ndim)]
+
+
+class Scatter(Op):
+    """A copy of x with src (a tensor, or one number) written along `axis` at `index`:
+    out[i][index[i][j]] = src[i][j] for dim 1. With add=True the values are added instead (scatter_add),
+    repeated indices adding up. Gradients: to x where nothing was written (everywhere for add), to src
+    the gradient at the places it went to."""
+
+    @staticmethod
+    def forward(ctx, x, axis, index, src, add):
+        xp = ctx.xp
+        key = along_axis_key(xp, index, axis)
+        values = corner(xp, src, index.shape) if hasattr(src, "shape") else src
+        ctx.name_hint = "ScatterAdd" if add else "ScatterBackward0" if hasattr(src, "shape") else "ScatterBackward1"
+        ctx.save_for_backward(index)
+        ctx.axis, ctx.src_shape, ctx.add = axis, shape_of(src), add
+        out = xp.asarray(x, copy=True)
+        return backend.scatter_add(out, key, values) if add else backend.setitem(out, key, values)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        xp = ctx.xp
+        key = along_axis_key(xp, index, ctx.axis)
+        gx = gsrc = None
+        if ctx.needs_input_grad[0]:
+            gx = grad if ctx.add else backend.setitem(xp.asarray(grad, copy=True), key, 0)
+        if ctx.needs_input_grad[3]:
+            gsrc = xp.zeros(ctx.src_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
+            gsrc = backend.setitem(gsrc, tuple(slice(0, n) for n in index.shape), backend.getitem(grad, key))
+        return gx, None, None, gsrc, None
+
+
+# ---------------------------------------------------------------------------------------------
+# einsum
+#
+# An equation such as "bhqd,bhkd->bhqk" names each dim of each operand with a letter (a label).
+# Internally a label is a letter, or an int for each dim that "..." stands for (0, 1, ... counted
+# from the left of the broadcast "..." dims, which align from the right as in broadcasting).
+# Labels in the output are kept; the others are summed over. The forward contracts the operands two
+# at a time with one batched matrix product each; the backward of operand k is an einsum again: the
+# output's gradient contracted with the other operands, into operand k's labels.
+
+
+class EinsumPlan:
+    """A parsed equation: the labels of each operand and of the output, and each label's size."""
+
+    def __init__(self, inputs, output, sizes, name=None):
+        self.inputs, self.output, self.sizes, self.name = inputs, output, sizes, name
+
+
+def parse_einsum(equation, shapes):
+    """The EinsumPlan of `equation` for operands of these shapes; ValueError (ShapeError for sizes that
+    disagree) naming what is wrong."""
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum expects the equation as a string first, got {type(equation).__name__}")
+    spec = equation.replace(" ", "")
+    if spec.count("->") > 1:
+        raise ValueError(f"einsum: the equation {equation!r} has more than one '->'")
+    left, arrow, right = spec.partition("->")
+    terms = left.split(",")
+    if len(terms) != len(shapes):
+        raise ValueError(
+            f"einsum: the equation {equation!r} has {len(terms)} operand term{'s' * (len(terms) != 1)} "
+            f"({left!r}) but {len(shapes)} tensor{'s were' if len(shapes) != 1 else ' was'} given"
+        )
+    parsed = [_einsum_term(term, equation, f"operand {k}") for k, term in enumerate(terms)]
+    ellipsis_dims = 0
+    for k, ((letters, ellipsis_at), shape) in enumerate(zip(parsed, shapes)):
+        if ellipsis_at is None and len(letters) != len(shape):
+            raise ValueError(
+                f"einsum: operand {k} has {len(shape)} dims (shape {list(shape)}) but its term "
+                f"{terms[k]!r} names {len(letters)}: give one letter per dim, or '...' for the rest"
+            )
+        if ellipsis_at is not None and len(letters) > len(shape):
+            raise ValueError(
+                f"einsum: operand {k} has {len(shape)} dims (shape {list(shape)}) but its term "
+                f"{terms[k]!r} names {len(letters)} besides '...'"
+            )
+        if ellipsis_at is not None:
+            ellipsis_dims = max(ellipsis_dims, len(shape) - len(letters))
+    inputs, sizes = [], {}
+    for k, ((letters, ellipsis_at), shape) in enumerate(zip(parsed, shapes)):
+        labels = list(letters)
+        if ellipsis_at is not None:
+            count = len(shape) - len(letters)
+            labels[ellipsis_at:ellipsis_at] = range(ellipsis_dims - count, ellipsis_dims)
+        for label, n in zip(labels, shape):
+            _einsum_size(sizes, label, n, k, labels, shape)
+        inputs.append(tuple(labels))
+    used = [label for labels in inputs for label in labels]
+    if arrow:
+        letters, ellipsis_at = _einsum_term(right, equation, "the output")
+        for letter in letters:
+            if letters.count(letter) > 1:
+                raise ValueError(f"einsum: the output subscript {letter!r} appears more than once in {equation!r}")
+            if letter not in sizes:
+                raise ValueError(f"einsum: the output subscript {letter!r} of {equation!r} appears in no operand")
+        output = list(letters)
+        if ellipsis_at is not None:
+            output[ellipsis_at:ellipsis_at] = range(ellipsis_dims)
+    else:  # the implicit output: the "..." dims, then the letters used once, in alphabetical (ASCII) order
+        output = list(range(ellipsis_dims)) + sorted(
+            label for label in sizes if isinstance(label, str) and used.count(label) == 1
+        )
+    return EinsumPlan(tuple(inputs), tuple(output), sizes)
+
+
+def _einsum_term(term, equation, what):
+    """The letters of one term and where its '...' stands (None without one)."""
+    letters, ellipsis_at, i = [], None, 0
+    while i < len(term):
+        if term.startswith("...", i):
+            if ellipsis_at is not None:
+                raise ValueError(f"einsum: {what} in {equation!r} has more than one '...'")
+            ellipsis_at, i = len(letters), i + 3
+        elif term[i] == ".":
+            raise ValueError(f"einsum: {what} in {equation!r} has a '.' that is not part of '...'")
+        elif term[i].isascii() and term[i].isalpha():
+            letters.append(term[i])
+            i += 1
+        else:
+            raise ValueError(
+                f"einsum: invalid subscript {term[i]!r} for {what} in {equation!r}: subscripts are the "
+                "letters a-z and A-Z, operands are separated by ',' and the output follows '->'"
+            )
+    return letters, ellipsis_at
+
+
+def _einsum_size(sizes, label, n, k, labels, shape):
+    """Record that `label` has size n in operand k. A label repeated within an operand (a diagonal)
+    needs equal sizes; across operands a size of 1 broadcasts, as in PyTorch."""
+    name = f"subscript {label!r}" if isinstance(label, str) else f"'...' dim {label}"
+    same_operand = [m for lab, m in zip(labels, shape) if lab == label]
+    if any(m != n for m in same_operand):
+        raise ShapeError(f"einsum: {name} is repeated in operand {k} (shape {list(shape)}) with different "
+                         f"sizes {same_operand}: a repeated subscript takes a diagonal, which needs equal sizes")
+    seen = sizes.get(label, 1)
+    if n != seen and 1 not in (n, seen):
+        raise ShapeError(f"einsum: {name} has size {n} in operand {k} (shape {list(shape)}) but size "
+                         f"{seen} in an earlier operand; sizes must be equal or 1 (which broadcasts)")
+    sizes[label] = n if seen == 1 else seen
+
+
+def einsum_labels_present(shape, labels, sizes):
+    """The labels of an operand without those it only broadcasts along (size 1 where others have more)."""
+    return [label for label, n in zip(labels, shape) if n == sizes[label]]
+
+
+def einsum_contract(xp, arrays, labels, output, sizes):
+    """The einsum of arrays (each with its labels) into the `output` labels."""
+    operands = []
+    for array, array_labels in zip(arrays, labels):
+        present = einsum_labels_present(array.shape, array_labels, sizes)
+        array = xp.reshape(array, tuple(sizes[label] for label in present))  # drop the broadcast dims
+        operands.append(_take_diagonals(xp, array, present))
+    result, result_labels = operands[0]
+    for k in range(1, len(operands)):
+        needed = set(output).union(*(set(labs) for _, labs in operands[k + 1:]))
+        result, result_labels = _contract_pair(xp, result, result_labels, *operands[k], needed)
+    result, result_labels = _sum_out(xp, result, result_labels, set(output))
+    return xp.permute_dims(result, tuple(result_labels.index(label) for label in output))
+
+
+def _take_diagonals(xp, array, labels):
+    """Each label repeated in `labels` ("ii") becomes one dim: the diagonal. Returns (array, labels)."""
+    labels = list(labels)
+    for label in dict.fromkeys(labels):
+        places = [i for i, lab in enumerate(labels) if lab == label]
+        if len(places) == 1:
+            continue
+        rest = [i for i in range(len(labels)) if i not in places]
+        n = array.shape[places[0]]
+        # with the repeated dims last and flattened, the diagonal is every (1 + n + n^2 ...)th element
+        array = xp.reshape(xp.permute_dims(array, tuple(rest + places)),
+                           tuple(array.shape[i] for i in rest) + (n ** len(places),))
+        array = array[..., ::sum(n**j for j in range(len(places)))]
+        labels = [labels[i] for i in rest] + [label]
+    return array, labels
+
+
+def _sum_out(xp, array, labels, keep):
+    """Sum over the labels not in `keep`."""
+    axes = tuple(i for i, label in enumerate(labels) if label not in keep)
+    if not axes:
+        return array, labels
+    return xp.sum(array, axis=axes), [label for label in labels if label in keep]
+
+
+def _contract_pair(xp, a, a_labels, b, b_labels, needed):
+    """Two operands into one, by one batched matrix product: (batch, left, summed) @ (batch, summed, right)."""
+    a, a_labels = _sum_out(xp, a, a_labels, needed | set(b_labels))  # what only a has and nobody needs
+    b, b_labels = _sum_out(xp, b, b_labels, needed | set(a_labels))
+    batch = [label for label in a_labels if label in b_labels and label in needed]
+    summed = [label for label in a_labels if label in b_labels and label not in needed]
+    left = [label for label in a_labels if label not in b_labels]
+    right = [label for label in b_labels if label not in a_labels]
+    size = dict(zip(a_labels, a.shape)) | dict(zip(b_labels, b.shape))
+
+    def arrange(array, array_labels, *groups):
+        order = tuple(array_labels.index(label) for group in groups for label in group)
+        return xp.reshape(xp.permute_dims(array, order), tuple(math.prod(size[lab] for lab in g) for g in groups))
+
+    product = backend.matmul(arrange(a, a_labels, batch, left, summed), arrange(b, b_labels, batch, summed, right))
+    return xp.reshape(product, tuple(size[label] for label in batch + left + right)), batch + left + right
+
+
+def _place_on_diagonals(xp, array, labels, target):
+    """The inverse of taking diagonals: `array` (one dim per label of `labels`, all distinct) laid out
+    as `target`, whose repeated labels get the values on their diagonal and zeros elsewhere."""
+    labels = list(labels)
+    for label in dict.fromkeys(target):
+        repeats = target.count(label)
+        if repeats == 1:
+            continue
+        at = labels.index(label)
+        rest = [i for i in range(len(labels)) if i != at]
+        n = array.shape[at]
+        array = xp.permute_dims(array, tuple(rest + [at]))
+        full = xp.zeros(array.shape[:-1] + (n**repeats,), dtype=array.dtype, **backend.creation_kwargs(xp))
+        full[..., ::sum(n**j for j in range(repeats))] = array
+        array = xp.reshape(full, array.shape[:-1] + (n,) * repeats)
+        labels = [labels[i] for i in rest] + [label] * repeats
+    order, taken = [], set()
+    for label in target:  # the k-th occurrence of a label in target takes the k-th dim with that label
+        position = next(i for i, lab in enumerate(labels) if lab == label and i not in taken)
+        taken.add(position)
+        order.append(position)
+    return xp.permute_dims(array, tuple(order))
+
+
+class Einsum(Op):
+    """torch.einsum. The gradient of operand k is the einsum of the output's gradient with the other
+    operands, into operand k's labels ("ij,jk->ik": dA = "ik,jk->ij" of (grad, B)), with three
+    additions: a label that only operand k has and the output lacks was summed, so its gradient is
+    the same all along it (broadcast); a repeated label ("ii") puts the gradient on the diagonal; a
+    dim of size 1 that broadcast is summed back to size 1."""
+
+    @staticmethod
+    def forward(ctx, plan, *arrays):
+        if plan.name:
+            ctx.name_hint = plan.name
+        ctx.plan = plan
+        ctx.save_for_backward(*arrays)
+        return einsum_contract(ctx.xp, arrays, plan.inputs, plan.output, plan.sizes)
+
+    @staticmethod
+    def backward(ctx, grad):
+        arrays = ctx.saved_tensors
+        xp, plan = ctx.xp, ctx.plan
+        grads = [None]
+        for k, array in enumerate(arrays):
+            if not ctx.needs_input_grad[k + 1]:
+                grads.append(None)
+                continue
+            present = einsum_labels_present(array.shape, plan.inputs[k], plan.sizes)  # repeats included
+            others = [j for j in range(len(arrays)) if j != k]
+            reachable = set(plan.output).union(
+                *(einsum_labels_present(arrays[j].shape, plan.inputs[j], plan.sizes) for j in others)
+            )
+            distinct = list(dict.fromkeys(present))
+            target = [label for label in distinct if label in reachable]
+            g = einsum_contract(xp, [grad] + [arrays[j] for j in others],
+                                [plan.output] + [plan.inputs[j] for j in others], tuple(target), plan.sizes)
+            # the labels only operand k had: summed in the forward, so the gradient is constant along them
+            g = xp.broadcast_to(xp.reshape(g, tuple(plan.sizes[lab] if lab in target else 1 for lab in distinct)),
+                                tuple(plan.sizes[lab] for lab in distinct))
+            g = _place_on_diagonals(xp, g, distinct, present)
+            grads.append(xp.reshape(g, array.shape))  # back to size 1 where operand k broadcast
+        return tuple(grads)

@@ -1,4 +1,4 @@
-"""A small progress bar for training loops (no dependency).
+"""A small progress bar for training loops, and a status line for other long commands (no dependency).
 
 On a terminal it keeps one line up to date:
 
@@ -8,6 +8,7 @@ Elsewhere (a log file, CI, a notebook) redrawing would flood the output, so it d
 only the messages passed to `write` (the periodic loss estimates) are printed.
 """
 
+import shutil
 import sys
 import time
 
@@ -27,12 +28,12 @@ class ProgressBar:
         self.start = start
         self.stream = sys.stdout if stream is None else stream
         self.enabled = enabled
-        self.live = enabled and getattr(self.stream, "isatty", lambda: False)()
+        self.status = StatusLine(self.stream, min_interval=0.0)
+        self.live = enabled and self.status.live
         self.width = width
         self.min_interval = min_interval
         self.started = time.perf_counter()
         self.last_draw = 0.0
-        self.line = ""
 
     def update(self, step, loss=None):
         if not self.live:
@@ -51,26 +52,56 @@ class ProgressBar:
         if loss is not None:
             text += f"  loss {loss:.4f}"
         text += f" | {rate:.1f} steps/s | ETA {format_duration(eta)}"
-        self._draw(text)
-
-    def _draw(self, text):
-        padding = max(0, len(self.line) - len(text))
-        self.stream.write("\r" + text + " " * padding)
-        self.stream.flush()
-        self.line = text
+        self.status.show(text)
 
     def write(self, text):
         """Print a line above the bar (the bar is redrawn at the next update)."""
         if not self.enabled:
             return
-        if self.live and self.line:
-            self.stream.write("\r" + " " * len(self.line) + "\r")
-            self.line = ""
+        self.status.clear()
         self.stream.write(text + "\n")
         self.stream.flush()
 
     def close(self):
-        if self.live and self.line:
+        """Leave the bar's last state on the screen, and the cursor on the next line."""
+        if self.live and self.status.shown:
             self.stream.write("\n")
             self.stream.flush()
-            self.line = ""
+            self.status.shown = ""
+
+
+class StatusLine:
+    """`show(text)` keeps one line on a terminal up to date; `clear()` removes it. Elsewhere: nothing.
+
+    For a command to say what it is doing while it works (`tinyattn bench` writes it to stderr, so
+    that the results on stdout stay clean). Text wider than the terminal is cut, as a wrapped line
+    could not be redrawn in place.
+    """
+
+    def __init__(self, stream=None, min_interval=0.1):
+        self.stream = sys.stderr if stream is None else stream
+        self.live = getattr(self.stream, "isatty", lambda: False)()
+        self.min_interval = min_interval
+        self.shown = ""
+        self.last_draw = 0.0
+
+    def show(self, text, force=False):
+        """Draw `text` in place of the line shown (at most every min_interval seconds unless forced)."""
+        if not self.live:
+            return
+        now = time.perf_counter()
+        if not force and now - self.last_draw < self.min_interval:
+            return
+        self.last_draw = now
+        width = shutil.get_terminal_size().columns - 1  # writing the last column wraps on some terminals
+        if len(text) > width:
+            text = text[:max(width - 3, 0)] + "..."
+        self.stream.write("\r" + text + " " * max(0, len(self.shown) - len(text)))
+        self.stream.flush()
+        self.shown = text
+
+    def clear(self):
+        if self.live and self.shown:
+            self.stream.write("\r" + " " * len(self.shown) + "\r")
+            self.stream.flush()
+            self.shown = ""

@@ -50,6 +50,7 @@ DEFAULT_SEED = 67280421310721  # the seed PyTorch's default generator starts wit
 
 _U64 = (1 << 64) - 1
 _CHUNK = 1 << 15  # large normals are made this many at a time, to stay in the CPU cache
+_RANDPERM_LARGE = 0xFFFFFFFF // 20  # from this n on, PyTorch's randperm takes 64-bit draws
 
 
 def check_seed(seed):
@@ -98,6 +99,12 @@ class Generator:
         self._device_rng = None  # CuPy generator, created on first use from _device_seed
         self._device_seed = seed
         return self
+
+    def seed_device(self, seed):
+        """Restart only the GPU stream (CuPy's generator, for dropout masks) from `seed`, as
+        torch.cuda.manual_seed seeds only the GPU's generator; the host stream goes on."""
+        self._device_seed = check_seed(seed)
+        self._device_rng = None
 
     def seed(self):
         """Reseed from the operating system's entropy and return the new seed."""
@@ -305,18 +312,37 @@ class Generator:
     def randperm(self, n):
         """torch.randperm(n): a random permutation of 0..n-1 (int64).
 
-        PyTorch's Fisher-Yates: position i swaps with i + (draw % (n - i)). Exact for
-        n < 2**32 / 20 (PyTorch switches algorithm above that).
+        PyTorch's Fisher-Yates: position i swaps with i + (draw % (n - i)), one 32-bit draw per
+        swap. From n = 2**32 // 20 on, where a 32-bit remainder would be uneven, PyTorch builds the
+        permutation "inside-out" with 64-bit draws instead, and so do we (slowly: a Python loop).
         """
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"randperm needs a non-negative int, got {n!r}")
         n = int(n)
+        if n >= _RANDPERM_LARGE:
+            return self._randperm_inside_out(n)
         offsets = (self._draw32(max(n - 1, 0)) % np.arange(n, 1, -1, dtype=np.uint64)).tolist()
         perm = list(range(n))
         for i, offset in enumerate(offsets):  # each swap depends on the previous ones
             j = i + offset
             perm[i], perm[j] = perm[j], perm[i]
         return np.array(perm, dtype=np.int64)
+
+    def _randperm_inside_out(self, n):
+        # i goes to position draw % (i + 1), and what was there moves to position i
+        perm = np.empty(n, dtype=np.int64)
+        for start in range(0, n, _CHUNK):
+            stop = min(start + _CHUNK, n)
+            targets = (self._draw64(stop - start) % np.arange(start + 1, stop + 1, dtype=np.uint64)).tolist()
+            for i, j in zip(range(start, stop), targets):
+                perm[i] = perm[j]
+                perm[j] = i
+        return perm
+
+    def draw_seed(self):
+        """A seed for a new generator, drawn as PyTorch's samplers and DataLoader draw theirs:
+        `int(torch.empty((), dtype=torch.int64).random_(generator=g))`, one 64-bit draw modulo 2**63."""
+        return int(self.randint(0, 1 << 63, ()))
 
 
 def _check_probability(p):

@@ -41,6 +41,7 @@ class Size(tuple):
 MaxResult = collections.namedtuple("max", ["values", "indices"])
 MinResult = collections.namedtuple("min", ["values", "indices"])
 TopkResult = collections.namedtuple("topk", ["values", "indices"])
+SortResult = collections.namedtuple("sort", ["values", "indices"])
 
 _NUMPY_SCALARS = {np.float32, np.float64, np.int32, np.int64, np.bool_}
 
@@ -133,12 +134,12 @@ def _host_values(data, dtype=None):
     """
     if isinstance(data, Tensor):
         values = np.array(backend.to_host(data.array))
-        return values if dtype is None else values.astype(dtype.name)
+        return values if dtype is None else values.astype(dtypes.computable(dtype).name)
     if backend.is_cupy_array(data):
         data = backend.to_host(data)  # its values, then treated as NumPy data (float64 stays float64)
     inferred = _inferred_dtype(data)  # also refuses data that is not numbers
     values = np.array(data)  # Python floats become float64 and Python ints int64: nothing rounded yet
-    target = dtype or inferred
+    target = dtypes.computable(dtype or inferred)
     _check_fits(values, target)
     return values.astype(target.name, copy=False)
 
@@ -365,14 +366,30 @@ class Tensor:
         return values if dtype is None else values.astype(dtype)
 
     def to(self, *args, **kwargs):
-        """to(device), to(dtype), to(device, dtype), to(other_tensor); differentiable."""
-        dev, dt = parse_to_args(args, kwargs)
+        """to(device), to(dtype), to(device, dtype), to(other_tensor); differentiable.
+
+        copy=True always gives a new tensor; non_blocking is accepted (copies here are synchronous).
+        """
+        dev, dt = parse_to_args(args, kwargs, ("non_blocking", "copy"))
         result = self
         if dt is not None and dt is not self.dtype:
             result = ops.ToDtype.apply(result, dt)
         if dev is not None and backend.device(dev) != self.device:
             result = ops.ToDevice.apply(result, backend.device(dev))
+        if kwargs.get("copy") and result is self:
+            result = self.clone()
         return result
+
+    def pin_memory(self):
+        """PyTorch pins host memory for faster copies to a GPU. tinyattn has no pinned memory (CuPy
+        copies from ordinary memory, to the same values): with a GPU this returns the tensor itself;
+        without one it raises, as PyTorch does."""
+        if not backend.cuda_is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        return self
+
+    def is_pinned(self):
+        return False
 
     def cpu(self):
         return self.to("cpu")
@@ -385,6 +402,12 @@ class Tensor:
 
     def double(self):
         return self.to(dtypes.float64)
+
+    def half(self):  # refused with a message that says what to do (see dtypes.computable)
+        return self.to(dtypes.float16)
+
+    def bfloat16(self):
+        return self.to(dtypes.bfloat16)
 
     def long(self):
         return self.to(dtypes.int64)
@@ -518,11 +541,28 @@ class Tensor:
     def __abs__(self):
         return self.abs()
 
-    add = __add__
-    sub = __sub__
+    def add(self, other, *, alpha=1):
+        return self + (other if alpha == 1 else other * alpha)
+
+    def sub(self, other, *, alpha=1):
+        return self - (other if alpha == 1 else other * alpha)
+
     mul = __mul__
-    div = __truediv__
     pow = __pow__
+
+    def div(self, other, *, rounding_mode=None):
+        """self / other; rounding_mode "trunc" rounds the quotient toward zero, "floor" down."""
+        if rounding_mode is None:
+            return self / other
+        if rounding_mode == "floor":
+            return self // other
+        if rounding_mode == "trunc":
+            if result_dtype(self, other).is_floating_point:
+                return (self / other).trunc()
+            quotient = self.abs() // (other.abs() if isinstance(other, Tensor) else abs(other))
+            return quotient * (self.sign() * (other.sign() if isinstance(other, Tensor) else (other > 0) - (other < 0)))
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                         f"{rounding_mode!r}")
 
     def __floordiv__(self, other):
         return _no_grad_binary(_floor_divide, self, other)
@@ -678,7 +718,7 @@ class Tensor:
         return ops.Sqrt.apply(_floating(self))
 
     def rsqrt(self):
-        return 1 / self.sqrt()
+        return ops.Rsqrt.apply(_floating(self))
 
     def tanh(self):
         return ops.Tanh.apply(_floating(self))
@@ -1278,13 +1318,308 @@ class Tensor:
         name = "BernoulliBackward1" if isinstance(p, Tensor) else "BernoulliBackward2"  # PyTorch's overloads
         return self._overwrite(values.astype(self.dtype.name), name)
 
+    # --- more elementwise math (integers become float32 first, as in PyTorch) ---
+
+    def sin(self):
+        return ops.Sin.apply(_floating(self))
+
+    def cos(self):
+        return ops.Cos.apply(_floating(self))
+
+    def log1p(self):
+        return ops.Log1P.apply(_floating(self))
+
+    def expm1(self):
+        return ops.Expm1.apply(_floating(self))
+
+    def log2(self):
+        return ops.Log2.apply(_floating(self))
+
+    def log10(self):
+        return ops.Log10.apply(_floating(self))
+
+    def exp2(self):
+        return ops.Exp2.apply(_floating(self))
+
+    def reciprocal(self):
+        return ops.Reciprocal.apply(_floating(self))
+
+    def erf(self):
+        return ops.Erf.apply(_floating(self))
+
+    def neg(self):
+        return -self
+
+    negative = neg
+
+    def square(self):
+        return self**2  # PyTorch's square is pow(x, 2) too (PowBackward0); integers stay integers
+
+    def sign(self):
+        if self.dtype is dtypes.bool_:  # True and False are their own signs
+            return self.clone()
+        return ops.Sign.apply(self)
+
+    sgn = sign  # the same for real numbers
+
+    def floor(self):
+        _check_not_bool(self, "floor")
+        return ops.Floor.apply(self)
+
+    def ceil(self):
+        _check_not_bool(self, "ceil")
+        return ops.Ceil.apply(self)
+
+    def trunc(self):
+        _check_not_bool(self, "trunc")
+        return ops.Trunc.apply(self)
+
+    fix = trunc
+
+    def round(self, *, decimals=0):
+        _check_not_bool(self, "round")
+        if decimals != 0 and not self.dtype.is_floating_point:
+            raise TypeError(f"round with decimals needs a floating point tensor, got {self.dtype}: use .float()")
+        return ops.Round.apply(self, decimals)
+
+    def clamp_min(self, min):
+        return self.clamp(min=min)
+
+    def clamp_max(self, max):
+        return self.clamp(max=max)
+
+    # --- more reductions ---
+
+    def prod(self, dim=None, keepdim=False, dtype=None):
+        if dim is not None and not isinstance(dim, (int, np.integer)):
+            raise TypeError(f"prod takes one dim (an int), got {dim!r}: for several dims, call prod once per dim")
+        x = self if dtype is None else self.to(dtype)
+        if x.dtype in (dtypes.bool_, dtypes.int32):
+            x = x.long()  # PyTorch's products of integers are int64
+        return ops.Prod.apply(x, None if dim is None else int(dim), keepdim)
+
+    def cumprod(self, dim, *, dtype=None):
+        x = self if dtype is None else self.to(dtype)
+        if x.dtype in (dtypes.bool_, dtypes.int32):
+            x = x.long()
+        if x.ndim == 0:
+            _dim(dim, 0)
+            return ops.Cumprod.apply(x.reshape(1), 0).reshape(())
+        return ops.Cumprod.apply(x, _dim(dim, x.ndim))
+
+    def amax(self, dim=(), keepdim=False):
+        _check_not_bool(self, "amax")
+        return ops.Amax.apply(self, _all_dims_if_empty(dim), keepdim, False)
+
+    def amin(self, dim=(), keepdim=False):
+        _check_not_bool(self, "amin")
+        return ops.Amax.apply(self, _all_dims_if_empty(dim), keepdim, True)
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        """The vector p-norm over `dim` (all elements by default); 'fro' is the 2-norm."""
+        if p is None or p == "fro":
+            p = 2
+        if isinstance(p, str):
+            raise ValueError(f"norm: p={p!r} is a matrix norm, which tinyattn does not have: use a number "
+                             "(2, 1, inf, ...) for a vector norm over dim")
+        return vector_norm(self, p, dim, keepdim, dtype=dtype)
+
+    def trace(self):
+        """The sum of the main diagonal of a matrix (tinyattn.trace is the op tracer, not this)."""
+        if self.ndim != 2:
+            raise ShapeError(f"trace expects a matrix (2 dims), got shape {list(self.shape)}")
+        n = min(self.shape)  # the diagonal of a non-square matrix: as long as its shorter side
+        plan = ops.EinsumPlan((("i", "i"),), (), {"i": n}, name="Trace")
+        return ops.Einsum.apply(plan, self[:n, :n])
+
+    # --- more matrix products ---
+
+    def outer(self, vec2):
+        if self.ndim != 1 or vec2.ndim != 1:
+            raise ShapeError(f"outer expects two 1-D tensors, got shapes {list(self.shape)} and {list(vec2.shape)}")
+        return self.reshape(-1, 1) * vec2
+
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+        """beta * self + alpha * (mat1 @ mat2)."""
+        return _scaled_sum(self, mat1.mm(mat2), beta, alpha, "addmm")
+
+    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        """beta * self + alpha * (batch1 @ batch2), batch by batch."""
+        return _scaled_sum(self, batch1.bmm(batch2), beta, alpha, "baddbmm")
+
+    # --- sorting, selecting, scattering ---
+
+    def sort(self, dim=-1, descending=False, *, stable=False):
+        """(values, indices) along `dim`. Always stable (equal values keep their order), which
+        stable=False allows; NaN sorts as the largest value, as in PyTorch."""
+        if self.ndim == 0:
+            _dim(dim, 0)
+            values, indices = self.reshape(1).sort(0, descending)
+            return SortResult(values.reshape(()), indices.reshape(()))
+        values, indices = ops.Sort.apply(self, _dim(dim, self.ndim), descending)
+        return SortResult(values, indices.detach())  # indices are no part of the graph
+
+    def argsort(self, dim=-1, descending=False, *, stable=False):
+        if self.ndim == 0:
+            _dim(dim, 0)
+            return self.reshape(1).argsort(0, descending).reshape(())
+        xp = backend.namespace(self.array)
+        order = xp.argsort(self.array, axis=_dim(dim, self.ndim), descending=descending, stable=True)
+        return Tensor._wrap(xp.astype(order, xp.int64))
+
+    def index_select(self, dim, index):
+        axis = _dim(dim, self.ndim)
+        index = _index_vector(index, self, "index_select")
+        size = self.shape[axis] if self.ndim else 1
+        _check_index_range(index, size, f"index_select: index {{}} is out of range for dim {axis} with size {size}")
+        if self.ndim == 0:
+            return ops.IndexSelect.apply(self.reshape(1), 0, index.array).reshape(())
+        return ops.IndexSelect.apply(self, axis, index.array)
+
+    def masked_select(self, mask):
+        if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
+            raise TypeError("masked_select expects a bool mask tensor: use mask.bool() or a comparison (x > 0)")
+        backend.same_device([self.array, mask.array])
+        if not _broadcastable(mask.shape, self.shape):
+            raise ShapeError(f"masked_select: the mask's shape {list(mask.shape)} does not broadcast with the "
+                             f"tensor's {list(self.shape)}")
+        return ops.MaskedSelect.apply(self, mask.array)
+
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+        """Each element (each slice along `dim`) repeated `repeats` times, or repeats[i] times for
+        element i; with dim=None, of the flattened tensor."""
+        x = self.reshape(-1) if dim is None else self
+        axis = 0 if dim is None else _dim(dim, x.ndim)
+        if x.ndim == 0:
+            x = x.reshape(1)
+        n = x.shape[axis]
+        if isinstance(repeats, Tensor) and repeats.ndim == 0:
+            repeats = int(repeats.item())
+        if isinstance(repeats, (int, np.integer)):
+            if repeats < 0:
+                raise ValueError(f"repeat_interleave: repeats must be 0 or more, got {repeats}")
+            total = n * int(repeats)
+            _check_output_size(output_size, total)
+            # a view of the slices side by side, expanded and flattened: PyTorch's way (ViewBackward0)
+            expanded = x.unsqueeze(axis + 1).expand(x.shape[:axis + 1] + (int(repeats),) + x.shape[axis + 1:])
+            return expanded.reshape(x.shape[:axis] + (total,) + x.shape[axis + 1:])
+        counts = backend.to_host(_as_index_tensor(repeats, x, "repeat_interleave").array).reshape(-1)
+        if counts.shape[0] != n:
+            raise ShapeError(f"repeat_interleave: {counts.shape[0]} repeats given for dim {axis} of size {n} "
+                             f"(shape {list(x.shape)}): give one per element, or one number")
+        if (counts < 0).any():
+            raise ValueError(f"repeat_interleave: repeats must be 0 or more, got {counts.min()}")
+        _check_output_size(output_size, int(counts.sum()))
+        index = Tensor._wrap(backend.from_host(np.repeat(np.arange(n), counts), x.device))
+        return x.index_select(axis, index)
+
+    def roll(self, shifts, dims=None):
+        shift_tuple = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
+        if dims is None:
+            if len(shift_tuple) != 1:
+                raise ValueError(f"roll: {len(shift_tuple)} shifts need as many dims, got dims=None (which rolls "
+                                 "the flattened tensor by one shift)")
+            return ops.Roll.apply(self, int(shift_tuple[0]), None)
+        dim_tuple = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+        if len(shift_tuple) != len(dim_tuple):
+            raise ValueError(f"roll: shifts and dims must align, got {len(shift_tuple)} shifts and "
+                             f"{len(dim_tuple)} dims")
+        axes = tuple(_dim(d, self.ndim) for d in dim_tuple)
+        if self.ndim == 0:
+            return ops.Roll.apply(self, 0, None)
+        return ops.Roll.apply(self, tuple(int(s) for s in shift_tuple), axes)
+
+    def flip(self, *dims):
+        axes = _dims_tuple(_shape_arg(dims), self.ndim)
+        if len(set(axes)) != len(axes):
+            repeated = next(d for d in axes if axes.count(d) > 1)
+            raise ValueError(f"flip: dim {repeated} appears more than once in {list(_shape_arg(dims))}")
+        return ops.Flip.apply(self, axes) if self.ndim else ops.Flip.apply(self, ())
+
+    def fliplr(self):
+        if self.ndim < 2:
+            raise ShapeError(f"fliplr expects at least 2 dims, got shape {list(self.shape)}")
+        return self.flip(1)
+
+    def flipud(self):
+        if self.ndim < 1:
+            raise ShapeError("flipud expects at least 1 dim, got a 0-d tensor")
+        return self.flip(0)
+
+    def nonzero(self, *, as_tuple=False):
+        """The indices of the nonzero (True) elements: an (n, ndim) int64 tensor, or one 1-D tensor per dim."""
+        xp = backend.namespace(self.array)
+        array = xp.reshape(self.array, (1,)) if self.ndim == 0 else self.array
+        places = [xp.astype(p, xp.int64) for p in xp.nonzero(array)]
+        if as_tuple:
+            return tuple(Tensor._wrap(p) for p in places)
+        if self.ndim == 0:
+            return Tensor._wrap(xp.zeros((places[0].shape[0], 0), dtype=xp.int64, **backend.creation_kwargs(xp)))
+        return Tensor._wrap(xp.stack(places, axis=1))
+
+    def argwhere(self):
+        return self.nonzero()
+
+    def scatter(self, dim, index, src=None, value=None, *, reduce=None):
+        """A copy with src's values (or one number) written at `index` along `dim`:
+        out[i][index[i][j]] = src[i][j] for dim 1 (repeated indices: one of the writes wins)."""
+        return ops.Scatter.apply(self, *self._scatter_args("scatter", dim, index, src, value, reduce), False)
+
+    def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+        return self._inplace(ops.Scatter, *self._scatter_args("scatter_", dim, index, src, value, reduce), False)
+
+    def scatter_add(self, dim, index, src):
+        """A copy with src's values added at `index` along `dim`, repeated indices adding up."""
+        return ops.Scatter.apply(self, *self._scatter_args("scatter_add", dim, index, src, None, None), True)
+
+    def scatter_add_(self, dim, index, src):
+        return self._inplace(ops.Scatter, *self._scatter_args("scatter_add_", dim, index, src, None, None), True)
+
+    def _scatter_args(self, name, dim, index, src, value, reduce):
+        """(axis, index array, src tensor or number) for Scatter, after PyTorch's checks."""
+        if reduce is not None:
+            raise ValueError(f"{name}: reduce={reduce!r} is not supported: use scatter_add for 'add'")
+        if (src is None) == (value is None):
+            raise TypeError(f"{name} takes src (a tensor or a number) or value, e.g. x.{name}(1, index, src)")
+        if src is None or not isinstance(src, Tensor):
+            src = _value_to_write(self, _scalar(value if src is None else src))
+        else:
+            if src.dtype is not self.dtype:
+                raise TypeError(f"{name}: src is {src.dtype} but the tensor is {self.dtype}: convert it "
+                                f"(src.to({self.dtype}))")
+            backend.same_device([self.array, src.array])
+        if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
+            raise TypeError(f"{name} expects an int64 index tensor, got "
+                            f"{index.dtype if isinstance(index, Tensor) else type(index).__name__}")
+        backend.same_device([self.array, index.array])
+        axis = _dim(dim, self.ndim)
+        if self.ndim == 0:
+            raise ShapeError(f"{name} needs a tensor with at least 1 dim (a 0-d tensor has no dim to scatter along)")
+        too_big = any(n > m for i, (n, m) in enumerate(zip(index.shape, self.shape)) if i != axis)
+        too_big_src = isinstance(src, Tensor) and any(n > m for n, m in zip(index.shape, src.shape))
+        if index.ndim != self.ndim or too_big or too_big_src or (isinstance(src, Tensor) and src.ndim != self.ndim):
+            raise ShapeError(
+                f"{name}: an index of shape {list(index.shape)} does not fit a tensor of shape {list(self.shape)}"
+                + (f" and a src of shape {list(src.shape)}" if isinstance(src, Tensor) else "")
+                + f": all need {self.ndim} dims, and the index no more than the tensor's size in every dim but "
+                f"dim {axis} (and no more than src's in any)"
+            )
+        size = self.shape[axis]
+        _check_index_range(index, size, f"{name}: index {{}} is out of range for dim {axis} with size {size}")
+        return axis, index.array, src
+
 
 # ---------------------------------------------------------------------------------------------
 # helpers: dims, shapes, type promotion
 
 
-def parse_to_args(args, kwargs):
-    """The (device, dtype) of a call to(device), to(dtype), to(device, dtype) or to(tensor)."""
+def parse_to_args(args, kwargs, options=("non_blocking",)):
+    """The (device, dtype) of a call to(device), to(dtype), to(device, dtype) or to(tensor).
+
+    Keyword arguments other than device, dtype and the caller's `options` are refused by name."""
+    for name in kwargs:
+        if name not in ("device", "dtype") and name not in options:
+            raise TypeError(f"to() got an unexpected keyword argument {name!r}")
     dev, dt = kwargs.get("device"), kwargs.get("dtype")
     for arg in args:
         if isinstance(arg, dtypes.dtype):
@@ -1404,6 +1739,64 @@ def _check_floating(x, name):
 def _floating(x):
     """Integer inputs of exp, log, softmax ... become float32 first, as in PyTorch."""
     return x if x.dtype.is_floating_point else x.to(dtypes.default_float)
+
+
+def _scaled_sum(input, product, beta, alpha, name):
+    """beta * input + alpha * product (addmm, baddbmm); input broadcasts to the product's shape, and
+    with beta=0 it is not used at all (its NaN and inf do not reach the result), as in PyTorch."""
+    if ops.broadcast_shape(input.shape, product.shape) != tuple(product.shape):
+        raise ShapeError(f"{name}: the input's shape {list(input.shape)} does not broadcast to the product's "
+                         f"{list(product.shape)}")
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product
+    return product + (input if beta == 1 else input * beta)
+
+
+def _as_index_tensor(index, like, name):
+    """An integer tensor of indices (from a tensor, a list or a number) on like's device."""
+    if not isinstance(index, Tensor):
+        index = Tensor._from_data(index, device=like.device)
+    if index.dtype not in (dtypes.int64, dtypes.int32):
+        raise TypeError(f"{name} expects integer indices (int64), got {index.dtype}")
+    backend.same_device([like.array, index.array])
+    return index
+
+
+def _index_vector(index, like, name):
+    """A 1-D int64 index (a 0-d index counts as one element), as index_select takes it."""
+    index = _as_index_tensor(index, like, name)
+    if index.ndim > 1:
+        raise ShapeError(f"{name} expects a 1-D index, got shape {list(index.shape)}")
+    return index.reshape(-1).long()
+
+
+def _check_index_range(index, size, message):
+    """Indices must lie in [0, size): checked here, as CuPy would wrap them around."""
+    if index.numel():
+        xp = backend.namespace(index.array)
+        low, high = int(xp.min(index.array)), int(xp.max(index.array))
+        if low < 0 or high >= size:
+            raise IndexError(message.format(high if high >= size else low) + f" (valid indices are 0 to {size - 1})")
+
+
+def _check_output_size(output_size, total):
+    if output_size is not None and output_size != total:
+        raise ValueError(f"repeat_interleave: output_size={output_size} but the repeats make {total} elements")
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """tinyattn.linalg.vector_norm: (sum |x|^ord)^(1/ord) over dim (every element by default)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"vector_norm expects a tensor, got {type(x).__name__}")
+    if dtype is not None:
+        x = x.to(dtype)
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"vector_norm needs a floating point tensor, got {x.dtype}: use .float()")
+    if isinstance(ord, (bool, str)) or not isinstance(ord, numbers.Real):
+        raise ValueError(f"vector_norm: ord must be a number (2, 1, inf, -inf, 0, ...), got {ord!r}")
+    return ops.LinalgVectorNorm.apply(x, float(ord), _all_dims_if_empty(dim), keepdim)
 
 
 def _python_dtype(value):
@@ -1549,11 +1942,13 @@ def _check_integer_divisor(a, b, symbol):
         )
 
 
+@backend.quiet_float_errors  # a float division by zero gives inf or NaN silently, as in PyTorch
 def _floor_divide(a, b):
     _check_integer_divisor(a, b, "//")
     return a // b
 
 
+@backend.quiet_float_errors
 def _remainder(a, b):
     _check_integer_divisor(a, b, "%")
     result = a % b

@@ -38,6 +38,7 @@ import numpy as np
 
 from . import autograd, backend, functions
 from .autograd import Node
+from .console import fill, plural, terminal_width
 from .tensor import Tensor
 
 __all__ = ["AnomalyError", "OpRecord", "OpTable", "Trace", "detect_anomaly", "draw_graph", "trace"]
@@ -349,10 +350,17 @@ class OpTable(list):
 
         return OpTable(r for r in self if keep(r))
 
-    def table(self, code=False):
-        """The records as a text table; with code=True also the text of each source line."""
+    def table(self, code=False, width=None):
+        """The records as a text table; with code=True also the text of each source line.
+
+        `width`: the columns the table must fit in; by default the terminal's when stdout is one, and
+        no limit otherwise (a file, a pipe, a notebook: one line per op). A table wider than that
+        takes two lines per op: the op and its shapes (wrapped if need be), then its dtype, bytes,
+        source and code, cut at the width.
+        """
         if not self:
             return "(no ops recorded)"
+        width = terminal_width() if width is None else width
         head = ["step", "module", "op", "shapes (inputs -> outputs)", "dtype", "bytes", "source"]
         if code:
             head.append("code")
@@ -365,22 +373,53 @@ class OpTable(list):
                 row.append(r.code if len(r.code) <= 60 else r.code[:57] + "...")
             rows.append(row)
         widths = [max(len(x) for x in column) for column in zip(head, *rows)]
+        if width is not None and sum(widths) + 2 * (len(widths) - 1) > width:
+            lines = self._two_line_rows(head, rows, widths, width)
+        else:
+            def line(cells):  # step and bytes right-aligned, the rest left-aligned
+                padded = (c.rjust(w) if i in (0, 5) else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+                return ["  ".join(padded).rstrip()]
 
-        def line(cells):  # step and bytes right-aligned, the rest left-aligned
-            padded = (c.rjust(w) if i in (0, 5) else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-            return "  ".join(padded).rstrip()
-
-        out = [line(head), line(["-" * w for w in widths])]
+            lines = [line(head), line(["-" * w for w in widths])] + [line(row) for row in rows]
+        out = lines[0] + lines[1]
         phase = None
-        for r, row in zip(self, rows):
+        for r, row_lines in zip(self, lines[2:]):
             if r.phase != phase and len({x.phase for x in self}) > 1:
                 phase = r.phase
                 ops = [x for x in self if x.phase == phase]
-                out.append(f"-- {phase}: {len(ops)} ops, {format_bytes(sum(x.nbytes for x in ops))}")
-            out.append(line(row))
+                out.append(f"-- {phase}: {plural(len(ops), 'op')}, {format_bytes(sum(x.nbytes for x in ops))}")
+            out.extend(row_lines)
         if any(r.inplace and r.phase == "forward" for r in self):
             out.append("* in place: the op wrote into its input's memory")
         return "\n".join(out)
+
+    def _two_line_rows(self, head, rows, widths, width):
+        """The narrow layout: for the header, the rule and each row, its lines.
+
+        First line: step, module, op and shapes, the shapes wrapped to the width left (never inside a
+        shape); second line, under the module: dtype, bytes, source and code, cut at the width.
+        """
+        step_w, module_w, op_w = widths[:3]
+        indent = " " * (step_w + 2)
+        shapes_w = max(width - (step_w + module_w + op_w + 6), 24)
+        details_w = widths[4:]
+
+        def details(cells):
+            padded = [c.rjust(w) if i == 1 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, details_w))]
+            return _cut(indent + "  ".join(padded).rstrip(), width)
+
+        def first(cells, shapes):
+            return ("  ".join([cells[0].rjust(step_w), cells[1].ljust(module_w), cells[2].ljust(op_w)])
+                    + "  " + shapes).rstrip()
+
+        out = [[first(head, head[3]), details(head[4:])],
+               [first(["-" * step_w, "-" * module_w, "-" * op_w], "-" * min(shapes_w, widths[3]))]]
+        for r, row in zip(self, rows):
+            shape_lines = _wrap_shapes(r, shapes_w)
+            lines = [first(row, shape_lines[0])]
+            lines += [" " * (step_w + module_w + op_w + 6) + more for more in shape_lines[1:]]
+            out.append(lines + [details(row[4:])])
+        return out
 
     def __str__(self):
         return self.table()
@@ -394,6 +433,19 @@ class OpTable(list):
         With `path`, written (and rendered when Graphviz is installed) as by `draw_graph`.
         """
         return _save(_trace_dot(self, title), path, format)
+
+
+def _wrap_shapes(record, width):
+    """The shapes text of a record in lines of at most `width` characters, broken between shapes."""
+    inputs = [format_shape(s) for s in record.input_shapes]
+    outputs = [format_shape(s) for s in record.output_shapes if s is not None] or ["-"]
+    pieces = [s + "," for s in inputs[:-1]] + [(inputs[-1] if inputs else "") + " ->"]
+    pieces += [s + "," for s in outputs[:-1]] + [outputs[-1]]
+    return fill(pieces, width)
+
+
+def _cut(text, width):
+    return text if len(text) <= width else text[:max(width - 3, 0)] + "..."
 
 
 class Trace(_Observer):
@@ -504,8 +556,8 @@ class Trace(_Observer):
     def filter(self, op=None, module=None, phase=None, file=None):
         return self.records.filter(op, module, phase, file)
 
-    def table(self, code=False):
-        return self.records.table(code)
+    def table(self, code=False, width=None):
+        return self.records.table(code, width)
 
     def to_dot(self, path=None, format="svg", title="tinyattn"):
         return self.records.to_dot(path, format, title)

@@ -98,6 +98,25 @@ class TrainConfig:
         return warmup_cosine(step, self.lr, self.min_lr, self.warmup_steps, self.steps)
 
 
+# What each model trains with where neither the command line nor the caller says: the GPT takes
+# TrainConfig's defaults (nanoGPT's CPU model); the bigram those of the lecture's bigram.py (batch 32,
+# block 8, a constant learning rate of 1e-2 for 3000 steps, AdamW's own weight decay and betas, no
+# clipping), with which it reaches a validation loss of about 2.5 on Tiny Shakespeare. Under the GPT's
+# settings it barely learns (4.48 after 300 steps: random characters).
+MODEL_DEFAULTS = {
+    "gpt": {},
+    "bigram": dict(steps=3000, batch_size=32, block_size=8, lr=1e-2, lr_schedule="constant", warmup_steps=0,
+                   weight_decay=0.01, beta2=0.999, grad_clip=0.0, eval_interval=300, eval_iters=200),
+}
+GPT_ONLY = ("n_layer", "n_head", "n_embd", "dropout")  # settings the bigram model has no use for
+
+
+def defaults_for(model):
+    """{field: default} of TrainConfig for `model` ('gpt' or 'bigram')."""
+    defaults = {field.name: field.default for field in dataclasses.fields(TrainConfig)}
+    return {**defaults, **MODEL_DEFAULTS[model], "model": model}
+
+
 @dataclasses.dataclass
 class TrainResult:
     model: object
@@ -180,6 +199,10 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
     """
     started = time.perf_counter()
     if resume is not None:
+        lacking = [key for key in ("rng", "history", "losses") if key not in resume.meta]
+        if lacking:
+            raise ckpt.CheckpointError(f"{str(resume.path / ckpt.META_FILE)!r} lacks {', '.join(lacking)}, which a "
+                                       "resumed run needs to continue exactly: start a new run with another --out")
         tokenizer = CharTokenizer.from_dict(resume.meta["tokenizer"])
         missing = tokenizer.unknown(text)
         if missing:
@@ -200,6 +223,7 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
     batches = trandom.Generator().manual_seed(config.seed)  # training batches
     evals = trandom.Generator().manual_seed(config.seed + 1)  # evaluation batches
     step, history, losses = 0, [], []
+    saved_step = None  # the step of the checkpoint in out/ckpt, if there is one
     if resume is not None:
         ckpt.load_model_state(resume, model)
         optimizer.load_state_dict(ckpt.optimizer_state_dict(resume, optimizer))
@@ -213,7 +237,7 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
                 f"{str(resume.path / ckpt.META_FILE)!r}: the random generator states are missing or "
                 f"invalid ({error}), so the run cannot continue exactly"
             ) from None
-        step = resume.step
+        step = saved_step = resume.step
         history = list(resume.meta.get("history", []))
         losses = list(resume.meta.get("losses", []))
         elapsed_before = float(resume.meta.get("elapsed", 0.0))
@@ -236,6 +260,7 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
                 f"val loss {estimate['val']:.4f}  ({format_duration(elapsed)})")
 
     def save():
+        nonlocal saved_step
         if out is None:
             return
         meta = {
@@ -251,6 +276,7 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
             "elapsed": elapsed_before + time.perf_counter() - started,
         }
         ckpt.save_checkpoint(pathlib.Path(out) / "ckpt", model, optimizer, meta)
+        saved_step = step
 
     if step == 0:
         evaluate()
@@ -272,10 +298,15 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
             losses.append(loss.item())
             if not math.isfinite(losses[-1]):  # stop before a checkpoint of NaN weights replaces a good one
                 bar.close()
+                if out is None:
+                    kept = ""
+                elif saved_step is None:
+                    kept = f"; no checkpoint was written (the first was due at step {config.eval_interval})"
+                else:
+                    kept = f"; the checkpoint of step {saved_step} in {pathlib.Path(out) / 'ckpt'} is kept"
                 raise TrainingDiverged(
                     f"training diverged at step {step}: the loss is {losses[-1]}. Lower the learning rate "
-                    f"(lr is {lr}) or clip gradients (grad_clip is {config.grad_clip}); the last checkpoint "
-                    "written before this step is kept"
+                    f"(lr is {lr:g}) or clip gradients (grad_clip is {config.grad_clip:g}){kept}"
                 )
             del loss, xb, yb  # no graph or batch outlives its step
             bar.update(step, losses[-1])
@@ -328,6 +359,11 @@ def sample(model, tokenizer, prompt=None, tokens=300, temperature=1.0, top_k=Non
     no newline). With a seed, the draws come from a generator of their own, so the same seed gives the
     same text.
     """
+    return "".join(sample_stream(model, tokenizer, prompt, tokens, temperature, top_k, seed, device))
+
+
+def sample_stream(model, tokenizer, prompt=None, tokens=300, temperature=1.0, top_k=None, seed=None, device=None):
+    """`sample`'s text piece by piece, as it is generated: first the prompt, then each new character."""
     if prompt == "" or prompt is None:
         prompt = "\n" if "\n" in tokenizer.stoi else tokenizer.chars[0]
     ids = tokenizer.encode(prompt)  # a DataError names the characters outside the vocabulary
@@ -336,6 +372,9 @@ def sample(model, tokenizer, prompt=None, tokens=300, temperature=1.0, top_k=Non
     idx = functions.tensor([ids], dtype=dtypes.int64, device=device)
     was_training = model.training
     model.eval()
-    out = model.generate(idx, tokens, temperature=temperature, top_k=top_k, generator=generator)
-    model.train(was_training)
-    return tokenizer.decode(out[0].tolist())
+    try:
+        yield prompt
+        for idx in model.generate_stream(idx, tokens, temperature=temperature, top_k=top_k, generator=generator):
+            yield tokenizer.decode([int(idx[0, -1].item())])
+    finally:  # also when the caller stops early (Ctrl-C)
+        model.train(was_training)

@@ -10,18 +10,24 @@ from .attention import (
     multihead_from_wrapper,
 )
 from .layers import (
+    ELU,
     GELU,
     CrossEntropyLoss,
     Dropout,
     Embedding,
     Identity,
     LayerNorm,
+    LeakyReLU,
     Linear,
     MSELoss,
     ReLU,
     Sigmoid,
+    SiLU,
     Softmax,
+    Softplus,
     Tanh,
 )
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
+from .multihead_attention import MultiheadAttention
 from . import utils  # noqa: E402  (clip_grad_norm_)
+from . import parallel  # noqa: E402  (DataParallel; DistributedDataParallel, which one process cannot run)

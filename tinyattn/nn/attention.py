@@ -37,6 +37,7 @@ class SelfAttention_v1(Module):
 
     def __init__(self, d_in, d_out):
         super().__init__()
+        _check_sizes(self, d_in=d_in, d_out=d_out)
         self.W_query = Parameter(functions.rand(d_in, d_out))
         self.W_key = Parameter(functions.rand(d_in, d_out))
         self.W_value = Parameter(functions.rand(d_in, d_out))
@@ -57,6 +58,7 @@ class SelfAttention_v2(Module):
 
     def __init__(self, d_in, d_out, qkv_bias=False):
         super().__init__()
+        _check_sizes(self, d_in=d_in, d_out=d_out)
         self.W_query = Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = Linear(d_in, d_out, bias=qkv_bias)
@@ -77,6 +79,7 @@ class CausalAttention(Module):
 
     def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
         super().__init__()
+        _check_sizes(self, d_in=d_in, d_out=d_out, context_length=context_length)
         self.d_out = d_out
         self.context_length = context_length
         self.W_query = Linear(d_in, d_out, bias=qkv_bias)
@@ -106,6 +109,7 @@ class MultiHeadAttentionWrapper(Module):
 
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
         super().__init__()
+        _check_sizes(self, d_in=d_in, d_out=d_out, context_length=context_length, num_heads=num_heads)
         self.heads = ModuleList(
             [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
         )
@@ -132,11 +136,7 @@ class MultiHeadAttention(Module):
 
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
         super().__init__()
-        if d_out % num_heads != 0:
-            raise ValueError(
-                f"d_out must be divisible by num_heads, got d_out={d_out} and num_heads={num_heads}: "
-                "each head gets d_out // num_heads dimensions"
-            )
+        _check_sizes(self, d_in=d_in, d_out=d_out, context_length=context_length, num_heads=num_heads, split=True)
         self.d_out = d_out
         self.num_heads = num_heads
         self.head_dim = d_out // num_heads
@@ -213,3 +213,16 @@ def multihead_from_wrapper(wrapper):
     state["out_proj.bias"] = functions.zeros(head_dim * len(heads))
     mha.load_state_dict(state)
     return mha.to(first.mask.device).train(wrapper.training)
+
+
+def _check_sizes(layer, split=False, **sizes):
+    """A ValueError naming the argument unless every size is a positive integer (PyTorch would fail
+    later, with a ZeroDivisionError or a shape error); with split=True, also unless num_heads divides d_out."""
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not hasattr(value, "__index__") or value < 1:  # an int, NumPy's too
+            raise ValueError(f"{type(layer).__name__}: {name} must be a positive integer, got {value!r}")
+    if split and sizes["d_out"] % sizes["num_heads"] != 0:
+        raise ValueError(
+            f"d_out must be divisible by num_heads, got d_out={sizes['d_out']} and num_heads={sizes['num_heads']}: "
+            "each head gets d_out // num_heads dimensions"
+        )

@@ -8,11 +8,13 @@ tensor ops, so autograd differentiates it for free.
 
 import math
 
+import numpy as np
+
 from .. import backend, dtypes
 from ..autograd import Function
 from ..errors import ShapeError
-from ..functions import generator_or_default, tril, ones, zeros_like
-from ..ops import Softmax, broadcast_shape, softmax_backward, softmax_forward, unbroadcast
+from ..functions import generator_or_default, tril, ones, tensor, zeros_like
+from ..ops import Softmax, broadcast_shape, softmax_backward, softmax_forward, stable_sigmoid, unbroadcast
 from ..tensor import Tensor
 
 
@@ -50,7 +52,24 @@ class LinearOp(Op):
         return gx, gw, gb
 
 
+def tensor_argument(value, who, name="input"):
+    """`value` if it is a Tensor; otherwise a TypeError that says what to do (a NumPy array or a list
+    would fail later with a message about dtypes or attributes)."""
+    if not isinstance(value, Tensor):
+        library = type(value).__module__.split(".")[0]
+        kind = type(value).__name__ if library == "builtins" else f"{library}.{type(value).__name__}"
+        hint = " (or tinyattn.from_numpy)" if library == "numpy" else ""
+        raise TypeError(f"{who}: the {name} must be a tinyattn tensor, got a {kind}: convert it with "
+                        f"tinyattn.tensor(...){hint}")
+    return value
+
+
 def linear(input, weight, bias=None):
+    tensor_argument(input, "linear")
+    tensor_argument(weight, "linear", "weight")
+    if input.ndim == 0:
+        raise ShapeError(f"linear: the input is a 0-d tensor (one number) but the weight expects {weight.shape[-1]} "
+                         f"features in the input's last dim: give the input shape (..., {weight.shape[-1]})")
     if weight.ndim == 1:  # PyTorch's vector weight: input @ weight, the last dim summed away
         if bias is not None:
             raise ShapeError(f"linear: a 1-D weight (shape {list(weight.shape)}) takes no bias: give the "
@@ -64,7 +83,7 @@ def linear(input, weight, bias=None):
                         f"(e.g. input.to({weight.dtype}))")
     if input.shape[-1:] != weight.shape[1:]:
         raise ShapeError(
-            f"linear: the input's last dim is {input.shape[-1] if input.ndim else None} (shape "
+            f"linear: the input's last dim is {input.shape[-1]} (shape "
             f"{list(input.shape)}) but the weight expects {weight.shape[1]} features (weight shape "
             f"{list(weight.shape)}, laid out as (out_features, in_features))"
         )
@@ -100,6 +119,7 @@ class EmbeddingOp(Op):
 
 
 def embedding(input, weight):
+    tensor_argument(input, "embedding", "ids")
     if input.dtype not in (dtypes.int64, dtypes.int32):
         raise TypeError(f"embedding expects integer ids (int64), got {input.dtype}: use ids.long()")
     backend.same_device([input.array, weight.array])
@@ -139,12 +159,15 @@ def check_dropout_p(p):
 
 
 def dropout_mask(shape, p, like):
-    """The scaled mask of inverted dropout for 0 < p < 1: 0 where dropped, 1/(1-p) where kept.
+    """The scaled mask of inverted dropout for 0 < p <= 1: 0 where dropped, 1/(1-p) where kept.
 
     Drawn on the CPU from the PyTorch-compatible stream (so seeded results match PyTorch), on CUDA
-    from CuPy's generator; on `like`'s device, in its dtype.
+    from CuPy's generator; on `like`'s device, in its dtype. At p = 1 all zeros, with no draw (as
+    PyTorch draws nothing then).
     """
     xp = backend.namespace(like.array)
+    if p == 1:
+        return xp.zeros(shape, dtype=like.array.dtype, **backend.creation_kwargs(xp))
     keep = generator_or_default(None).device_bernoulli(shape, 1 - p, xp)
     if backend.namespace(keep) is not xp:  # drawn on the host: copy to the tensor's device
         keep = backend.from_host(keep, like.device)
@@ -158,6 +181,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     on CUDA from CuPy's generator. In eval mode, or at p=0, the input is returned unchanged.
     """
     check_dropout_p(p)
+    tensor_argument(input, "dropout")
     if not training or p == 0:
         return input
     if p == 1:  # everything dropped (a product, so that a NaN stays NaN and a bool stays bool, as in PyTorch)
@@ -221,6 +245,7 @@ class LayerNormOp(Op):
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    tensor_argument(input, "layer_norm")
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if not shape:
         raise ShapeError("layer_norm needs a normalized_shape of at least one dim (the last dims to normalise "
@@ -294,6 +319,7 @@ GELU_C = 0.044715
 def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    tensor_argument(input, "gelu")
     if not input.dtype.is_floating_point:  # as in PyTorch
         raise TypeError(f"gelu needs a floating point tensor, got {input.dtype}: use input.float()")
     return GeluOp.apply(input, approximate)
@@ -329,6 +355,190 @@ def safe_softmax(input, dim=-1):
     if x.ndim == 0:  # one number (dim 0 or -1): as a vector of one
         return safe_softmax(x.reshape(1), dim).reshape(())
     return Softmax.apply(x, dim, True)
+
+
+class SiluOp(Op):
+    """x * sigmoid(x) (also called swish); d/dx = s + x s (1 - s) with s = sigmoid(x)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        s = stable_sigmoid(ctx.xp, x)
+        ctx.save_for_backward(x, s)
+        return x * s
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, s = ctx.saved_tensors
+        return grad * s * (1 + x * (1 - s))
+
+
+class SoftplusOp(Op):
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (PyTorch's switch to the
+    identity, where the two agree to float precision). Its slope is sigmoid(beta x)."""
+
+    @staticmethod
+    def forward(ctx, x, beta, threshold):
+        xp = ctx.xp
+        scaled = x * beta
+        # log(1 + e^z) = max(z, 0) + log(1 + e^-|z|): no overflow for large z
+        soft = (xp.maximum(scaled, xp.zeros_like(scaled)) + xp.log1p(xp.exp(-xp.abs(scaled)))) / beta
+        linear = scaled > threshold
+        ctx.save_for_backward(scaled, linear)
+        return xp.where(linear, x, soft)
+
+    @staticmethod
+    def backward(ctx, grad):
+        scaled, linear = ctx.saved_tensors
+        xp = ctx.xp
+        return xp.where(linear, grad, grad * stable_sigmoid(xp, scaled)), None, None
+
+
+class LeakyReluOp(Op):
+    """x where x > 0, negative_slope * x elsewhere (the slope at 0 is negative_slope, as in PyTorch)."""
+
+    @staticmethod
+    def forward(ctx, x, negative_slope):
+        positive = x > 0
+        ctx.save_for_backward(positive)
+        ctx.negative_slope = negative_slope
+        return ctx.xp.where(positive, x, x * negative_slope)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (positive,) = ctx.saved_tensors
+        return ctx.xp.where(positive, grad, grad * ctx.negative_slope), None
+
+
+class EluOp(Op):
+    """x where x > 0, alpha (exp(x) - 1) elsewhere; the slope there is alpha exp(x) (computed from x,
+    not as y + alpha, which loses exp(x) to rounding once it is below float precision)."""
+
+    @staticmethod
+    def forward(ctx, x, alpha):
+        xp = ctx.xp
+        positive = x > 0
+        negative_part = xp.minimum(x, xp.zeros_like(x))  # exp() of the negative part only: no overflow
+        ctx.save_for_backward(positive, negative_part)
+        ctx.alpha = alpha
+        return xp.where(positive, x, alpha * xp.expm1(negative_part))
+
+    @staticmethod
+    def backward(ctx, grad):
+        positive, negative_part = ctx.saved_tensors
+        xp = ctx.xp
+        return xp.where(positive, grad, grad * (ctx.alpha * xp.exp(negative_part))), None
+
+
+def _activation(op, input, inplace, *args):
+    """Apply an elementwise activation op, in place (recorded in the graph) when asked."""
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"{op.__name__.removesuffix('Op').lower()} needs a floating point tensor, got "
+                        f"{input.dtype}: use .float()")
+    return input._inplace(op, *args) if inplace else op.apply(input, *args)
+
+
+def silu(input, inplace=False):
+    return _activation(SiluOp, input, inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return _activation(SoftplusOp, input, False, beta, threshold)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _activation(LeakyReluOp, input, inplace, negative_slope)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _activation(EluOp, input, inplace, alpha)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(norm of input along dim, eps): unit vectors along dim (PyTorch's formula)."""
+    if out is not None:
+        raise TypeError("normalize: out= is not supported: use the returned tensor")
+    return input / input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+
+
+# ---------------------------------------------------------------------------------------------
+# padding
+
+
+class ConstantPadNdOp(Op):
+    """x with `value` added around it; a negative pad cuts elements off instead. `pads` is one
+    (before, after) pair per dim. The gradient is the part of the output's gradient where x landed."""
+
+    @staticmethod
+    def forward(ctx, x, pads, value):
+        xp = ctx.xp
+        source, target, shape = [], [], []
+        for n, (before, after) in zip(x.shape, pads):
+            kept = n - max(-before, 0) - max(-after, 0)
+            source.append(slice(max(-before, 0), max(-before, 0) + max(kept, 0)))
+            target.append(slice(max(before, 0), max(before, 0) + max(kept, 0)))
+            shape.append(n + before + after)
+        ctx.source, ctx.target, ctx.in_shape = tuple(source), tuple(target), x.shape
+        out = xp.full(tuple(shape), value, dtype=x.dtype, **backend.creation_kwargs(xp))
+        out[ctx.target] = x[ctx.source]
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        xp = ctx.xp
+        gx = xp.zeros(ctx.in_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
+        gx[ctx.source] = grad[ctx.target]
+        return gx, None, None
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last len(pad) // 2 dims: pad = (left, right) for the last dim, then (top, bottom) for the
+    one before, ... Modes: 'constant' (value, default 0; negative pads crop), 'reflect' (mirrored
+    without the edge), 'replicate' (the edge repeated), 'circular' (wrapped around)."""
+    pad = [int(p) for p in pad]
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise ValueError(f"pad: {list(pad)} must hold a (before, after) pair for each of the last dims, at most "
+                         f"{input.ndim} pairs for a tensor of shape {list(input.shape)}")
+    pairs = [(0, 0)] * (input.ndim - len(pad) // 2) + [(pad[i], pad[i + 1]) for i in range(len(pad) - 2, -1, -2)]
+    if mode == "constant":
+        for n, (before, after) in zip(input.shape, pairs):
+            if n + before + after < 0:
+                raise ShapeError(f"pad: a dim of size {n} padded by ({before}, {after}) would have a negative size "
+                                 f"(input shape {list(input.shape)})")
+        fill = 0 if value is None else value
+        if not input.dtype.is_floating_point and not float(fill).is_integer():
+            raise TypeError(f"pad: the value {fill} does not fit a {input.dtype} tensor")
+        return ConstantPadNdOp.apply(input, tuple(pairs), fill)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
+    if value is not None and value != 0:
+        raise ValueError(f"pad: a value ({value}) only goes with mode='constant', not {mode!r}")
+    padded_dims = len(pad) // 2
+    if padded_dims > 3 or input.ndim not in (padded_dims + 1, padded_dims + 2):
+        raise ShapeError(f"pad: mode={mode!r} pads the last 1, 2 or 3 dims of a tensor with 1 or 2 more dims "
+                         f"(channels, batch); got {padded_dims} padded dims for shape {list(input.shape)}")
+    result = input
+    for axis, (n, (before, after)) in enumerate(zip(input.shape, pairs)):
+        if before or after:
+            result = result.index_select(axis, _pad_positions(mode, n, before, after, input.device))
+    return result
+
+
+def _pad_positions(mode, n, before, after, device):
+    """Which input position each output position along one dim takes, for the reflect, replicate and
+    circular modes (padding by picking elements: the gradient adds up where one is picked twice)."""
+    limit = n - 1 if mode == "reflect" else n
+    if min(before, after) < 0 or max(before, after) > limit:
+        raise ValueError(f"pad: with mode={mode!r}, pads must be between 0 and {limit} for a dim of size {n}, "
+                         f"got ({before}, {after})")
+    positions = np.arange(-before, n + after)
+    if mode == "reflect":
+        positions = np.abs(positions)
+        positions = np.where(positions > n - 1, 2 * (n - 1) - positions, positions)
+    elif mode == "replicate":
+        positions = np.clip(positions, 0, n - 1)
+    else:
+        positions = positions % n
+    return tensor(positions, device=device)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -571,7 +781,8 @@ class AttentionOp(Op):
         return grad_q, grad_k, grad_v, None, grad_bias, None, None
 
 
-def attention(query, key, value, blocked=None, bias=None, scale=None, dropout_p=0.0, training=True):
+def attention(query, key, value, blocked=None, bias=None, scale=None, dropout_p=0.0, training=True, *,
+              dropout_keep=None):
     """softmax(query key^T * scale + bias) value, the `blocked` places masked out: (context, weights).
 
     query (..., L, E), key (..., S, E), value (..., S, Ev), leading dims broadcast; context is
@@ -581,6 +792,10 @@ def attention(query, key, value, blocked=None, bias=None, scale=None, dropout_p=
     applied as a division by sqrt(E), as the book writes it; a scale given explicitly multiplies the
     scores, as in PyTorch (scale=0 gives equal weights). Dropout on the weights while training.
     A query that may attend to nothing gets zeros, not NaN.
+
+    dropout_keep: dropout's scaled mask (an array of the scores' shape, 0 where dropped and
+    1/(1-p) where kept, from `dropout_mask()`), to use instead of drawing one: for a caller that
+    needs the same mask too (nn.MultiheadAttention returns the weights after dropout).
     """
     check_dropout_p(dropout_p)
     for name, t in (("query", query), ("key", key), ("value", value)):
@@ -611,12 +826,12 @@ def attention(query, key, value, blocked=None, bias=None, scale=None, dropout_p=
     if bias is not None and bias.dtype != query.dtype:
         raise TypeError(f"attention: a float mask must have the query's dtype {query.dtype}, got {bias.dtype}")
 
-    keep = None
-    if training and dropout_p == 1:
-        xp = backend.namespace(query.array)
-        keep = xp.zeros(scores_shape, dtype=query.array.dtype, **backend.creation_kwargs(xp))
-    elif training and dropout_p > 0:
+    keep = dropout_keep
+    if keep is None and training and dropout_p > 0:
         keep = dropout_mask(scores_shape, dropout_p, query)
+    elif keep is not None and tuple(keep.shape) != scores_shape:
+        raise ShapeError(f"attention: a dropout mask of shape {list(keep.shape)} given for scores of shape "
+                         f"{list(scores_shape)}")
     return AttentionOp.apply(query, key, value, blocked, bias, scale, keep)
 
 

@@ -13,6 +13,7 @@ class Linear(Module):
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
+        _check_sizes(self, in_features=in_features, out_features=out_features)
         self.in_features = in_features
         self.out_features = out_features
         self.weight = Parameter(functions.empty(out_features, in_features, device=device, dtype=dtype))
@@ -43,6 +44,7 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings, embedding_dim, device=None, dtype=None):
         super().__init__()
+        _check_sizes(self, num_embeddings=num_embeddings, embedding_dim=embedding_dim)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.weight = Parameter(functions.empty(num_embeddings, embedding_dim, device=device, dtype=dtype))
@@ -133,6 +135,57 @@ class Sigmoid(Module):
         return input.sigmoid()
 
 
+class SiLU(Module):
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.silu(input, self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__()
+        self.negative_slope = negative_slope
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class ELU(Module):
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Softplus(Module):
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, input):
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
 class Softmax(Module):
     def __init__(self, dim=None):
         super().__init__()
@@ -183,3 +236,10 @@ class MSELoss(Module):
 
     def forward(self, input, target):
         return F.mse_loss(input, target, self.reduction)
+
+
+def _check_sizes(layer, **sizes):
+    """A ValueError naming the argument unless every size is an integer >= 0 (0 is allowed, as in PyTorch)."""
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not hasattr(value, "__index__") or value < 0:  # an int, NumPy's too
+            raise ValueError(f"{type(layer).__name__}: {name} must be an integer >= 0, got {value!r}")

@@ -326,6 +326,8 @@ class Module:
         A dtype applies to floating point tensors only: integer and bool buffers keep theirs.
         """
         device, dtype = parse_to_args(args, kwargs)
+        if dtype is not None:
+            dtypes.computable(dtype)  # refused before anything moves
 
         def moved(t):
             return t.detach().to(device=device, dtype=dtype if t.dtype.is_floating_point else None)
@@ -353,6 +355,12 @@ class Module:
 
     def double(self):
         return self.to(dtypes.float64)
+
+    def half(self):  # refused with a message that says what to do (see dtypes.computable)
+        return self.to(dtypes.float16)
+
+    def bfloat16(self):
+        return self.to(dtypes.bfloat16)
 
     # --- printing ---
 

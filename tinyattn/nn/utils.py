@@ -12,6 +12,7 @@ def _grads(parameters):
 
 
 @no_grad()
+@backend.quiet_float_errors  # the norm of inf or NaN gradients is inf or NaN, without NumPy's warnings
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
     """Scale all gradients together so that their joint norm is at most `max_norm`.
 

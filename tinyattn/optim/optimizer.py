@@ -8,6 +8,8 @@ and a `state` per parameter (momentum buffers, moment estimates). `step()` reads
 
 import math
 
+import numpy as np
+
 from .. import backend
 from ..autograd import enable_grad, no_grad
 from ..tensor import Tensor
@@ -64,6 +66,7 @@ class Optimizer:
                 elif p.grad is not None:
                     p.grad.array[...] = 0
 
+    @backend.quiet_float_errors  # a step on inf or NaN gradients makes NaN weights without NumPy's warnings
     def step(self, closure=None):
         """One update of every parameter that has a gradient. `closure` re-evaluates the loss."""
         loss = None
@@ -88,7 +91,9 @@ class Optimizer:
     def state_dict(self):
         """{"state": {index: {name: value}}, "param_groups": [{options..., "params": [index, ...]}]}.
 
-        Arrays in the state are Tensors that share memory with the optimizer's own; `step` is an int.
+        Arrays in the state are Tensors that share memory with the optimizer's own; `step` is a 0-d
+        float32 tensor and each group lists every option PyTorch's does, so that the dict (saved with
+        tinyattn.save) loads into torch.optim's optimizer of the same name, and back.
         """
         index = {}
         groups = []
@@ -104,7 +109,8 @@ class Optimizer:
             for p in group["params"]:
                 if p in self.state:
                     state[index[id(p)]] = {
-                        k: Tensor._wrap(v) if _is_array(v) else v for k, v in self.state[p].items()
+                        k: Tensor._wrap(v) if _is_array(v) else _step_tensor(v) if k == "step" else v
+                        for k, v in self.state[p].items()
                     }
         return {"state": state, "param_groups": groups}
 
@@ -147,7 +153,7 @@ class Optimizer:
         for saved, own in zip(groups, self.param_groups):
             for k, v in saved.items():
                 if k != "params":
-                    own[k] = tuple(v) if isinstance(v, list) and k == "betas" else v
+                    own[k] = tuple(v) if isinstance(v, list) and k == "betas" else _number_lr(v) if k == "lr" else v
 
     def __repr__(self):
         lines = [f"{type(self).__name__} ("]
@@ -163,6 +169,11 @@ def is_element_state(name, value):
     an array of the parameter's shape, 0-d for a 0-d parameter), not a count such as "step" (which
     PyTorch keeps as a 0-d tensor)."""
     return name != "step" and hasattr(value, "shape")
+
+
+def _step_tensor(step):
+    """The step count as PyTorch keeps it: a 0-d float32 tensor (updates use it as a Python number)."""
+    return Tensor._wrap(np.asarray(step, dtype=np.float32))
 
 
 def _is_array(value):
@@ -190,6 +201,19 @@ def _check(name, value, low=0.0):
         raise ValueError(f"Invalid {name}: {value}")
 
 
+def _implementation_options(foreach, fused, differentiable, **others):
+    """PyTorch's choices of implementation, kept in the groups as PyTorch keeps them, so that a saved
+    state_dict has PyTorch's keys. tinyattn has one implementation (the formulas of PyTorch's
+    single-tensor one), whatever foreach, fused or capturable say; a differentiable step (autograd
+    through the update) it does not have."""
+    if foreach and fused:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if differentiable:
+        raise NotImplementedError("differentiable=True is not supported: tinyattn's optimizers update the "
+                                  "parameters in place without recording a graph")
+    return dict(foreach=foreach, **others, differentiable=differentiable, fused=fused)
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent, optionally with momentum (heavy ball or Nesterov) and weight decay.
 
@@ -198,7 +222,7 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
-                 maximize=False):
+                 maximize=False, foreach=None, differentiable=False, fused=None):
         lr = _number_lr(lr)
         _check("learning rate", lr)
         _check("momentum value", momentum)
@@ -206,7 +230,8 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                        nesterov=nesterov, maximize=maximize)
+                        nesterov=nesterov, maximize=maximize,
+                        **_implementation_options(foreach, fused, differentiable))
         super().__init__(params, defaults)
 
     def _update(self, p, grad, state, group):
@@ -230,13 +255,13 @@ class Adam(Optimizer):
 
     m = b1 * m + (1 - b1) * g;  v = b2 * v + (1 - b2) * g^2
     p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)     (t = the step count)
-    weight_decay adds weight_decay * p to the gradient (L2 regularisation, coupled to the moments).
+    weight_decay adds weight_decay * p to the gradient (L2 regularisation, coupled to the moments);
+    with decoupled_weight_decay=True it shrinks p instead, as AdamW does.
     """
 
-    decoupled = False  # AdamW sets this: weight decay shrinks p directly instead of entering g
-
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
-                 maximize=False):
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
         lr = _number_lr(lr)
         _check("learning rate", lr)
         _check("epsilon value", eps)
@@ -244,7 +269,9 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameters: {betas} (each must be in [0, 1))")
         _check("weight_decay value", weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize)
+                        maximize=maximize,
+                        **_implementation_options(foreach, fused, differentiable, capturable=capturable),
+                        decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
     def _update(self, p, grad, state, group):
@@ -263,7 +290,7 @@ class Adam(Optimizer):
         step = state["step"]
 
         if weight_decay != 0:
-            if self.decoupled:
+            if group["decoupled_weight_decay"]:
                 p.array *= 1 - lr * weight_decay  # AdamW: shrink the weights, apart from the gradient
             else:
                 grad = grad + weight_decay * p.array  # Adam: L2 penalty folded into the gradient
@@ -298,8 +325,8 @@ class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): p *= 1 - lr * weight_decay each step,
     outside the moment estimates. PyTorch's default weight_decay for AdamW is 1e-2."""
 
-    decoupled = True
-
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 maximize=False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)

@@ -1,0 +1,159 @@
+"""Every command `tinyattn --help` lists, as a newcomer meets it: a bad argument is one line on stderr,
+and Ctrl-C in the middle of the work keeps what was done, says so in one line and exits with 130.
+
+The commands run in subprocesses, as typed in a shell, with tiny settings; SIGINT is sent once the
+command has printed a sign of its work (a training step, generated text, a benchmark row, ...).
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tinyattn import cli
+
+TEXT = "When forty winters shall besiege thy brow,\nAnd dig deep trenches in thy beauty's field,\n" * 10
+SMALL = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4",
+         "--eval-iters", "1"]
+
+
+def listed_commands(help_text):
+    """The COMMAND names in the help text of `tinyattn --help` (four spaces in, under COMMAND)."""
+    section = help_text.split("COMMAND\n", 1)[1].split("\n\n", 1)[0]
+    return re.findall(r"^    (\S+)", section, flags=re.M)
+
+
+COMMANDS = listed_commands(cli.build_parser().format_help())
+
+
+class Running:
+    """A `tinyattn ...` subprocess whose stdout is read as it comes."""
+
+    def __init__(self, argv, cwd):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tinyattn", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # even if the shell ignores it
+        self.chunks = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        while chunk := self.process.stdout.read1(4096):
+            self.chunks.append(chunk)
+
+    @property
+    def out(self):
+        return b"".join(self.chunks).decode("utf-8", "replace")
+
+    def wait_for(self, sign, timeout=120):
+        """Wait until stdout matches `sign` (a regex); False if the process ended or the time ran out first."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if re.search(sign, self.out):
+                return True
+            if self.process.poll() is not None:
+                return bool(re.search(sign, self.out))
+            time.sleep(0.02)
+        return False
+
+    def interrupt(self):
+        self.process.send_signal(signal.SIGINT)
+        err = self.process.stderr.read().decode("utf-8", "replace")
+        code = self.process.wait(timeout=120)
+        self.reader.join(timeout=10)
+        return code, self.out, err
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """A corpus and a small trained checkpoint for `generate`."""
+    folder = tmp_path_factory.mktemp("commands")
+    (folder / "input.txt").write_text(TEXT, encoding="utf-8")
+    assert cli.main(["train", "--data", str(folder / "input.txt"), "--out", str(folder / "trained"), "--steps", "2",
+                     "--quiet", "--sample-tokens", "0", *SMALL]) == 0
+    assert cli.main(["exercises", "start", str(folder / "course"), "--solutions"]) == 0
+    return folder
+
+
+def train_kept_its_checkpoint(folder, out, err):
+    meta = json.loads((folder / "run" / "ckpt" / "meta.json").read_text())
+    assert meta["step"] >= 5  # trained steps are kept: the run can be resumed from them
+    assert f"stopped at step {meta['step']} of 100000; the checkpoint is in" in err
+    assert re.search(r"step +5: train loss", out)
+
+
+def generate_kept_its_text(folder, out, err):
+    assert re.search(r"\S{10}", out) and out.endswith("\n")  # the text streamed so far stays, then a newline
+    assert err.strip() == "tinyattn generate: interrupted"
+
+
+def bench_kept_its_figures(folder, out, err):
+    report = json.loads((folder / "bench.json").read_text())
+    assert "add" in report["overhead"] and re.search(r"\nadd +\d", out)  # the row measured, printed and saved
+    assert err.startswith("tinyattn bench: interrupted during (c) cost per op")
+
+
+def gradcheck_kept_its_rows(folder, out, err):
+    assert "PASS" in out and re.search(r"\d+ of \d+ checks passed", out)
+    assert err.startswith("tinyattn gradcheck: interrupted during the check")
+
+
+def exercises_kept_its_results(folder, out, err):
+    assert re.search(r"\n 1  add +pass", out)  # the rows checked stay, with their summary
+    assert re.search(r"\n(\d+) of \1 pass\n", out)
+    assert err.strip() == "tinyattn exercises: interrupted"
+
+
+def demo_kept_its_output(folder, out, err):
+    assert "STEP 11" in out and err.strip() == "tinyattn demo: interrupted"
+
+
+# for each command: the arguments of a run long enough to interrupt, the sign that it is at work,
+# and what must be left once it is interrupted
+RUNS = {
+    "train": (["--data", "input.txt", "--out", "run", "--steps", "100000", "--eval-interval", "5", *SMALL],
+              r"step +5: train loss", train_kept_its_checkpoint),
+    "generate": (["--ckpt", "trained", "--tokens", "1000000", "--seed", "1"], r"\S{10}", generate_kept_its_text),
+    "bench": (["--what", "overhead", "--rounds", "2", "--no-torch", "--json", "bench.json"], r"\nadd +\d",
+              bench_kept_its_figures),
+    "gradcheck": ([], r"PASS\n", gradcheck_kept_its_rows),
+    "demo": ([], r"GRADIENT CHECK", demo_kept_its_output),
+    "exercises": (["check", "course", "--examples", "1000"], r"\n 1  add +pass", exercises_kept_its_results),  # the gradient check takes about a second
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_takes_a_bad_argument_and_ctrl_c_in_one_line(command, workspace):
+    result = subprocess.run([sys.executable, "-m", "tinyattn", command, "--no-such-option"], capture_output=True,
+                            text=True, cwd=workspace, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and "--no-such-option" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+    argv, sign, kept = RUNS.get(command, ([], r"\S", None))  # a command added later: at least no traceback
+    running = Running([command, *argv], cwd=workspace)
+    started = running.wait_for(sign)
+    code, out, err = running.interrupt()
+    assert "Traceback" not in err, err
+    if kept is None and not started:
+        assert code == 0, err
+        return
+    assert started, (out, err)
+    assert code == 130, (code, out, err)
+    assert len(err.strip().splitlines()) == 1, err
+    if kept is not None:
+        kept(workspace, out, err)
+
+
+def test_the_help_lists_the_commands_tested():
+    help_text = subprocess.run([sys.executable, "-m", "tinyattn", "--help"], capture_output=True, text=True,
+                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
+    assert listed_commands(help_text) == COMMANDS
+    assert set(RUNS) <= set(COMMANDS)

@@ -1,0 +1,29 @@
+"""`tinyattn.compile` and `tinyattn.compiler`: PyTorch's graph compiler, accepted for compatibility only.
+
+`torch.compile(model)` traces a model into fused kernels. tinyattn runs every op eagerly, as written
+(its attention, linear, layer norm and cross-entropy are already fused ops), so `compile` returns the
+model or function it is given, unchanged: the same object, computing the same numbers. One visible
+difference: PyTorch returns a wrapper whose `state_dict()` keys start with `_orig_mod.`; here the keys
+stay the model's own (nanoGPT strips that prefix when it loads, so its checkpoints load either way).
+"""
+
+_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
+            disable=False):
+    """Return `model` unchanged (or, called without one, a decorator that does so)."""
+    if mode not in _MODES:
+        raise RuntimeError(f"Unrecognized mode={mode!r}, should be one of: {', '.join(_MODES[1:])}")
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
+    if model is None:
+        return lambda fn: fn
+    if not callable(model):
+        raise RuntimeError(f"compile expects a Module or a function, got {type(model).__name__}")
+    return model
+
+
+def is_compiling():
+    """False: tinyattn never traces (PyTorch answers True inside code it is compiling)."""
+    return False

@@ -1,0 +1,72 @@
+"""What the `tinyattn` commands share on a terminal: one-line errors, plurals, the width, Ctrl-C.
+
+- `ArgumentParser`: argparse's, except that a bad option is one line on stderr
+  (`tinyattn bench: error: unrecognized arguments: --frob (see tinyattn bench --help)`), exit status 2.
+- `plural(1, "step")` is "1 step", `plural(3, "step")` "3 steps".
+- `terminal_width()`: the columns of the terminal stdout writes to, or None when it is not one;
+  `fill(pieces, width)`: wrap a table cell between its pieces; `fit(text)`: a long message wrapped
+  to the terminal.
+- `EXIT_INTERRUPTED`: 130 (128 + SIGINT), the status a shell reports for a program stopped by Ctrl-C.
+
+The progress bar and the status line that say what a command is doing are in `progress.py`.
+"""
+
+import argparse
+import os
+import shutil
+import sys
+import textwrap
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def plural(count, word, many=None):
+    """ "1 step", "2 steps", "1,200 characters"; `many` for irregular plurals."""
+    return f"{count:,} {word if count == 1 else (many or word + 's')}"
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with one-line errors: the message and where to find the usage, exit status 2."""
+
+    def error(self, message):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def is_terminal(stream):
+    return getattr(stream, "isatty", lambda: False)()
+
+
+def terminal_width(stream=None):
+    """The columns of the terminal `stream` (default stdout) writes to, or None when it is not one.
+
+    Tables fit a terminal's width; written to a file, a pipe or a notebook they keep one line per row
+    (nothing there wraps them, and a line per row is what grep and diff want). COLUMNS, when set,
+    overrides the terminal's own width, as for shutil.get_terminal_size.
+    """
+    stream = sys.stdout if stream is None else stream
+    if not is_terminal(stream):
+        return None
+    return shutil.get_terminal_size().columns
+
+
+def fill(pieces, width):
+    """Lines of at most `width` characters made of `pieces` joined by spaces, breaking only between
+    pieces (so a shape such as "(1, 2, 3)" is never cut); a piece longer than `width` gets a line."""
+    lines = [""]
+    for piece in pieces:
+        joined = f"{lines[-1]} {piece}" if lines[-1] else piece
+        if len(joined) > width and lines[-1]:
+            lines.append(piece)
+        else:
+            lines[-1] = joined
+    return lines
+
+
+def fit(text, stream=None):
+    """`text` wrapped to the terminal's width, later lines indented by two, when `stream` (default
+    stdout) is a terminal too narrow for it; unchanged otherwise."""
+    width = terminal_width(stream)
+    if width is None or len(text) < width:
+        return text
+    return textwrap.fill(text, width - 1, subsequent_indent="  ", break_on_hyphens=False)

@@ -1,0 +1,104 @@
+"""`tinyattn.cuda`: what programs written for PyTorch ask about the GPU.
+
+tinyattn reaches a GPU through CuPy (`device="cuda"`). Where CuPy sees one, these answer from CuPy;
+where not, they answer as PyTorch does on a machine without CUDA: `is_available()` is False,
+`device_count()` is 0, the memory counters are 0, `empty_cache()` does nothing, and `synchronize()`,
+`current_device()` and `get_device_name()` raise. `is_bf16_supported()` is False on every device:
+tinyattn computes in float32 and float64 only (so nanoGPT picks float16, whose autocast tinyattn then
+disables with a warning, and trains in float32).
+"""
+
+from .. import backend, random
+from ..errors import DeviceError
+from . import amp  # noqa: F401  (tinyattn.cuda.amp.GradScaler, as PyTorch spells it)
+
+
+def is_available():
+    return backend.cuda_is_available()
+
+
+def is_bf16_supported(including_emulation=True):
+    """False: tinyattn has no bfloat16 arithmetic, on the CPU or on a GPU."""
+    return False
+
+
+def _cupy(what):
+    """CuPy, when it can reach a GPU; otherwise a DeviceError saying that `what` needs one."""
+    if not is_available():
+        raise DeviceError(f"{what} needs a CUDA GPU and none is available (tinyattn uses one through "
+                          "CuPy: pip install 'tinyattn[cuda12]'); check tinyattn.cuda.is_available() first")
+    import cupy
+
+    return cupy
+
+
+def _index(device):
+    """The GPU index meant by None (the current one), an int, 'cuda:1' or a tinyattn.device."""
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    return backend.Device(device).index
+
+
+def device_count():
+    return _cupy("device_count").cuda.runtime.getDeviceCount() if is_available() else 0
+
+
+def current_device():
+    return _cupy("tinyattn.cuda.current_device()").cuda.Device().id
+
+
+def synchronize(device=None):
+    """Wait until the GPU has finished the work queued on it (what GPU timings need)."""
+    _cupy("tinyattn.cuda.synchronize()").cuda.Device(_index(device)).synchronize()
+
+
+def get_device_name(device=None):
+    cupy = _cupy("tinyattn.cuda.get_device_name()")
+    return cupy.cuda.runtime.getDeviceProperties(_index(device))["name"].decode()
+
+
+def get_device_capability(device=None):
+    """(major, minor), e.g. (9, 0) for an H100."""
+    capability = _cupy("tinyattn.cuda.get_device_capability()").cuda.Device(_index(device)).compute_capability
+    return int(capability[:-1]), int(capability[-1])
+
+
+def manual_seed(seed):
+    """Seed the GPU's random stream only (dropout masks on the GPU), as torch.cuda.manual_seed does."""
+    random.default_generator.seed_device(seed)
+
+
+manual_seed_all = manual_seed
+
+
+def empty_cache():
+    """Give the memory CuPy's pool keeps for reuse back to the GPU (nothing to do without one)."""
+    if is_available():
+        _cupy("empty_cache").get_default_memory_pool().free_all_blocks()
+
+
+def memory_allocated(device=None):
+    """Bytes held by live GPU arrays (CuPy's pool), 0 without a GPU."""
+    return _cupy("memory_allocated").get_default_memory_pool().used_bytes() if is_available() else 0
+
+
+def memory_reserved(device=None):
+    """Bytes CuPy's pool holds, live arrays and cached blocks together; 0 without a GPU."""
+    return _cupy("memory_reserved").get_default_memory_pool().total_bytes() if is_available() else 0
+
+
+def max_memory_allocated(device=None):
+    """0 without a GPU, as in PyTorch. CuPy keeps no peak, so with a GPU this raises: use
+    memory_reserved(), which only grows until empty_cache(), as a bound."""
+    if not is_available():
+        return 0
+    raise NotImplementedError("CuPy keeps no peak of allocated memory: use tinyattn.cuda.memory_reserved() "
+                              "(what CuPy's pool holds, which only grows until empty_cache()) as a bound")
+
+
+def reset_peak_memory_stats(device=None):
+    """Nothing to reset without a GPU; with one, see max_memory_allocated."""
+    if is_available():
+        max_memory_allocated(device)

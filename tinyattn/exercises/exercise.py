@@ -1,0 +1,173 @@
+"""What an exercise is: a Function whose backward the learner writes, with the data to check it.
+
+Each exercise file (`e01_add.py`, ...) defines one `tinyattn.autograd.Function` with the forward
+given and the reference solution in its backward, below a line `# --- solution ---`. The learner's
+skeleton is that same class with everything below the marker replaced by a `raise
+NotImplementedError`, so skeleton and solution cannot drift apart. Beside the class the file holds
+what the checker needs: the example it checks first, a Hypothesis strategy for random cases, the
+library's own computation of the same forward (the reference), and the mistakes learners make.
+
+A case is a dict {argument name: value}: NumPy arrays for tensor arguments (float arrays become
+float64 leaves that require grad when the argument is differentiable; bool and integer arrays become
+masks and ids), plain numbers for the rest.
+"""
+
+import dataclasses
+import inspect
+import textwrap
+from typing import Callable
+
+import numpy as np
+
+from .. import functions
+
+SOLUTION_MARKER = "# --- solution ---"
+SKELETON_RAISE = 'raise NotImplementedError("write the backward here")'
+
+# what every learner's file imports (the exercise files use these names and no others)
+IMPORTS = """\
+import math
+
+import tinyattn as torch
+from tinyattn.autograd import Function
+from tinyattn.nn import functional as F
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class Mistake:
+    """A wrong backward that learners write, and what the checker must say about it.
+
+    finding: the id of the finding the checker names (see diagnosis.FINDINGS).
+    found_by: where the checker catches it: "example" (the fixed example), "float32" (the
+        large-input probe in float32), or "hypothesis" (only a random case shows it).
+    """
+
+    backward: Callable
+    finding: str
+    found_by: str = "example"
+
+    @property
+    def name(self):
+        return self.backward.__name__
+
+
+@dataclasses.dataclass(frozen=True)
+class Factor:
+    """A constant the gradient can be off by, with a name learners recognise ("sqrt(d)")."""
+
+    label: str
+    value: float
+    finding: str = "constant-factor"  # or a more specific finding, e.g. "scale-forgotten"
+    title: str = ""  # for a specific finding: its title in the table
+    explanation: str = ""  # what the factor means, said after the finding
+
+
+@dataclasses.dataclass(frozen=True)
+class Suspect:
+    """A mistake particular to one exercise, recognised by a test on the Jacobians.
+
+    test(probe) returns the names of the inputs whose gradient this mistake explains, or a dict
+    {name: a note on that input} (see checker.Probe: `probe.matches(name, candidate)` compares the
+    learner's Jacobian with a candidate).
+    """
+
+    finding: str
+    title: str
+    explanation: str
+    test: Callable
+
+
+@dataclasses.dataclass(frozen=True)
+class Exercise:
+    number: int
+    name: str
+    title: str  # one line: what the learner writes the backward of
+    function: type  # the Function, with the solution below SOLUTION_MARKER in its backward
+    statement: str  # a short paragraph
+    shapes: str  # one line per tensor: "x  (..., n)"
+    hint: str
+    todo: str  # the skeleton's comment: "return grad_x (the shape of x)"
+    args: tuple  # forward's arguments, in order
+    grads: tuple  # the arguments that get a gradient
+    example: Callable  # () -> case
+    random_case: Callable  # (draw, strategies) -> case, for Hypothesis
+    reference: Callable  # (*args as tensors) -> output(s): the library's computation of the forward
+    outputs: tuple = ("out",)  # names of forward's outputs, for the reports
+    random: bool = False  # forward draws random numbers (dropout): the checker reseeds before each
+    expanded: Callable = None  # case -> {argument: the shape it is broadcast to inside the op}
+    factors: Callable = None  # case -> [Factor]
+    suspects: tuple = ()
+    large_case: Callable = None  # () -> case with large inputs, for the float32 probe
+    large_case_text: str = ""  # "logits of about 100"
+    unstable_explanation: str = ""  # what usually makes this backward fail in float32
+    edge: Callable = None  # case -> what is special about a failing random case ("repeated ids")
+    mistakes: tuple = ()
+
+    @property
+    def label(self):
+        return f"{self.number:02d}_{self.name}"
+
+    @property
+    def file_name(self):
+        return f"{self.label}.py"
+
+    @property
+    def class_name(self):
+        return self.function.__name__
+
+    # --- sources -------------------------------------------------------------------------
+
+    def class_source(self, solution):
+        """The Function's source: the solution, or the skeleton (backward raises NotImplementedError)."""
+        lines = textwrap.dedent(inspect.getsource(self.function)).rstrip("\n").splitlines()
+        marks = [i for i, line in enumerate(lines) if line.strip() == SOLUTION_MARKER]
+        if len(marks) != 1:
+            raise RuntimeError(f"exercise {self.name}: the backward needs exactly one {SOLUTION_MARKER!r} line")
+        mark = marks[0]
+        if solution:
+            return "\n".join(lines[:mark] + lines[mark + 1:]) + "\n"
+        indent = lines[mark][: len(lines[mark]) - len(lines[mark].lstrip())]
+        return "\n".join(lines[:mark] + [f"{indent}# your code: {self.todo}", f"{indent}{SKELETON_RAISE}"]) + "\n"
+
+    def file_source(self, solution=False):
+        """A learner's file: the statement and shapes, the imports, the class."""
+        header = [f"Exercise {self.number:02d} of tinyattn's gradient-check exercises: {self.title}", ""]
+        header += textwrap.wrap(self.statement, 96)
+        header += ["", "Shapes:"] + ["    " + line for line in self.shapes.splitlines()]
+        if solution:
+            header += ["", "This is the reference solution."]
+        else:
+            header += ["", "Write the backward below, then check it (DIR is this file's folder):",
+                       f"    tinyattn exercises check DIR {self.name}",
+                       f"A hint, if you want one: tinyattn exercises hint {self.name}"]
+        docstring = '"""' + "\n".join(header) + '\n"""\n'
+        return docstring + "\n" + IMPORTS + "\n\n" + self.class_source(solution)
+
+    def markdown(self):
+        """The statement as a notebook's markdown cell."""
+        return (f"## Exercise {self.number:02d}: {self.title}\n\n{self.statement}\n\n```\n{self.shapes}\n```\n\n"
+                f"Stuck? `exercises.hint(\"{self.name}\")` prints a hint.")
+
+    def make(self, backward):
+        """The Function with another backward (a learner's or a planted mistake)."""
+        return type(self.class_name, (self.function,), {"backward": staticmethod(backward)})
+
+    # --- inputs -----------------------------------------------------------------------------
+
+    def inputs(self, case, dtype):
+        """The arguments of forward for a case: differentiable arguments as fresh leaves of `dtype`."""
+        values = []
+        for name in self.args:
+            value = case[name]
+            if isinstance(value, np.ndarray):
+                if name in self.grads:
+                    value = functions.tensor(value, dtype=dtype, requires_grad=True)
+                else:
+                    value = functions.tensor(value)
+            values.append(value)
+        return tuple(values)
+
+
+def shapes_of(case):
+    return {name: tuple(value.shape) for name, value in case.items() if isinstance(value, np.ndarray)}

@@ -1,0 +1,8 @@
+"""`tinyattn.linalg`: only what a from-scratch course needs of torch.linalg, the vector norm.
+
+Matrix norms, decompositions, solvers and inverses are left out (see the README).
+"""
+
+from .tensor import vector_norm
+
+__all__ = ["vector_norm"]

@@ -1,0 +1,3 @@
+"""`tinyattn.utils`: `data` (Dataset, DataLoader, samplers), as `torch.utils`."""
+
+from . import data

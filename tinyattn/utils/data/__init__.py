@@ -1,0 +1,36 @@
+"""`tinyattn.utils.data`: PyTorch's data loading (`from torch.utils.data import Dataset, DataLoader`).
+
+    dataset.py     Dataset, IterableDataset, TensorDataset, Subset, ConcatDataset, ... random_split
+    sampler.py     SequentialSampler, RandomSampler, SubsetRandomSampler, WeightedRandomSampler, BatchSampler
+    collate.py     default_collate, default_convert
+    dataloader.py  DataLoader (in the main process, or in worker processes)
+    worker.py      get_worker_info and what runs in a worker process
+"""
+
+from .collate import default_collate, default_convert
+from .dataloader import DataLoader
+from .dataset import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    StackDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
+from .sampler import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
+from .worker import WorkerInfo, get_worker_info
+
+__all__ = [
+    "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset", "RandomSampler",
+    "Sampler", "SequentialSampler", "StackDataset", "Subset", "SubsetRandomSampler", "TensorDataset",
+    "WeightedRandomSampler", "WorkerInfo", "default_collate", "default_convert", "get_worker_info", "random_split",
+]
