@@ -878,7 +878,155 @@ def attention_inputs(specials=True):
     return tuple(T(FLOATS, shape=shape, specials=specials) for shape in (query, keys, values))
 
 
+def einsum_equation(data, drawn):
+    """An einsum equation of 1 to 3 operands over the letters i, j, k, l (a letter twice in one operand:
+    its diagonal), now and then with "..." in front of every term, mostly with an output after "->";
+    now and then a letter in the output that no operand has, or one given twice."""
+    terms = data.draw(st.lists(st.lists(st.sampled_from("ijkl"), max_size=3).map("".join), min_size=1, max_size=3),
+                      label="terms")
+    dots = "..." if data.draw(st.integers(0, 4), label="ellipsis") == 0 else ""
+    equation = ",".join(dots + term for term in terms)
+    how = data.draw(st.sampled_from(["implicit", "explicit", "explicit", "explicit", "odd"]), label="output")
+    if how == "implicit":
+        return equation
+    used = sorted(set("".join(terms)))
+    output = data.draw(st.lists(st.sampled_from(used), unique=True).map("".join) if used else st.just(""))
+    if how == "odd":
+        output += data.draw(st.sampled_from(["m", "i", "ii"]))
+    return f"{equation}->{dots if data.draw(st.booleans()) else ''}{output}"
+
+
+def einsum_operands(data, drawn):
+    """Tensors for the terms of the equation drawn[0]: one size per letter (now and then one operand
+    of other sizes), broadcasting leading dims for "...", mostly one dtype for all."""
+    terms = drawn[0].split("->")[0].split(",")
+    sizes = {letter: data.draw(st.integers(0, 3), label=f"size of {letter}") for letter in "ijkl"}
+    lead = data.draw(shapes(max_dims=2), label="... dims")
+    dtype = data.draw(st.sampled_from(FLOATS + INTS + ("bool",)), label="dtype")
+    operands = []
+    for term in terms:
+        letters = term.removeprefix("...")
+        shape = tuple(sizes[c] for c in letters)
+        if data.draw(st.integers(0, 7), label="sizes fit") == 0:
+            shape = data.draw(shapes(len(shape), len(shape)), label="other sizes")
+        if term.startswith("..."):
+            shape = related_shape(data, lead) + shape
+        kind = dtype if data.draw(st.integers(0, 7), label="one dtype") else data.draw(st.sampled_from(ALL_DTYPES))
+        # (finite: einsum contracts in an order of its own, and where inf meets an empty sum (0) the order
+        # decides between NaN and 0)
+        operands.append(T((kind,), shape=shape, specials=False)(data, drawn))
+    return operands
+
+
+def product_shape(data, drawn):
+    """An input for addmm and baddbmm: mostly broadcasting to the product of drawn[0] and drawn[1]."""
+    a, b = drawn[0].shape, drawn[1].shape
+    product = tuple(a[:-1]) + tuple(b[-1:]) if len(b) > 1 else tuple(a[:-1])
+    return related_shape(data, product)
+
+
+def integers_to_decimals(x, decimals=OMIT):
+    """PyTorch rounds integers with round() but refuses round(decimals=0), which tinyattn cannot tell
+    apart (it rounds integers with decimals=0 and refuses other decimals)."""
+    return "round(decimals=0) of integers" if x.dtype not in FLOATS and decimals == 0 else None
+
+
+def einsum_of_bools(equation, operands):
+    """tinyattn's einsum refuses bool operands; PyTorch's computes the equations of bools that need no
+    matrix product (and gives bools or int64 then) and refuses the others."""
+    return "einsum of bools" if any(a.dtype == "bool" for a in operands) else None
+
+
+def sort_ties(x, *options):
+    """Where x holds equal numbers, their order among themselves (the indices, and where the gradient
+    goes) is PyTorch's only with stable=True (tinyattn's sort is always stable: README); compared where
+    the numbers differ or stable=True."""
+    stable = any(isinstance(o, bool) for o in options[-1:]) and options[-1] is True
+    values = x.values.reshape(-1)
+    finite = values[~np.isnan(values)] if x.dtype in FLOATS else values
+    ties = len(np.unique(finite)) < len(finite) or (x.dtype in FLOATS and np.isnan(values).sum() > 1)
+    return "equal numbers in a sort that need not be stable" if ties and not stable else None
+
+
+def repeated_scatter_indices(x, dim, index, *src):
+    """Where two indices of scatter write to one place, which write wins is up to the library (PyTorch:
+    "undefined"); compared where every index along dim is written once."""
+    values = index.values
+    if values.ndim == 0 or values.size == 0 or not x.ndim or not -x.ndim <= dim < x.ndim or values.ndim != x.ndim:
+        return None
+    axis = dim % values.ndim
+    moved = np.moveaxis(values, axis, -1).reshape(-1, values.shape[axis])
+    repeated = any(len(set(row.tolist())) < len(row) for row in moved)
+    return "two writes to one place" if repeated else None
+
+
+def matrix_norm(x, p=OMIT, *rest):
+    """norm(p='nuc') is a matrix norm, which tinyattn leaves out (README)."""
+    return "a matrix norm" if p == "nuc" else None
+
+
+def half_precision(x):
+    """tinyattn refuses half-precision tensors (README: TypeError)."""
+    return "half precision"
+
+
+def pin_nothing(x):
+    """pin_memory pins nothing and returns the tensor (PyTorch without CUDA raises: README)."""
+    return "pin_memory without a GPU"
+
+
+def mha_shape(which):
+    """query, key or value for nn.MultiheadAttention built with drawn[1]: (L, E), (L, N, E) or, with
+    batch_first, (N, L, E); key and value of another length (S); now and then of another size."""
+
+    def shape(data, drawn):
+        options = drawn[1]
+        if which == "query":
+            batched = data.draw(st.integers(0, 3), label="batched") > 0
+            length, batch = data.draw(st.integers(0, 3), label="L"), data.draw(st.integers(0, 2), label="N")
+        else:
+            query = drawn[2].shape
+            batched = len(query) == 3
+            batch = query[0 if options["batch_first"] else 1] if batched else 0
+            length = drawn[3].shape[-2 if not batched or options["batch_first"] else 0] if which == "value" \
+                else data.draw(st.integers(0, 3), label="S")
+        size = options["embed_dim"] if data.draw(st.integers(0, 7), label="size fits") else data.draw(st.integers(1, 4))
+        if not batched:
+            return (length, size)
+        return (batch, length, size) if options["batch_first"] else (length, batch, size)
+
+    return T(("float32",), shape=shape, specials=False)
+
+
+def key_padding_mask(data, drawn):
+    """A bool key_padding_mask (N, S) (or (S,) unbatched) for nn.MultiheadAttention's inputs."""
+    key, options = drawn[3].shape, drawn[1]
+    if len(key) == 3:
+        shape = (key[0], key[1]) if options["batch_first"] else (key[1], key[0])
+    else:
+        shape = key[:1]
+    return Arr(data.draw(hnp.arrays("bool", shape), label="key_padding_mask"), False)
+
+
+def multihead_attention_module(L, seed, options, query, key, value, **call):
+    L.manual_seed(seed)
+    layer = L.nn.MultiheadAttention(**options)
+    L.leaves.extend(p for _, p in layer.named_parameters())
+    return layer(query, key, value, **call)
+
+
+def mha_quirks(seed, options, query, key, value, mask=OMIT, need_weights=OMIT):
+    """A query whose keys are all masked gets zero weights in tinyattn (README); PyTorch gives NaN, or
+    zeros on its scaled_dot_product_attention path. And PyTorch's layer fails on a batch of no items
+    (it views the keys of no elements with a -1)."""
+    if mask is not OMIT and mask.values.size and mask.values.all(axis=-1).any():
+        return "a query whose keys are all masked"
+    batched = query.ndim == 3 and key.ndim == 3
+    return "a batch of no items" if batched and key.shape[0 if options["batch_first"] else 1] == 0 else None
+
+
 SEEDS = st.integers(0, 2**32 - 1)
+BETA = number(("int", "float"))
 X = T()  # any dtype, any shape (0-d and 0-size included)
 XF = T(FLOATS)
 Y = T(like=0)  # broadcasts with the first argument, mostly
@@ -894,6 +1042,7 @@ def after_dim(spec, of=1):
 
 
 DIM = dim()
+SORT_OPTIONS = (X, Kw("dim", maybe(dim())), Kw("descending", maybe(st.booleans())), Kw("stable", maybe(st.booleans())))
 DIMS = dims()
 KEEPDIM = Kw("keepdim", after_dim(maybe(st.booleans())))
 NUMBER = number()
@@ -1073,6 +1222,68 @@ TABLE = [
     Entry("Tensor.data", "Tensor.data", lambda L, x: x.data, (X,)),
     method("requires_grad_", X, maybe(st.booleans())),
     Entry("Tensor.detach_", "Tensor.detach_", lambda L, x: (x * 2).detach_(), (X,)),
+    # --- more elementwise math, reductions, products, sorting and scattering ---
+    *[e for name in ("sin", "cos", "log1p", "expm1", "log2", "log10", "exp2", "reciprocal", "erf", "neg", "negative",
+                     "square", "sign", "sgn", "floor", "ceil", "trunc", "fix") for e in both(name, X)],
+    *both("round", X, Kw("decimals", maybe(st.integers(-1, 2))), quirk=integers_to_decimals),
+    *both("clamp_min", X, one_of(NUMBER, T(like=0)), grad=clamp_bounds_within),
+    *both("clamp_max", X, one_of(NUMBER, T(like=0)), grad=clamp_bounds_within),
+    *[function(name, X, one_of(Y, NUMBER))
+      for name in ("add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge")],
+    function("pow", X, one_of(Y, NUMBER), grad=not_a_bool_exponent),
+    *[function(name, X, Kw("dim", maybe(DIMS)), KEEPDIM) for name in ("all", "any")],
+    *[function(name, X) for name in ("logical_not", "clone", "detach", "is_floating_point")],
+    Entry("tinyattn.detach_", "tinyattn.detach_", lambda L, x: L.detach_(x * 2), (X,)),
+    *both("prod", X, Kw("dim", maybe(DIM)), KEEPDIM, Kw("dtype", maybe(dtype_name()))),
+    *both("cumprod", X, DIM, Kw("dtype", maybe(dtype_name())), differs=checked_even_when_empty),
+    *both("amax", X, Kw("dim", maybe(DIMS)), KEEPDIM),
+    *both("amin", X, Kw("dim", maybe(DIMS)), KEEPDIM),
+    *both("norm", X, Kw("p", maybe(st.sampled_from([2, 1, 3, 0, 0.5, math.inf, -math.inf, "fro", "nuc"]))),
+          Kw("dim", maybe(DIMS)), Kw("keepdim", after_dim(maybe(st.booleans()), of=2)), differs=matrix_norm),
+    Entry("linalg.vector_norm", "linalg.vector_norm", lambda L, *a, **k: L.linalg.vector_norm(*a, **k),
+          (X, Kw("ord", maybe(st.sampled_from([2, 1, 3, 0, 0.5, math.inf, -math.inf]))), Kw("dim", maybe(DIMS)),
+           Kw("keepdim", after_dim(maybe(st.booleans()), of=2)), Kw("dtype", maybe(dtype_name())))),
+    method("trace", XF),
+    *both("outer", X, T(shape=lambda data, drawn: data.draw(shapes(max_dims=2)))),
+    # (addmm's and baddbmm's input is drawn last, to fit the product of the two matrices drawn first)
+    *[Entry(f"{where}.{name}", f"{where}.{name}", call,
+            (T(FLOATS, min_dims=ndim, max_dims=ndim), T(FLOATS, shape=matmul_partner()), T(FLOATS, shape=product_shape),
+             Kw("beta", maybe(BETA)), Kw("alpha", maybe(BETA))),
+            differs=lambda a, b, *rest: empty_product_of_two_dtypes(a, b))
+      for name, ndim in (("addmm", 2), ("baddbmm", 3))
+      for where, call in (("tinyattn", lambda L, a, b, x, name=name, **k: getattr(L, name)(x, a, b, **k)),
+                          ("Tensor", lambda L, a, b, x, name=name, **k: getattr(x, name)(a, b, **k)))],
+    function("einsum", einsum_equation, einsum_operands, differs=einsum_of_bools),
+    *both("sort", *SORT_OPTIONS, quirk=sort_ties),
+    *both("argsort", *SORT_OPTIONS, quirk=sort_ties),
+    Entry("Tensor.sort(values)", "Tensor.sort", lambda L, x, **k: x.sort(**k).values, SORT_OPTIONS,
+          grad=lambda *args: not sort_ties(*args)),
+    *both("index_select", X, DIM, index_tensor(along=1, dtypes=("int64", "int64", "int32"))),
+    *both("masked_select", X, T(("bool",), like=0)),
+    *both("repeat_interleave", X, one_of(st.integers(-1, 3), index_tensor()), Kw("dim", maybe(DIM))),
+    *both("roll", X, one_of(st.integers(-4, 4), st.lists(st.integers(-4, 4), max_size=3).map(tuple)),
+          Kw("dims", maybe(dims(none=False)))),
+    *both("flip", X, dims(none=False)),
+    *both("fliplr", X), *both("flipud", X),
+    *both("nonzero", X, Kw("as_tuple", maybe(st.booleans()))),
+    *both("argwhere", X),
+    *both("scatter", X, DIM, index_tensor(along=1), one_of(T(like=0), NUMBER), quirk=repeated_scatter_indices),
+    inplace("scatter_", X, DIM, index_tensor(along=1), one_of(T(like=0), NUMBER), quirk=repeated_scatter_indices),
+    *both("scatter_add", X, DIM, index_tensor(along=1), T(like=0)),
+    inplace("scatter_add_", X, DIM, index_tensor(along=1), T(like=0)),
+    *[function(name, st.integers(-1, 4), st.integers(-1, 4), maybe(st.integers(-3, 3)),
+               Kw("dtype", maybe(dtype_name()))) for name in ("tril_indices", "triu_indices")],
+    # the function forms of in-place ops
+    *[Entry(f"tinyattn.{name}_", f"tinyattn.{name}_",
+            lambda L, x, name=name: getattr(L, f"{name}_")(x.clone() if x.requires_grad else x), (X,))
+      for name in ("abs", "exp", "log", "sqrt", "tanh", "sigmoid", "neg", "relu", "zero")],
+    *[Entry(f"tinyattn.{name}_", f"tinyattn.{name}_",
+            lambda L, x, name=name, **k: getattr(L, f"{name}_")(x.clone() if x.requires_grad else x, **k),
+            (X, Kw("min", maybe(NUMBER)), Kw("max", maybe(NUMBER)))) for name in ("clamp", "clip")],
+    Entry("tinyattn.fill_", "tinyattn.fill_", lambda L, x, value: L.fill_(x.clone() if x.requires_grad else x, value),
+          (X, one_of(NUMBER, T(shape=()))), differs=grad_value_into_integers),
+    method("half", X, differs=half_precision), method("bfloat16", X, differs=half_precision),
+    method("pin_memory", X, differs=pin_nothing), method("is_pinned", X),
     # --- nn.functional ---
     *[functional(name, X) for name in ("tanh", "sigmoid")],
     functional("relu", X, Kw("inplace", maybe(st.just(False)))),
@@ -1104,6 +1315,16 @@ TABLE = [
                shape=scores_shape))), Kw("bias", maybe(T(FLOATS, shape=scores_shape, specials=False))),
                Kw("scale", maybe(st.floats(0, 2))), grad=weights_without_gradient),
     functional("causal_mask", st.integers(0, 4), st.integers(0, 4)),
+    functional("silu", X, Kw("inplace", maybe(st.just(False)))),
+    functional("softplus", X, Kw("beta", maybe(st.sampled_from([1.0, 2.0, 0.5, -1.0]))),
+               Kw("threshold", maybe(st.sampled_from([20.0, 1.0, 0.0])))),
+    functional("leaky_relu", X, Kw("negative_slope", maybe(st.sampled_from([0.01, 0.2, -0.5, 0.0])))),
+    functional("elu", X, Kw("alpha", maybe(st.sampled_from([1.0, 0.5, 2.0])))),
+    functional("normalize", X, Kw("p", maybe(st.sampled_from([2.0, 1.0, 3.0, math.inf]))), Kw("dim", maybe(DIM)),
+               Kw("eps", maybe(st.sampled_from([1e-12, 0.1])))),
+    functional("pad", X, st.lists(st.integers(-2, 3), max_size=6).map(tuple),
+               Kw("mode", maybe(st.sampled_from(["constant", "constant", "reflect", "replicate", "circular", "odd"]))),
+               Kw("value", maybe(NUMBER))),
     # --- nn modules, built at a seed in both libraries ---
     module("Linear", st.tuples(st.integers(-1, 3), st.integers(0, 3), st.booleans()), T(FLOATS, shape=module_input(0))),
     module("Embedding", st.tuples(st.integers(1, 4), st.integers(0, 3)), ids_for_module()),
@@ -1119,6 +1340,18 @@ TABLE = [
            quirk=lambda seed, options, *inputs: no_classes_and_more_dims(*inputs),
            differs=lambda seed, options, *inputs: probability_targets(*inputs)),
     module("MSELoss", st.fixed_dictionaries({"reduction": REDUCTION}), XF, T(FLOATS, like=2)),
+    module("SiLU", st.tuples(), X),
+    module("Softplus", st.tuples(st.sampled_from([1.0, 2.0]), st.sampled_from([20.0, 1.0])), X),
+    module("LeakyReLU", st.tuples(st.sampled_from([0.01, 0.2])), X),
+    module("ELU", st.tuples(st.sampled_from([1.0, 0.5])), X),
+    Entry("nn.MultiheadAttention", "nn.MultiheadAttention", multihead_attention_module,
+          (SEEDS, st.integers(1, 2).flatmap(lambda heads: st.fixed_dictionaries({
+              "embed_dim": st.integers(1, 2).map(lambda n: n * heads), "num_heads": st.just(heads),
+              "bias": st.booleans(), "add_bias_kv": st.booleans(), "add_zero_attn": st.booleans(),
+              "batch_first": st.booleans()})),
+           mha_shape("query"), mha_shape("key"), mha_shape("value"),
+           Kw("key_padding_mask", maybe(key_padding_mask)), Kw("need_weights", maybe(st.booleans()))),
+          quirk=mha_quirks),
     Entry("nn.Sequential", "nn.Sequential", sequential, (SEEDS, st.integers(1, 3), T(FLOATS, shape=(2, 3)))),
     # (no inf and NaN in the attention modules' inputs: the fused attention and the book's chain of ops
     # spread a NaN to different places of the gradients)
@@ -1137,7 +1370,8 @@ TABLE = [
 # Public callables that the table leaves out, and why. Everything public is in the table or here.
 NOT_FUZZED = {
     **dict.fromkeys(["tinyattn.ShapeError", "tinyattn.BackwardError", "tinyattn.DeviceError",
-                     "tinyattn.GradcheckError", "tinyattn.AnomalyError"], "exception classes"),
+                     "tinyattn.GradcheckError", "tinyattn.AnomalyError", "tinyattn.CheckpointError"],
+                    "exception classes"),
     **dict.fromkeys(["tinyattn.Size", "tinyattn.dtype", "tinyattn.device"],
                     "types of what every entry's results are compared on (shape, dtype)"),
     **dict.fromkeys(["tinyattn.Generator", "tinyattn.manual_seed", "tinyattn.seed", "tinyattn.initial_seed",
@@ -1152,7 +1386,7 @@ NOT_FUZZED = {
     **dict.fromkeys(["tinyattn.gradcheck", "tinyattn.numerical_grad", "tinyattn.numerical_jacobian"],
                     "finite differences of other ops: tests/test_gradient_check.py"),
     **dict.fromkeys(["tinyattn.detect_anomaly", "tinyattn.draw_graph"], "observers of ops: tests/test_tracing.py"),
-    **dict.fromkeys(["tinyattn.cuda", "Tensor.cuda", "Tensor.is_cuda"], "needs a GPU: tests/test_gpu.py"),
+    **dict.fromkeys(["Tensor.cuda", "Tensor.is_cuda"], "needs a GPU: tests/test_gpu.py"),
     **dict.fromkeys(["Tensor.shape", "Tensor.dtype", "Tensor.ndim", "Tensor.device", "Tensor.requires_grad",
                      "Tensor.grad", "Tensor.is_leaf"], "attributes compared on every entry's results and inputs"),
     **dict.fromkeys(["Tensor.array", "Tensor.grad_fn", "Tensor.output_nr"],
@@ -1168,12 +1402,18 @@ NOT_FUZZED = {
     **dict.fromkeys(["nn.Module", "nn.ModuleList", "nn.ModuleDict", "nn.Parameter"],
                     "containers and the base class: tests/test_nn.py (every nn entry runs through Module)"),
     "nn.multihead_from_wrapper": "tinyattn's own: tests/test_attention.py checks it against the wrapper",
+    "F.tensor_argument": "the check that a layer's argument is a tensor (run by the F and nn entries)",
+    **dict.fromkeys(["tinyattn.save", "tinyattn.load"],
+                    "files, not ops: tests/test_serialization.py reads and writes PyTorch's format both ways"),
+    **dict.fromkeys(["tinyattn.autocast", "tinyattn.is_autocast_enabled", "tinyattn.compile",
+                     "tinyattn.get_float32_matmul_precision", "tinyattn.set_float32_matmul_precision"],
+                    "names accepted for compatibility, no ops: tests/test_compat.py against PyTorch's"),
 }
 
 
 def public_callables():
     """The public names whose behaviour PyTorch code relies on: tinyattn.*, the Tensor's methods,
-    properties and operators, nn.functional's functions, and nn's layers and functions."""
+    properties and operators, linalg's and nn.functional's functions, and nn's layers and functions."""
     import inspect
 
     names = {f"tinyattn.{n}" for n in dir(tinyattn)
@@ -1183,6 +1423,7 @@ def public_callables():
               if n.startswith("__") and n not in ("__init__", "__module__", "__doc__", "__slots__", "__weakref__")}
     names |= {f"F.{n}" for n, v in vars(tF).items()
               if not n.startswith("_") and inspect.isfunction(v) and v.__module__ == tF.__name__}
+    names |= {f"linalg.{n}" for n in tinyattn.linalg.__all__}
     names |= {f"nn.{n}" for n in dir(tnn)
               if not n.startswith("_") and callable(getattr(tnn, n)) and not inspect.ismodule(getattr(tnn, n))}
     return names
@@ -1280,6 +1521,8 @@ def backward(outcome, L, weights):
 def to_numpy(t):
     if isinstance(t, tinyattn.Tensor):
         return backend.to_host(t.detach().array)
+    if t._is_zerotensor():  # PyTorch's gradient of zeros that it never fills in (sgn's)
+        return np.zeros(tuple(t.shape), dtype=dtype_of(t))
     return t.detach().numpy()
 
 

@@ -839,6 +839,8 @@ def roll(input, shifts, dims=None):
 
 
 def flip(input, dims):
+    if not isinstance(dims, (tuple, list)):  # (x.flip(0) takes a bare dim, tinyattn.flip(x, 0) does not, as in PyTorch)
+        raise TypeError(f"flip: dims must be a tuple or list of dims, got {dims!r}: flip(x, ({dims!r},))")
     return input.flip(dims)
 
 
@@ -877,15 +879,24 @@ def where(condition, input=None, other=None):
 def triu_indices(row, col, offset=0, *, dtype=None, device=None):
     """The (row, column) indices of the upper triangle of a row x col matrix (from diagonal `offset`
     on), as a (2, n) tensor."""
-    rows, cols = np.triu_indices(row, offset, col)
-    return _from_host(np.stack([rows, cols]), dtype or dtypes.int64, device, False)
+    return _triangle_indices("triu_indices", np.triu_indices, row, col, offset, dtype, device)
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None):
     """The (row, column) indices of the lower triangle of a row x col matrix (up to diagonal `offset`),
     as a (2, n) tensor."""
-    rows, cols = np.tril_indices(row, offset, col)
-    return _from_host(np.stack([rows, cols]), dtype or dtypes.int64, device, False)
+    return _triangle_indices("tril_indices", np.tril_indices, row, col, offset, dtype, device)
+
+
+def _triangle_indices(name, numpy_indices, row, col, offset, dtype, device):
+    for what, n in (("row", row), ("col", col)):
+        if n < 0:
+            raise ValueError(f"{name}: {what} must be 0 or more, got {n}")
+    dtype = dtype or dtypes.int64
+    if dtype not in (dtypes.int64, dtypes.int32):
+        raise TypeError(f"{name} gives int64 or int32 indices, not {dtype}")
+    rows, cols = numpy_indices(row, offset, col)
+    return _from_host(np.stack([rows, cols]), dtype, device, False)
 
 
 __all__ = [

@@ -1416,7 +1416,7 @@ class Cumprod(Op):
         ctx.axis = axis
         if x.dtype == xp.float32:
             return xp.astype(xp.cumulative_prod(xp.astype(x, xp.float64), axis=axis), xp.float32)
-        return xp.cumulative_prod(x, axis=axis)
+        return xp.cumulative_prod(x, axis=axis, dtype=None if x.dtype == xp.bool else x.dtype)  # int32 stays int32
 
     @staticmethod
     def backward(ctx, grad):
@@ -1424,6 +1424,8 @@ class Cumprod(Op):
         xp = ctx.xp
         x, g = xp.moveaxis(x, ctx.axis, -1), xp.moveaxis(grad, ctx.axis, -1)
         n = x.shape[-1]
+        if n <= 1:  # each running product is the number itself: its gradient is 1, also at inf (PyTorch's too)
+            return grad, None
         if not xp.any(x == 0):
             y = xp.cumulative_prod(x, axis=-1)
             result = xp.flip(xp.cumulative_sum(xp.flip(g * y, axis=-1), axis=-1), axis=-1) / x
@@ -1552,21 +1554,23 @@ class Scatter(Op):
         values = corner(xp, src, index.shape) if hasattr(src, "shape") else src
         ctx.name_hint = "ScatterAdd" if add else "ScatterBackward0" if hasattr(src, "shape") else "ScatterBackward1"
         ctx.save_for_backward(index)
-        ctx.axis, ctx.src_shape, ctx.add = axis, shape_of(src), add
-        out = xp.asarray(x, copy=True)
-        return backend.scatter_add(out, key, values) if add else backend.setitem(out, key, values)
+        ctx.axis, ctx.src_shape, ctx.add, ctx.x_shape = axis, shape_of(src), add, x.shape
+        out = xp.reshape(xp.asarray(x, copy=True), x.shape or (1,))  # a 0-d x: one element along dim 0
+        out = backend.scatter_add(out, key, values) if add else backend.setitem(out, key, values)
+        return xp.reshape(out, ctx.x_shape)
 
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
         xp = ctx.xp
         key = along_axis_key(xp, index, ctx.axis)
+        grad_1d = xp.reshape(grad, ctx.x_shape or (1,))
         gx = gsrc = None
         if ctx.needs_input_grad[0]:
-            gx = grad if ctx.add else backend.setitem(xp.asarray(grad, copy=True), key, 0)
+            gx = grad if ctx.add else xp.reshape(backend.setitem(xp.asarray(grad_1d, copy=True), key, 0), ctx.x_shape)
         if ctx.needs_input_grad[3]:
             gsrc = xp.zeros(ctx.src_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
-            gsrc = backend.setitem(gsrc, tuple(slice(0, n) for n in index.shape), backend.getitem(grad, key))
+            gsrc = backend.setitem(gsrc, tuple(slice(0, n) for n in index.shape), backend.getitem(grad_1d, key))
         return gx, None, None, gsrc, None
 
 

@@ -1393,27 +1393,32 @@ class Tensor:
     def prod(self, dim=None, keepdim=False, dtype=None):
         if dim is not None and not isinstance(dim, (int, np.integer)):
             raise TypeError(f"prod takes one dim (an int), got {dim!r}: for several dims, call prod once per dim")
+        _check_differentiable_dtype(self, dtype, "prod")
         x = self if dtype is None else self.to(dtype)
         if x.dtype in (dtypes.bool_, dtypes.int32):
-            x = x.long()  # PyTorch's products of integers are int64
-        return ops.Prod.apply(x, None if dim is None else int(dim), keepdim)
+            x = x.long()  # PyTorch's products of integers are int64 (unless a dtype is asked for)
+        product = ops.Prod.apply(x, None if dim is None else int(dim), keepdim)
+        if dtype is not None and product.dtype is not dtype:
+            product = product != 0 if dtype is dtypes.bool_ else product.to(dtype)
+        return product
 
     def cumprod(self, dim, *, dtype=None):
+        _check_differentiable_dtype(self, dtype, "cumprod")
+        if dtype is dtypes.bool_ and self.ndim:  # (a 0-d tensor is its own running product, as in PyTorch)
+            raise TypeError("cumprod(dtype=tinyattn.bool) is not defined: use dtype=tinyattn.int64")
         x = self if dtype is None else self.to(dtype)
-        if x.dtype in (dtypes.bool_, dtypes.int32):
-            x = x.long()
+        if dtype is None and x.dtype in (dtypes.bool_, dtypes.int32):
+            x = x.long()  # PyTorch's running products of integers are int64 (unless a dtype is asked for)
         if x.ndim == 0:
             _dim(dim, 0)
-            return ops.Cumprod.apply(x.reshape(1), 0).reshape(())
+            return ops.Cumprod.apply(x.reshape(1), 0).reshape(()).to(x.dtype)
         return ops.Cumprod.apply(x, _dim(dim, x.ndim))
 
     def amax(self, dim=(), keepdim=False):
-        _check_not_bool(self, "amax")
-        return ops.Amax.apply(self, _all_dims_if_empty(dim), keepdim, False)
+        return _amax(self, dim, keepdim, False, "amax")
 
     def amin(self, dim=(), keepdim=False):
-        _check_not_bool(self, "amin")
-        return ops.Amax.apply(self, _all_dims_if_empty(dim), keepdim, True)
+        return _amax(self, dim, keepdim, True, "amin")
 
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         """The vector p-norm over `dim` (all elements by default); 'fro' is the 2-norm."""
@@ -1488,10 +1493,11 @@ class Tensor:
     def repeat_interleave(self, repeats, dim=None, *, output_size=None):
         """Each element (each slice along `dim`) repeated `repeats` times, or repeats[i] times for
         element i; with dim=None, of the flattened tensor."""
+        if dim is not None and self.ndim == 0:
+            raise IndexError(f"repeat_interleave: a 0-d tensor has no dim {dim} to repeat along: leave dim out "
+                             "(it repeats the flattened tensor)")
         x = self.reshape(-1) if dim is None else self
         axis = 0 if dim is None else _dim(dim, x.ndim)
-        if x.ndim == 0:
-            x = x.reshape(1)
         n = x.shape[axis]
         if isinstance(repeats, Tensor) and repeats.ndim == 0:
             repeats = int(repeats.item())
@@ -1503,7 +1509,11 @@ class Tensor:
             # a view of the slices side by side, expanded and flattened: PyTorch's way (ViewBackward0)
             expanded = x.unsqueeze(axis + 1).expand(x.shape[:axis + 1] + (int(repeats),) + x.shape[axis + 1:])
             return expanded.reshape(x.shape[:axis] + (total,) + x.shape[axis + 1:])
-        counts = backend.to_host(_as_index_tensor(repeats, x, "repeat_interleave").array).reshape(-1)
+        counts = _as_index_tensor(repeats, x, "repeat_interleave")
+        if counts.ndim > 1:
+            raise ShapeError(f"repeat_interleave: repeats must be a number or a 1-d tensor, got shape "
+                             f"{list(counts.shape)}")
+        counts = backend.to_host(counts.array).reshape(-1)
         if counts.shape[0] != n:
             raise ShapeError(f"repeat_interleave: {counts.shape[0]} repeats given for dim {axis} of size {n} "
                              f"(shape {list(x.shape)}): give one per element, or one number")
@@ -1515,7 +1525,9 @@ class Tensor:
 
     def roll(self, shifts, dims=None):
         shift_tuple = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
-        if dims is None:
+        if not shift_tuple:
+            raise ValueError("roll: no shifts given: give a shift (and a dim) to roll by")
+        if dims is None or isinstance(dims, (tuple, list)) and not dims:  # dims=() rolls the flattened tensor too
             if len(shift_tuple) != 1:
                 raise ValueError(f"roll: {len(shift_tuple)} shifts need as many dims, got dims=None (which rolls "
                                  "the flattened tensor by one shift)")
@@ -1524,16 +1536,17 @@ class Tensor:
         if len(shift_tuple) != len(dim_tuple):
             raise ValueError(f"roll: shifts and dims must align, got {len(shift_tuple)} shifts and "
                              f"{len(dim_tuple)} dims")
-        axes = tuple(_dim(d, self.ndim) for d in dim_tuple)
         if self.ndim == 0:
-            return ops.Roll.apply(self, 0, None)
+            raise IndexError(f"roll: a 0-d tensor has no dim {dim_tuple[0]} to roll along: leave dims out")
+        axes = tuple(_dim(d, self.ndim) for d in dim_tuple)
         return ops.Roll.apply(self, tuple(int(s) for s in shift_tuple), axes)
 
     def flip(self, *dims):
-        axes = _dims_tuple(_shape_arg(dims), self.ndim)
+        dims = _shape_arg(dims, lowest=None)  # flip(0, 1) or flip((0, 1))
+        axes = _dims_tuple(dims, self.ndim)
         if len(set(axes)) != len(axes):
             repeated = next(d for d in axes if axes.count(d) > 1)
-            raise ValueError(f"flip: dim {repeated} appears more than once in {list(_shape_arg(dims))}")
+            raise ValueError(f"flip: dim {repeated} appears more than once in {list(dims)}")
         return ops.Flip.apply(self, axes) if self.ndim else ops.Flip.apply(self, ())
 
     def fliplr(self):
@@ -1593,18 +1606,20 @@ class Tensor:
                             f"{index.dtype if isinstance(index, Tensor) else type(index).__name__}")
         backend.same_device([self.array, index.array])
         axis = _dim(dim, self.ndim)
-        if self.ndim == 0:
-            raise ShapeError(f"{name} needs a tensor with at least 1 dim (a 0-d tensor has no dim to scatter along)")
-        too_big = any(n > m for i, (n, m) in enumerate(zip(index.shape, self.shape)) if i != axis)
+        # a 0-d tensor, index or src counts as a 1-d one of one element, as in PyTorch
+        shape, ndim = self.shape or (1,), max(self.ndim, 1)
+        index = index.reshape(1) if index.ndim == 0 else index
+        src = src.reshape(1) if isinstance(src, Tensor) and src.ndim == 0 else src
+        too_big = any(n > m for i, (n, m) in enumerate(zip(index.shape, shape)) if i != axis)
         too_big_src = isinstance(src, Tensor) and any(n > m for n, m in zip(index.shape, src.shape))
-        if index.ndim != self.ndim or too_big or too_big_src or (isinstance(src, Tensor) and src.ndim != self.ndim):
+        if index.ndim != ndim or too_big or too_big_src or (isinstance(src, Tensor) and src.ndim != ndim):
             raise ShapeError(
                 f"{name}: an index of shape {list(index.shape)} does not fit a tensor of shape {list(self.shape)}"
                 + (f" and a src of shape {list(src.shape)}" if isinstance(src, Tensor) else "")
-                + f": all need {self.ndim} dims, and the index no more than the tensor's size in every dim but "
+                + f": all need {ndim} dims, and the index no more than the tensor's size in every dim but "
                 f"dim {axis} (and no more than src's in any)"
             )
-        size = self.shape[axis]
+        size = shape[axis]
         _check_index_range(index, size, f"{name}: index {{}} is out of range for dim {axis} with size {size}")
         return axis, index.array, src
 
@@ -1725,6 +1740,16 @@ def _check_not_0d(x, name):
                          "reshape it to 1-d first (x.reshape(1))")
 
 
+def _amax(x, dim, keepdim, take_min, name):
+    """amax and amin: over every dim, or the dims given (none of size 0); of bools, any() and all()."""
+    dims = _all_dims_if_empty(dim)
+    for d in (None,) if dims is None else dims if isinstance(dims, (tuple, list)) else (dims,):
+        _check_not_empty(x, d, name)
+    if x.dtype is dtypes.bool_:
+        return ops.Amax.apply(x.long(), dims, keepdim, take_min) != 0
+    return ops.Amax.apply(x, dims, keepdim, take_min)
+
+
 def _check_not_bool(x, name):
     if x.dtype is dtypes.bool_:
         raise TypeError(f"{name} is not defined for bool tensors: convert with .long() or .float() first")
@@ -1747,6 +1772,9 @@ def _scaled_sum(input, product, beta, alpha, name):
     if ops.broadcast_shape(input.shape, product.shape) != tuple(product.shape):
         raise ShapeError(f"{name}: the input's shape {list(input.shape)} does not broadcast to the product's "
                          f"{list(product.shape)}")
+    if input.dtype is not product.dtype:  # no silent promotion, as in PyTorch
+        raise TypeError(f"{name}: the input is {input.dtype} and the matrices are {product.dtype}: convert one "
+                        f"(input.to({product.dtype}))")
     if alpha != 1:
         product = product * alpha
     if beta == 0:
@@ -1790,10 +1818,13 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """tinyattn.linalg.vector_norm: (sum |x|^ord)^(1/ord) over dim (every element by default)."""
     if not isinstance(x, Tensor):
         raise TypeError(f"vector_norm expects a tensor, got {type(x).__name__}")
-    if dtype is not None:
-        x = x.to(dtype)
     if not x.dtype.is_floating_point:
         raise TypeError(f"vector_norm needs a floating point tensor, got {x.dtype}: use .float()")
+    if dtype is not None:
+        if not dtype.is_floating_point or dtype.itemsize < x.dtype.itemsize:
+            raise TypeError(f"vector_norm: dtype={dtype} for a {x.dtype} tensor: give a floating point dtype at "
+                            "least as wide as the tensor's")
+        x = x.to(dtype)
     if isinstance(ord, (bool, str)) or not isinstance(ord, numbers.Real):
         raise ValueError(f"vector_norm: ord must be a number (2, 1, inf, -inf, 0, ...), got {ord!r}")
     return ops.LinalgVectorNorm.apply(x, float(ord), _all_dims_if_empty(dim), keepdim)
