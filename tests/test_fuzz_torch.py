@@ -27,7 +27,7 @@ An entry's `call(L, *args, **kwargs)` is written once for both libraries: `L` is
 arguments drawn before it (a dim of the first tensor, a shape that broadcasts with it).
 
 The cases the fuzz found are pinned at the end as plain tests (PINNED). CI runs the "ci" profile
-(15 examples per entry, about half a minute in all); HYPOTHESIS_PROFILE=dev runs 300 per entry.
+(15 examples per entry, under a minute in all); HYPOTHESIS_PROFILE=dev runs 300 per entry.
 """
 
 import dataclasses
@@ -636,9 +636,21 @@ def not_a_bool_exponent(x, exponent):
     return not (is_bool_tensor(exponent) or isinstance(exponent, bool))
 
 
-def empty_gather_index(x, dim, index):
-    """PyTorch skips gather's checks of the index's shape when the index is empty."""
-    return "gather with an empty index" if 0 in index.shape else None
+def empty_index(x, dim, index, *src):
+    """PyTorch skips gather's and scatter's checks (of the index's shape, of the value) when the index
+    is empty."""
+    return "gather or scatter with an empty index" if 0 in index.shape else None
+
+
+def src_gradient_fits(x, dim, index, src=None):
+    """PyTorch's scatter backward gives src a gradient of the index's shape, and fails where src's shape
+    does not broadcast to it (a src larger than the index); compared where it does."""
+    if not isinstance(src, Arr):
+        return True
+    try:
+        return np.broadcast_shapes(src.shape, index.shape) == index.shape
+    except ValueError:
+        return False
 
 
 def checked_even_when_empty(*args):
@@ -933,8 +945,9 @@ def integers_to_decimals(x, decimals=OMIT):
 
 def einsum_of_bools(equation, operands):
     """tinyattn's einsum refuses bool operands; PyTorch's computes the equations of bools that need no
-    matrix product (and gives bools or int64 then) and refuses the others."""
-    return "einsum of bools" if any(a.dtype == "bool" for a in operands) else None
+    matrix product (and gives bools or int64 then) and refuses the others. And as checked_even_when_empty
+    (operands of two dtypes)."""
+    return "einsum of bools" if any(a.dtype == "bool" for a in operands) else checked_even_when_empty(*operands)
 
 
 def sort_ties(x, *options):
@@ -1157,7 +1170,7 @@ TABLE = [
     *both("dot", XF, T(FLOATS, shape=matmul_partner()), differs=empty_product_of_two_dtypes),
     function("trace", XF),
     # --- indexing and masking ---
-    *both("gather", X, DIM, index_tensor(along=1, dtypes=("int64", "int64", "int32")), differs=empty_gather_index),
+    *both("gather", X, DIM, index_tensor(along=1, dtypes=("int64", "int64", "int32")), differs=empty_index),
     *both("masked_fill", X, T(("bool",), like=0), one_of(NUMBER, T(shape=()))),
     function("where", T(("bool",)), T(like=0), T(like=0)),
     method("where", X, T(("bool",), like=0), Y),
@@ -1262,15 +1275,19 @@ TABLE = [
     *both("masked_select", X, T(("bool",), like=0)),
     *both("repeat_interleave", X, one_of(st.integers(-1, 3), index_tensor()), Kw("dim", maybe(DIM))),
     *both("roll", X, one_of(st.integers(-4, 4), st.lists(st.integers(-4, 4), max_size=3).map(tuple)),
-          Kw("dims", maybe(dims(none=False)))),
+          Kw("dims", maybe(dims(none=False))), differs=checked_even_when_empty),
     *both("flip", X, dims(none=False)),
     *both("fliplr", X), *both("flipud", X),
     *both("nonzero", X, Kw("as_tuple", maybe(st.booleans()))),
     *both("argwhere", X),
-    *both("scatter", X, DIM, index_tensor(along=1), one_of(T(like=0), NUMBER), quirk=repeated_scatter_indices),
-    inplace("scatter_", X, DIM, index_tensor(along=1), one_of(T(like=0), NUMBER), quirk=repeated_scatter_indices),
-    *both("scatter_add", X, DIM, index_tensor(along=1), T(like=0)),
-    inplace("scatter_add_", X, DIM, index_tensor(along=1), T(like=0)),
+    *both("scatter", X, DIM, index_tensor(along=1), one_of(T(like=0), NUMBER), quirk=repeated_scatter_indices,
+          differs=empty_index, grad=src_gradient_fits),
+    inplace("scatter_", X, DIM, index_tensor(along=1), one_of(T(like=0), NUMBER), quirk=repeated_scatter_indices,
+            differs=empty_index, grad=src_gradient_fits),
+    *both("scatter_add", X, DIM, index_tensor(along=1), T(like=0), differs=empty_index,
+          grad=src_gradient_fits),
+    inplace("scatter_add_", X, DIM, index_tensor(along=1), T(like=0), differs=empty_index,
+            grad=src_gradient_fits),
     *[function(name, st.integers(-1, 4), st.integers(-1, 4), maybe(st.integers(-3, 3)),
                Kw("dtype", maybe(dtype_name()))) for name in ("tril_indices", "triu_indices")],
     # the function forms of in-place ops
@@ -1762,6 +1779,32 @@ PINNED = [
     pinned("zeros(-1) is an error", lambda L: L.zeros(-1)),
     pinned("bool | float is an error", lambda L, a, b: a | b, array(2, dtype="bool"), array(2, grad=False)),
     pinned("integer // 0 is an error", lambda L, a: a // 0, array(2, dtype="int64")),
+    # the wider op set
+    pinned("x -= 0 on a (0, 2)", lambda L, x: x.clone().__isub__(0), array(0, 2)),
+    pinned("cumprod of one number at inf has gradient 1", lambda L, x: x.cumprod(0), array(fill=math.inf)),
+    pinned("prod(dtype=int32) is int32", lambda L, x: x.prod(dtype=L.int32), array(3, dtype="int64", fill=2)),
+    pinned("cumprod(dtype=int32) is int32", lambda L, x: x.cumprod(0, dtype=L.int32), array(3, dtype="int64", fill=2)),
+    pinned("prod into integers of a tensor that requires grad is an error",
+           lambda L, x: x.prod(dtype=L.int64), array(3)),
+    pinned("amax of bools", lambda L, x: x.amax(0), array(2, 3, dtype="bool")),
+    pinned("amax() of no numbers is an error", lambda L, x: x.amax(), array(0, 3)),
+    pinned("amin over a dim of size 0 is an IndexError", lambda L, x: x.amin(0), array(0, 3)),
+    pinned("scatter into a 0-d tensor", lambda L, x, i, v: x.scatter(0, i, v), array(fill=1.0),
+           array(dtype="int64", fill=0), array(fill=5.0)),
+    pinned("scatter_add of a 0-d index into a vector", lambda L, x, i, v: x.scatter_add(0, i, v), array(3),
+           array(dtype="int64", fill=2), array(fill=4.0)),
+    pinned("roll of a 0-d tensor along dim 0 is an IndexError", lambda L, x: x.roll(1, 0), array(fill=2.0)),
+    pinned("roll with dims=() rolls the flattened tensor", lambda L, x: x.roll(1, ()), array(2, 3)),
+    pinned("flip(-1) of a 0-d tensor", lambda L, x: x.flip(-1), array(fill=2.0)),
+    pinned("repeat_interleave of a 0-d tensor along dim 0 is an IndexError",
+           lambda L, x: x.repeat_interleave(2, dim=0), array(fill=2.0)),
+    pinned("repeat_interleave with 2-d repeats is an error", lambda L, x, r: x.repeat_interleave(r),
+           array(2), array(1, 2, dtype="int64", fill=1)),
+    pinned("addmm with an input of another dtype is an error", lambda L, x, a, b: L.addmm(x, a, b),
+           array(2, 2, dtype="float64"), array(2, 3), array(3, 2)),
+    pinned("vector_norm of integers is an error", lambda L, x: L.linalg.vector_norm(x, dtype=L.float32),
+           array(3, dtype="int64")),
+    pinned("tril_indices(2, -1) is an error", lambda L: L.tril_indices(2, -1)),
 ]
 
 

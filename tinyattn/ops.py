@@ -1348,8 +1348,10 @@ class Amax(Op):
         (chosen,) = ctx.saved_tensors
         xp = ctx.xp
         kept = xp.reshape(grad, keepdims_shape(ctx.in_shape, ctx.axes))
-        count = xp.sum(xp.astype(chosen, grad.dtype), axis=ctx.axes, keepdims=True)
-        return xp.where(chosen, kept / count, xp.zeros_like(kept)), None, None, None
+        chosen = xp.astype(chosen, grad.dtype)
+        count = xp.sum(chosen, axis=ctx.axes, keepdims=True)
+        # PyTorch's formula: a max that is NaN equals none of its numbers (count 0), and its row gets NaN
+        return kept / count * chosen, None, None, None
 
 
 class LinalgVectorNorm(Op):

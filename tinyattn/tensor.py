@@ -1422,6 +1422,9 @@ class Tensor:
 
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         """The vector p-norm over `dim` (all elements by default); 'fro' is the 2-norm."""
+        if p == "fro" and isinstance(dim, (tuple, list)) and len(dim) > 2:  # PyTorch's "fro" is a matrix norm
+            raise ValueError(f"norm: p='fro' takes at most 2 dims, got dim={dim}: give p=2 for the 2-norm over "
+                             "more dims")
         if p is None or p == "fro":
             p = 2
         if isinstance(p, str):
@@ -1446,11 +1449,11 @@ class Tensor:
 
     def addmm(self, mat1, mat2, *, beta=1, alpha=1):
         """beta * self + alpha * (mat1 @ mat2)."""
-        return _scaled_sum(self, mat1.mm(mat2), beta, alpha, "addmm")
+        return _scaled_sum(self, mat1.mm(mat2), mat1.shape[-1], beta, alpha, "addmm")
 
     def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
         """beta * self + alpha * (batch1 @ batch2), batch by batch."""
-        return _scaled_sum(self, batch1.bmm(batch2), beta, alpha, "baddbmm")
+        return _scaled_sum(self, batch1.bmm(batch2), batch1.shape[-1], beta, alpha, "baddbmm")
 
     # --- sorting, selecting, scattering ---
 
@@ -1499,8 +1502,8 @@ class Tensor:
         x = self.reshape(-1) if dim is None else self
         axis = 0 if dim is None else _dim(dim, x.ndim)
         n = x.shape[axis]
-        if isinstance(repeats, Tensor) and repeats.ndim == 0:
-            repeats = int(repeats.item())
+        if isinstance(repeats, Tensor) and repeats.ndim <= 1 and repeats.numel() == 1:
+            repeats = _as_index_tensor(repeats, x, "repeat_interleave").item()  # one count for every element
         if isinstance(repeats, (int, np.integer)):
             if repeats < 0:
                 raise ValueError(f"repeat_interleave: repeats must be 0 or more, got {repeats}")
@@ -1766,19 +1769,24 @@ def _floating(x):
     return x if x.dtype.is_floating_point else x.to(dtypes.default_float)
 
 
-def _scaled_sum(input, product, beta, alpha, name):
+def _scaled_sum(input, product, inner, beta, alpha, name):
     """beta * input + alpha * product (addmm, baddbmm); input broadcasts to the product's shape, and
-    with beta=0 it is not used at all (its NaN and inf do not reach the result), as in PyTorch."""
+    with beta=0 it is not used at all (its NaN and inf do not reach the result, its gradient is 0), as
+    in PyTorch. A product over `inner` = 0 numbers is 0 whatever alpha is (PyTorch's, too)."""
     if ops.broadcast_shape(input.shape, product.shape) != tuple(product.shape):
         raise ShapeError(f"{name}: the input's shape {list(input.shape)} does not broadcast to the product's "
                          f"{list(product.shape)}")
     if input.dtype is not product.dtype:  # no silent promotion, as in PyTorch
         raise TypeError(f"{name}: the input is {input.dtype} and the matrices are {product.dtype}: convert one "
                         f"(input.to({product.dtype}))")
-    if alpha != 1:
+    if alpha != 1 and inner:
         product = product * alpha
+    input = input.expand(product.shape)  # (beta times every element: beta times no elements is no elements)
     if beta == 0:
-        return product
+        if not input.requires_grad:
+            return product
+        everywhere = functions.ones(product.shape, dtype=dtypes.bool_, device=input.device)
+        return product + input.masked_fill(everywhere, 0)  # in the graph, with a gradient of 0
     return product + (input if beta == 1 else input * beta)
 
 
@@ -1827,7 +1835,13 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         x = x.to(dtype)
     if isinstance(ord, (bool, str)) or not isinstance(ord, numbers.Real):
         raise ValueError(f"vector_norm: ord must be a number (2, 1, inf, -inf, 0, ...), got {ord!r}")
-    return ops.LinalgVectorNorm.apply(x, float(ord), _all_dims_if_empty(dim), keepdim)
+    dim = _all_dims_if_empty(dim)
+    if ord < 0 or ord == math.inf:  # the min, max or a negative power of no numbers: undefined
+        for d in (None,) if dim is None else dim if isinstance(dim, (tuple, list)) else (dim,):
+            if (x.numel() == 0) if d is None else (x.ndim and x.shape[_dim(d, x.ndim)] == 0):
+                raise RuntimeError(f"vector_norm: the {ord} norm of no numbers (shape {list(x.shape)}, dim={dim}) "
+                                   "is undefined: reduce over dims whose size is not 0")
+    return ops.LinalgVectorNorm.apply(x, float(ord), dim, keepdim)
 
 
 def _python_dtype(value):
