@@ -944,10 +944,19 @@ def integers_to_decimals(x, decimals=OMIT):
 
 
 def einsum_of_bools(equation, operands):
-    """tinyattn's einsum refuses bool operands; PyTorch's computes the equations of bools that need no
-    matrix product (and gives bools or int64 then) and refuses the others. And as checked_even_when_empty
-    (operands of two dtypes)."""
-    return "einsum of bools" if any(a.dtype == "bool" for a in operands) else checked_even_when_empty(*operands)
+    """tinyattn's einsum refuses bool operands and operands of two dtypes (no silent promotion); PyTorch's
+    computes the equations that need no matrix product (promoting the dtypes, and giving bools or int64
+    for bools) and refuses the others."""
+    odd = any(a.dtype == "bool" for a in operands) or len({a.dtype for a in operands}) > 1
+    return "einsum of bools or of two dtypes" if odd else None
+
+
+def product_of_others(x, *options):
+    """prod's gradient is the product of the other numbers; PyTorch divides the product by the number
+    where none is 0, which is NaN at an inf, and inf where the product overflows (compared where the
+    numbers are finite and small enough for their product to be)."""
+    values = x.values.astype(np.float64)
+    return bool(np.all(np.isfinite(values)) and np.all(np.abs(values) <= 8))
 
 
 def sort_ties(x, *options):
@@ -1030,12 +1039,11 @@ def multihead_attention_module(L, seed, options, query, key, value, **call):
 
 def mha_quirks(seed, options, query, key, value, mask=OMIT, need_weights=OMIT):
     """A query whose keys are all masked gets zero weights in tinyattn (README); PyTorch gives NaN, or
-    zeros on its scaled_dot_product_attention path. And PyTorch's layer fails on a batch of no items
-    (it views the keys of no elements with a -1)."""
+    zeros on its scaled_dot_product_attention path. And PyTorch's layer fails on keys of no elements
+    (no keys, or a batch of no items: it views them with a -1)."""
     if mask is not OMIT and mask.values.size and mask.values.all(axis=-1).any():
         return "a query whose keys are all masked"
-    batched = query.ndim == 3 and key.ndim == 3
-    return "a batch of no items" if batched and key.shape[0 if options["batch_first"] else 1] == 0 else None
+    return "keys of no elements" if key.values.size == 0 else None
 
 
 SEEDS = st.integers(0, 2**32 - 1)
@@ -1247,7 +1255,7 @@ TABLE = [
     *[function(name, X, Kw("dim", maybe(DIMS)), KEEPDIM) for name in ("all", "any")],
     *[function(name, X) for name in ("logical_not", "clone", "detach", "is_floating_point")],
     Entry("tinyattn.detach_", "tinyattn.detach_", lambda L, x: L.detach_(x * 2), (X,)),
-    *both("prod", X, Kw("dim", maybe(DIM)), KEEPDIM, Kw("dtype", maybe(dtype_name()))),
+    *both("prod", X, Kw("dim", maybe(DIM)), KEEPDIM, Kw("dtype", maybe(dtype_name())), grad=product_of_others),
     *both("cumprod", X, DIM, Kw("dtype", maybe(dtype_name())), differs=checked_even_when_empty),
     *both("amax", X, Kw("dim", maybe(DIMS)), KEEPDIM),
     *both("amin", X, Kw("dim", maybe(DIMS)), KEEPDIM),

@@ -15,7 +15,7 @@ from ..autograd import Function
 from ..errors import ShapeError
 from ..functions import generator_or_default, tril, ones, tensor, zeros_like
 from ..ops import Softmax, broadcast_shape, softmax_backward, softmax_forward, stable_sigmoid, unbroadcast
-from ..tensor import Tensor
+from ..tensor import Tensor, _value_to_write
 
 
 class Op(Function):
@@ -501,12 +501,12 @@ def pad(input, pad, mode="constant", value=None):
     pairs = [(0, 0)] * (input.ndim - len(pad) // 2) + [(pad[i], pad[i + 1]) for i in range(len(pad) - 2, -1, -2)]
     if mode == "constant":
         for n, (before, after) in zip(input.shape, pairs):
-            if n + before + after < 0:
-                raise ShapeError(f"pad: a dim of size {n} padded by ({before}, {after}) would have a negative size "
-                                 f"(input shape {list(input.shape)})")
-        fill = 0 if value is None else value
-        if not input.dtype.is_floating_point and not float(fill).is_integer():
-            raise TypeError(f"pad: the value {fill} does not fit a {input.dtype} tensor")
+            if n + min(before, 0) + min(after, 0) < 0 or n + before + after < 0:
+                raise ShapeError(f"pad: a dim of size {n} cannot take pads ({before}, {after}): negative pads would "
+                                 f"cut off more than it has (input shape {list(input.shape)})")
+        used = value is not None and any(before > 0 or after > 0 for before, after in pairs)
+        # the value in the tensor's dtype, as fill_ writes it (1.5 is 1 in integers); checked only where used
+        fill = _value_to_write(input, value) if used else 0
         return ConstantPadNdOp.apply(input, tuple(pairs), fill)
     if mode not in ("reflect", "replicate", "circular"):
         raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
