@@ -951,6 +951,13 @@ def einsum_of_bools(equation, operands):
     return "einsum of bools or of two dtypes" if odd else None
 
 
+def einsum_of_int32s(equation, operands):
+    """PyTorch's einsum of int32 operands gives int64 where it only sums one operand, int32 where it
+    multiplies, and fails its own product where it does both ("expected scalar type Int but found
+    Long"); tinyattn's gives int32 always (README)."""
+    return "einsum of int32s" if all(a.dtype == "int32" for a in operands) else None
+
+
 def product_of_others(x, *options):
     """prod's gradient is the product of the other numbers; PyTorch divides the product by the number
     where none is 0, which is NaN at an inf, and inf where the product overflows (compared where the
@@ -1274,7 +1281,7 @@ TABLE = [
       for name, ndim in (("addmm", 2), ("baddbmm", 3))
       for where, call in (("tinyattn", lambda L, a, b, x, name=name, **k: getattr(L, name)(x, a, b, **k)),
                           ("Tensor", lambda L, a, b, x, name=name, **k: getattr(x, name)(a, b, **k)))],
-    function("einsum", einsum_equation, einsum_operands, differs=einsum_of_bools),
+    function("einsum", einsum_equation, einsum_operands, differs=einsum_of_bools, quirk=einsum_of_int32s),
     *both("sort", *SORT_OPTIONS, quirk=sort_ties),
     *both("argsort", *SORT_OPTIONS, quirk=sort_ties),
     Entry("Tensor.sort(values)", "Tensor.sort", lambda L, x, **k: x.sort(**k).values, SORT_OPTIONS,
@@ -1813,6 +1820,10 @@ PINNED = [
     pinned("vector_norm of integers is an error", lambda L, x: L.linalg.vector_norm(x, dtype=L.float32),
            array(3, dtype="int64")),
     pinned("tril_indices(2, -1) is an error", lambda L: L.tril_indices(2, -1)),
+    pinned("einsum of int32 stays int32", lambda L, a, b: L.einsum("ij,jk->ik", a, b), array(2, 3, dtype="int32"),
+           array(3, 2, dtype="int32")),
+    pinned("F.pad in reflect mode with no pads is an error", lambda L, x: L.F.pad(x, (), mode="reflect"), array(3)),
+    pinned("F.pad of integers writes 1.5 as 1", lambda L, x: L.F.pad(x, (1, 1), value=1.5), array(3, dtype="int64")),
 ]
 
 

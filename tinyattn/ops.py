@@ -1787,7 +1787,10 @@ class Einsum(Op):
             ctx.name_hint = plan.name
         ctx.plan = plan
         ctx.save_for_backward(*arrays)
-        return einsum_contract(ctx.xp, arrays, plan.inputs, plan.output, plan.sizes)
+        out = einsum_contract(ctx.xp, arrays, plan.inputs, plan.output, plan.sizes)
+        if arrays and out.dtype != arrays[0].dtype:  # NumPy sums int32 into int64; PyTorch keeps int32
+            out = ctx.xp.astype(out, arrays[0].dtype)
+        return out
 
     @staticmethod
     def backward(ctx, grad):

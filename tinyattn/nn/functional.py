@@ -513,7 +513,7 @@ def pad(input, pad, mode="constant", value=None):
     if value is not None and value != 0:
         raise ValueError(f"pad: a value ({value}) only goes with mode='constant', not {mode!r}")
     padded_dims = len(pad) // 2
-    if padded_dims > 3 or input.ndim not in (padded_dims + 1, padded_dims + 2):
+    if not 1 <= padded_dims <= 3 or input.ndim not in (padded_dims + 1, padded_dims + 2):
         raise ShapeError(f"pad: mode={mode!r} pads the last 1, 2 or 3 dims of a tensor with 1 or 2 more dims "
                          f"(channels, batch); got {padded_dims} padded dims for shape {list(input.shape)}")
     result = input
