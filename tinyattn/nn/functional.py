@@ -516,6 +516,9 @@ def pad(input, pad, mode="constant", value=None):
     if not 1 <= padded_dims <= 3 or input.ndim not in (padded_dims + 1, padded_dims + 2):
         raise ShapeError(f"pad: mode={mode!r} pads the last 1, 2 or 3 dims of a tensor with 1 or 2 more dims "
                          f"(channels, batch); got {padded_dims} padded dims for shape {list(input.shape)}")
+    if mode != "circular" and 0 in input.shape[input.ndim - padded_dims - 1:]:  # (the batch may be empty)
+        raise ShapeError(f"pad: mode={mode!r} needs channels and padded dims of size 1 or more, got shape "
+                         f"{list(input.shape)}")
     result = input
     for axis, (n, (before, after)) in enumerate(zip(input.shape, pairs)):
         if before or after:
