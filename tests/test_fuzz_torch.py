@@ -1183,7 +1183,7 @@ TABLE = [
     *both("mm", XF, T(FLOATS, shape=matmul_partner()), differs=empty_product_of_two_dtypes),
     *both("bmm", XF, T(FLOATS, shape=matmul_partner()), differs=empty_product_of_two_dtypes),
     *both("dot", XF, T(FLOATS, shape=matmul_partner()), differs=empty_product_of_two_dtypes),
-    function("trace", XF),
+    function("trace", X),
     # --- indexing and masking ---
     *both("gather", X, DIM, index_tensor(along=1, dtypes=("int64", "int64", "int32")), differs=empty_index),
     *both("masked_fill", X, T(("bool",), like=0), one_of(NUMBER, T(shape=()))),
@@ -1271,7 +1271,7 @@ TABLE = [
     Entry("linalg.vector_norm", "linalg.vector_norm", lambda L, *a, **k: L.linalg.vector_norm(*a, **k),
           (X, Kw("ord", maybe(st.sampled_from([2, 1, 3, 0, 0.5, math.inf, -math.inf]))), Kw("dim", maybe(DIMS)),
            Kw("keepdim", after_dim(maybe(st.booleans()), of=2)), Kw("dtype", maybe(dtype_name())))),
-    method("trace", XF),
+    method("trace", X),
     *both("outer", X, T(shape=lambda data, drawn: data.draw(shapes(max_dims=2)))),
     # (addmm's and baddbmm's input is drawn last, to fit the product of the two matrices drawn first)
     *[Entry(f"{where}.{name}", f"{where}.{name}", call,

@@ -1436,9 +1436,11 @@ class Tensor:
         """The sum of the main diagonal of a matrix (tinyattn.trace is the op tracer, not this)."""
         if self.ndim != 2:
             raise ShapeError(f"trace expects a matrix (2 dims), got shape {list(self.shape)}")
-        n = min(self.shape)  # the diagonal of a non-square matrix: as long as its shorter side
+        _check_not_bool(self, "trace")
+        x = self.long() if self.dtype is dtypes.int32 else self  # PyTorch's sums of integers are int64
+        n = min(x.shape)  # the diagonal of a non-square matrix: as long as its shorter side
         plan = ops.EinsumPlan((("i", "i"),), (), {"i": n}, name="Trace")
-        return ops.Einsum.apply(plan, self[:n, :n])
+        return ops.Einsum.apply(plan, x[:n, :n])
 
     # --- more matrix products ---
 

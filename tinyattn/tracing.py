@@ -36,7 +36,7 @@ import weakref
 
 import numpy as np
 
-from . import autograd, backend, functions
+from . import autograd, backend
 from .autograd import Node
 from .console import fill, plural, terminal_width
 from .tensor import Tensor
@@ -593,11 +593,7 @@ def trace(name=None):
 
 
 def _matrix_trace(matrix):
-    if matrix.ndim != 2:
-        raise ValueError(f"trace: expected a matrix (2-D tensor), got shape {list(matrix.shape)}")
-    rows, columns = matrix.shape
-    diagonal = functions.eye(rows, columns, dtype=matrix.dtype, device=matrix.device).bool()
-    return matrix.masked_fill(~diagonal, 0).sum()
+    return matrix.trace()  # the Tensor method: one implementation, with its checks
 
 
 # ---------------------------------------------------------------------------------------------
