@@ -1452,7 +1452,8 @@ def public_callables():
              if not n.startswith("_") and callable(getattr(tinyattn, n)) and not inspect.ismodule(getattr(tinyattn, n))}
     names |= {f"Tensor.{n}" for n in dir(tinyattn.Tensor) if not n.startswith("_")}
     names |= {f"Tensor.{n}" for n in vars(tinyattn.Tensor)
-              if n.startswith("__") and n not in ("__init__", "__module__", "__doc__", "__slots__", "__weakref__")}
+              if n.startswith("__") and n not in ("__init__", "__module__", "__doc__", "__slots__", "__weakref__",
+                                                   "__slotnames__")}  # (copyreg's cache, once a tensor is pickled)
     names |= {f"F.{n}" for n, v in vars(tF).items()
               if not n.startswith("_") and inspect.isfunction(v) and v.__module__ == tF.__name__}
     names |= {f"linalg.{n}" for n in tinyattn.linalg.__all__}
