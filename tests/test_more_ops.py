@@ -753,7 +753,7 @@ def test_bad_input_gets_clear_errors():
         F.pad(x, (1, 2, 3))
     with pytest.raises(ValueError, match="between 0 and 2"):
         F.pad(x[None], (3, 0), mode="reflect")
-    with pytest.raises(ShapeError, match="negative size"):
+    with pytest.raises(ShapeError, match="cut off more than it has"):
         F.pad(x, (-2, -2))
     with pytest.raises(ValueError, match="mode must be"):
         F.pad(x, (1, 1), mode="wrap")

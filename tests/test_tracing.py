@@ -5,6 +5,8 @@ import io
 import math
 import re
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -277,6 +279,44 @@ def test_nested_traces_both_record():
     assert [r.op for r in outer] == ["mul", "exp", "sum"]
     assert [r.op for r in inner] == ["exp"]
     assert c.grad_fn is not None
+
+
+def test_a_trace_records_only_its_own_threads_ops():
+    """Another thread computing while a trace is active (a data loader, a server) stays out of it:
+    its ops, its modules and its NaNs (for detect_anomaly) belong to that thread."""
+    stop, running = threading.Event(), threading.Event()
+    errors = []
+
+    def other_thread():
+        try:
+            w = tinyattn.ones(3, requires_grad=True)
+            layer = tinyattn.nn.Linear(3, 2)
+            while not stop.is_set():
+                layer(w.exp()).sum().backward()
+                tinyattn.tensor([math.nan]) * 2  # NaN: not this thread's detector's business
+                running.set()
+        except Exception as error:  # noqa: BLE001  (reported below, in the test's thread)
+            errors.append(error)
+            running.set()
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    try:
+        assert running.wait(10)
+        x = tinyattn.ones(2, requires_grad=True)
+        with tinyattn.detect_anomaly(), tinyattn.trace() as tr:
+            for _ in range(20):  # long enough for the other thread to run many ops meanwhile
+                y = (x * 3).sum()
+                y.backward()
+                time.sleep(0.001)
+    finally:
+        stop.set()
+        worker.join()
+    assert not errors, errors
+    assert [r.op for r in tr.forward] == ["mul", "sum"] * 20
+    assert [r.op for r in tr.backward] == ["sum", "mul"] * 20
+    assert {r.module for r in tr} == {""}
+    assert autograd.observers == []
 
 
 def test_in_place_ops_are_named_as_written():

@@ -130,8 +130,25 @@ class inference_mode(_GradModeContext):
         return inference_mode(self.mode is False)
 
 
-# Observers see every op as it runs (the tracer and anomaly detection); empty means no cost.
+# Observers see the ops as they run (the tracer and anomaly detection); empty means no cost. An
+# observer with a `thread` attribute (the tracer's: the thread that entered it) sees only that
+# thread's ops, so a trace does not record what other threads compute meanwhile.
 observers = []
+
+
+class _Quiet(threading.local):
+    depth = 0  # > 0 while replay_view retakes a view in this thread: bookkeeping no observer sees
+
+
+_quiet = _Quiet()
+
+
+def observers_here():
+    """The observers that watch the ops of the calling thread."""
+    if _quiet.depth:
+        return ()
+    me = threading.get_ident()
+    return [o for o in tuple(observers) if getattr(o, "thread", me) == me]  # a copy: other threads add and remove
 
 
 _sequence = itertools.count()
@@ -277,7 +294,7 @@ class Function:
             node.saved_versions = _saved_versions(node.saved, tensors, outputs)
 
         if observers:
-            for observer in observers:
+            for observer in observers_here():
                 observer.on_forward(node, args, outputs)
         return outputs[0] if single else tuple(outputs)
 
@@ -301,13 +318,12 @@ def replay_view(steps, root):
 
     This is bookkeeping, not an op the user ran: the tracer and anomaly detection do not see it.
     """
-    watching = observers[:]
-    observers.clear()
+    _quiet.depth += 1
     try:
         for function, args in steps:
             root = function.apply(root, *args)
     finally:
-        observers.extend(watching)
+        _quiet.depth -= 1
     return root
 
 
@@ -566,7 +582,7 @@ def _call_backward(node, grads):
                     f"{index}: return a tensor of that input's shape, or None where it needs no gradient"
                 )
     if observers:
-        for observer in observers:
+        for observer in observers_here():
             observer.on_backward(node, grads, result)
     if function.takes_arrays:
         return result

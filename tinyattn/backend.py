@@ -514,9 +514,12 @@ def max_for_shift(x, axis):
     For NumPy it is np.fmax.reduce, which skips NaNs and runs about 1.4x faster than max(); a NaN in a
     row still spreads through exp() and the row's sum, so the softmax is the same.
     """
-    if namespace(x) is numpy_xp and x.dtype in (np.float32, np.float64):
+    xp = namespace(x)
+    if x.shape[axis] == 0:  # an empty row has no max: no shift is needed either
+        return xp.zeros(x.shape[:axis] + (1,) + x.shape[axis + 1:], dtype=x.dtype, **creation_kwargs(xp))
+    if xp is numpy_xp and x.dtype in (np.float32, np.float64):
         return np.fmax.reduce(x, axis=axis, keepdims=True)
-    return namespace(x).max(x, axis=axis, keepdims=True)
+    return xp.max(x, axis=axis, keepdims=True)
 
 
 def vecdot(a, b, axis=-1):
@@ -552,6 +555,8 @@ def shares_elements(array):
     """
     xp = namespace(array)
     inner = array if xp is numpy_xp or xp is _ns.cuda else array._array  # array_api_strict's NumPy array
+    if inner.size == 0:  # no elements at all (NumPy gives such arrays strides of 0)
+        return False
     return any(stride == 0 and n > 1 for stride, n in zip(inner.strides, inner.shape))
 
 

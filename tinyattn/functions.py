@@ -12,9 +12,12 @@ import numbers
 import numpy as np
 
 from . import backend, dtypes, ops, random
+from .errors import ShapeError
 from .ops import Cat, Stack
+from .ops import normalize_dim as _normalize_dim
 from .tensor import matmul as _matmul, where as _where
 from .tensor import Size, Tensor, _shape_arg  # noqa: F401  (re-exported)
+from .tensor import _check_fits
 
 
 def generator_or_default(generator):
@@ -72,6 +75,7 @@ def _filled(size, value, dtype, device, requires_grad):
     dt = dtype or (dtypes.default_float if isinstance(value, float) else
                    dtypes.bool_ if isinstance(value, bool) else dtypes.int64 if isinstance(value, int) else
                    dtypes.default_float)
+    _check_fits(np.asarray(value), dt)  # (NumPy would wrap an integer around)
     xp = backend.namespace_for(device)
     array = xp.full(shape, value, dtype=backend.array_dtype(xp, dt), **backend.creation_kwargs(xp))
     return _leaf(array, requires_grad)
@@ -114,13 +118,17 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if end is None:
         start, end = 0, start
     bounds = [_number(v) for v in (start, end, step)]
+    if not (math.isfinite(bounds[0]) and math.isfinite(bounds[1])) or math.isnan(bounds[2]):
+        raise ValueError(f"arange: start and end must be finite numbers, and step a number, got {start}, {end} "
+                         f"and {step}")
     all_ints = builtins.all(isinstance(v, int) for v in bounds)  # (the module defines torch.all)
     dt = dtype or (dtypes.int64 if all_ints else dtypes.default_float)
     start, end, step = bounds
-    if step != 0 and (end - start) / step < 0:
+    if step > 0 and end < start or step < 0 and end > start:
         raise ValueError(f"arange: a step of {step} cannot go from {start} to {end}: the step's sign must "
                          "point from start to end")
     if not dt.is_floating_point:  # PyTorch makes the bounds integers first: arange(0, 4.5, dtype=long) stops at 3
+        _check_fits(np.array(bounds), dt)
         start, end, step = (int(v) for v in bounds)
         all_ints = True
     if step == 0:
@@ -155,6 +163,8 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
         raise ValueError(f"linspace: steps must be non-negative, got {steps}")
     dt = dtype or dtypes.default_float
     start, end = _number(start), _number(end)
+    if not dt.is_floating_point:
+        _check_fits(np.array([start, end]), dt)
     if dt.is_floating_point and steps > 1:
         values = _linspace_floats(float(start), float(end), steps, dt)
     elif steps > 1:  # as PyTorch: integer ends, a float64 step, each number truncated
@@ -165,7 +175,7 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
         values = np.concatenate([start + step * index[:half], end - step * (steps - 1 - index[half:])])
         values = np.trunc(values)
     else:
-        values = np.linspace(start, end, steps)
+        values = np.array([start] * steps)  # one number: the start (and none for 0 steps), as in PyTorch
     return _from_host(values, dt, device, requires_grad)
 
 
@@ -191,6 +201,8 @@ def _linspace_floats(start, end, steps, dt):
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    if n < 0 or m is not None and m < 0:
+        raise ShapeError(f"eye: n and m must be 0 or more, got n={n}" + ("" if m is None else f" and m={m}"))
     xp = backend.namespace_for(device)
     dt = dtype or dtypes.default_float
     array = xp.eye(n, m, dtype=backend.array_dtype(xp, dt), **backend.creation_kwargs(xp))
@@ -273,9 +285,18 @@ def cat(tensors, dim=0):
     if not tensors:
         raise ValueError("cat expects a non-empty list of tensors")
     target = tensors[0].dtype
-    for t in tensors[1:]:
+    for position, t in enumerate(tensors):
         target = dtypes.promote(target, t.dtype)
-    return Cat.apply(dim, *(t.to(target) for t in tensors))
+        if t.ndim == 0:
+            raise ShapeError(f"cat: the tensor at position {position} is 0-d (a single number) and cannot be "
+                             "concatenated: use stack(), or make it 1-d first (t.reshape(1))")
+    # as in PyTorch, 1-d empty tensors (shape [0]) join anything: they join as nothing of the others' shape
+    shaped = next((t for t in tensors if t.shape != (0,)), None)
+    if shaped is None:
+        return Cat.apply(0, *(t.to(target) for t in tensors))
+    nothing = list(shaped.shape)
+    nothing[_normalize_dim(dim, shaped.ndim)] = 0
+    return Cat.apply(dim, *(t.to(target) if t.shape != (0,) else t.to(target).reshape(nothing) for t in tensors))
 
 
 concat = cat
@@ -827,6 +848,8 @@ def roll(input, shifts, dims=None):
 
 
 def flip(input, dims):
+    if not isinstance(dims, (tuple, list)):  # (x.flip(0) takes a bare dim, tinyattn.flip(x, 0) does not, as in PyTorch)
+        raise TypeError(f"flip: dims must be a tuple or list of dims, got {dims!r}: flip(x, ({dims!r},))")
     return input.flip(dims)
 
 
@@ -865,15 +888,24 @@ def where(condition, input=None, other=None):
 def triu_indices(row, col, offset=0, *, dtype=None, device=None):
     """The (row, column) indices of the upper triangle of a row x col matrix (from diagonal `offset`
     on), as a (2, n) tensor."""
-    rows, cols = np.triu_indices(row, offset, col)
-    return _from_host(np.stack([rows, cols]), dtype or dtypes.int64, device, False)
+    return _triangle_indices("triu_indices", np.triu_indices, row, col, offset, dtype, device)
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None):
     """The (row, column) indices of the lower triangle of a row x col matrix (up to diagonal `offset`),
     as a (2, n) tensor."""
-    rows, cols = np.tril_indices(row, offset, col)
-    return _from_host(np.stack([rows, cols]), dtype or dtypes.int64, device, False)
+    return _triangle_indices("tril_indices", np.tril_indices, row, col, offset, dtype, device)
+
+
+def _triangle_indices(name, numpy_indices, row, col, offset, dtype, device):
+    for what, n in (("row", row), ("col", col)):
+        if n < 0:
+            raise ValueError(f"{name}: {what} must be 0 or more, got {n}")
+    dtype = dtype or dtypes.int64
+    if dtype not in (dtypes.int64, dtypes.int32):
+        raise TypeError(f"{name} gives int64 or int32 indices, not {dtype}")
+    rows, cols = numpy_indices(row, offset, col)
+    return _from_host(np.stack([rows, cols]), dtype, device, False)
 
 
 __all__ = [

@@ -51,21 +51,37 @@ def broadcast_shape(*shapes):
 
 
 def normalize_dims(dim, ndim):
-    """`dim` (an int, a tuple or None) as a tuple of non-negative axes."""
+    """`dim` (an int, a tuple or list of ints, or None for every dim) as a tuple of non-negative axes.
+
+    As in PyTorch: a negative dim counts from the end; a 0-d tensor takes dim 0 or -1, which stand
+    for no axis there; a dim out of range is an IndexError, a dim given twice a ValueError.
+    """
     if dim is None:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
     result = []
     for d in dims:
-        if not -max(ndim, 1) <= d < max(ndim, 1):
-            raise IndexError(
-                f"dimension {d} is out of range for a tensor with {ndim} dimensions "
-                f"(expected a dim in [{-max(ndim, 1)}, {max(ndim, 1) - 1}])"
-            )
-        result.append(d % max(ndim, 1))
-        if result.count(result[-1]) > 1:
-            raise ValueError(f"dim {result[-1]} appears more than once in the list of dims {list(dims)}")
+        axis = normalize_dim(d, ndim)
+        if axis in result:
+            raise ValueError(f"dim {axis} appears more than once in the dims {list(dims)}: give each dim once")
+        result.append(axis)
     return tuple(result) if ndim else ()
+
+
+def normalize_dim(dim, ndim):
+    """One dim (an int) as a non-negative axis; a 0-d tensor takes 0 or -1, as in PyTorch (axis 0)."""
+    if type(dim) is not int:
+        if isinstance(dim, bool) or not hasattr(dim, "__index__") or isinstance(dim, (tuple, list)):
+            raise TypeError(f"a dim must be an int, got {dim!r} ({type(dim).__name__})"
+                            + (": this op takes one dim" if isinstance(dim, (tuple, list)) else ""))
+        dim = dim.__index__()  # a NumPy integer
+    size = max(ndim, 1)
+    if not -size <= dim < size:
+        raise IndexError(
+            f"dimension {dim} is out of range for a tensor with {ndim} dimensions "
+            f"(expected a dim in [{-size}, {size - 1}])"
+        )
+    return dim % size
 
 
 def keepdims_shape(shape, axes):
@@ -132,7 +148,8 @@ class Div(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         ga = unbroadcast(ctx.xp, grad / b, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
-        gb = unbroadcast(ctx.xp, -grad * a / (b * b), ctx.shapes[1]) if ctx.needs_input_grad[1] else None
+        # -a / b^2 as (a / b) / b, as PyTorch computes it: b * b would underflow to 0 for a tiny b
+        gb = unbroadcast(ctx.xp, -grad * (a / b / b), ctx.shapes[1]) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -146,11 +163,18 @@ class Pow(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        if _is_integer(a) and _is_integer(b) and (b < 0 if isinstance(b, int) else bool(ctx.xp.any(b < 0))):
-            # NumPy raises too; CuPy would give 0
+        if _is_integer(a) and _is_integer(b) and not hasattr(b, "shape") and b < 0:  # PyTorch raises too
             raise ValueError("integers to negative integer powers are not allowed: use a float base, "
                              "e.g. x.float() ** -1")
-        y = a**b
+        if _is_integer(a) and _is_integer(b) and hasattr(b, "shape") and bool(ctx.xp.any(b < 0)):
+            y = integer_power(ctx.xp, a, b)
+        elif _is_bool(a) and _is_bool(b):  # PyTorch: a bool tensor to a bool number stays bool
+            if hasattr(b, "shape"):
+                raise TypeError("pow is not defined for a bool tensor exponent with a bool base: convert one "
+                                "with .long() first")
+            y = ctx.xp.astype(a**b, ctx.xp.bool)  # NumPy would give int8
+        else:
+            y = a**b
         ctx.save_for_backward(a, b, y)
         return y
 
@@ -178,6 +202,21 @@ class Pow(Op):
                 gb = grad * (xp.where(b >= 0, 0, y * log_a) if a == 0 else y * log_a)
             gb = unbroadcast(xp, gb, shape_of(b))
         return ga, gb
+
+
+def integer_power(xp, a, b):
+    """a ** b in integers with negative exponents in the tensor b, as PyTorch computes it: 1 ** -n is 1,
+    (-1) ** -n is 1 or -1, anything else to a negative power rounds to 0 (NumPy would raise)."""
+    if not hasattr(a, "shape"):  # a number base (2 ** t): as an array, for the comparisons below
+        a = xp.full(b.shape, a, dtype=b.dtype, **backend.creation_kwargs(xp))
+    negative = b < 0
+    y = a ** xp.where(negative, 0, b)
+    minus_one_to_b = 1 - 2 * xp.astype((b % 2) != 0, y.dtype)
+    return xp.where(negative, xp.where(a == 1, 1, xp.where(a == -1, minus_one_to_b, 0)), y)
+
+
+def _is_bool(x):
+    return backend.dtype_of(x) is dtypes.bool_ if hasattr(x, "dtype") else isinstance(x, bool)
 
 
 def _is_zero(value):
@@ -288,13 +327,14 @@ class Abs(Op):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        return grad * ctx.xp.sign(x)
+        xp = ctx.xp
+        return xp.where(xp.isnan(x), 0.0, grad * xp.sign(x))  # PyTorch's sign of NaN is 0
 
 
 class Clamp(Op):
     """min(max(x, low), high), each bound a number, an array (broadcast) or None; NaN wherever x or a
     bound is NaN. PyTorch's gradients: to x where low <= x <= high, to an array bound where it
-    replaced x (none at NaN)."""
+    replaced x (none at NaN); where high < low the result is high, and so is the gradient's place."""
 
     @staticmethod
     def forward(ctx, x, low, high):
@@ -320,9 +360,11 @@ class Clamp(Op):
         gx = unbroadcast(xp, xp.where(inside, grad, 0), ctx.x_shape)
         glow = ghigh = None
         if ctx.needs_input_grad[1]:
-            glow = unbroadcast(xp, xp.where(x < low, grad, 0), shape_of(low))
+            raised = x < low if high is None else (x < low) & (low < high)
+            glow = unbroadcast(xp, xp.where(raised, grad, 0), shape_of(low))
         if ctx.needs_input_grad[2]:
-            ghigh = unbroadcast(xp, xp.where(x > high, grad, 0), shape_of(high))
+            lowered = x > high if low is None else (x > high) | (high < low)
+            ghigh = unbroadcast(xp, xp.where(lowered, grad, 0), shape_of(high))
         return gx, glow, ghigh
 
 
@@ -338,10 +380,17 @@ class Maximum(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         xp = ctx.xp
-        share_a = xp.where(a > b, 1.0, xp.astype(a == b, grad.dtype) * 0.5)  # one scalar: Array API
-        ga = unbroadcast(xp, grad * share_a, shape_of(a)) if ctx.needs_input_grad[0] else None
-        gb = unbroadcast(xp, grad * (1 - share_a), shape_of(b)) if ctx.needs_input_grad[1] else None
+        ga, gb = tie_shares(xp, grad, a, b, a < b, a > b)
+        ga = unbroadcast(xp, ga, shape_of(a)) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(xp, gb, shape_of(b)) if ctx.needs_input_grad[1] else None
         return ga, gb
+
+
+def tie_shares(xp, grad, a, b, a_loses, b_loses):
+    """The gradients of max(a, b) (or min): all to the winner, half each at a tie, and, as in PyTorch,
+    all to both where a NaN makes neither win (the result is NaN there)."""
+    half = xp.where(a == b, grad * 0.5, grad)
+    return xp.where(a_loses, 0.0, half), xp.where(b_loses, 0.0, half)
 
 
 class Minimum(Op):
@@ -354,9 +403,9 @@ class Minimum(Op):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         xp = ctx.xp
-        share_a = xp.where(a < b, 1.0, xp.astype(a == b, grad.dtype) * 0.5)  # one scalar: Array API
-        ga = unbroadcast(xp, grad * share_a, shape_of(a)) if ctx.needs_input_grad[0] else None
-        gb = unbroadcast(xp, grad * (1 - share_a), shape_of(b)) if ctx.needs_input_grad[1] else None
+        ga, gb = tie_shares(xp, grad, a, b, a > b, a < b)
+        ga = unbroadcast(xp, ga, shape_of(a)) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(xp, gb, shape_of(b)) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -395,7 +444,7 @@ class Cumsum(Op):
 def running_sum(xp, x, axis):
     if x.dtype == xp.float32:  # summed in float64 and rounded once per element, as PyTorch does
         return xp.astype(xp.cumulative_sum(xp.astype(x, xp.float64), axis=axis), xp.float32)
-    return xp.cumulative_sum(x, axis=axis)
+    return xp.cumulative_sum(x, axis=axis, dtype=x.dtype)  # int32 stays int32 (NumPy would widen it)
 
 
 class LogSumExp(Op):
@@ -406,9 +455,12 @@ class LogSumExp(Op):
     def forward(ctx, x, dim, keepdim):
         xp = ctx.xp
         axes = normalize_dims(dim, x.ndim)
-        shift = xp.max(x, axis=axes, keepdims=True)
-        shift = xp.where(xp.isinf(shift), xp.zeros_like(shift), shift)  # all -inf (or an inf): no shift
-        out = xp.log(xp.sum(xp.exp(x - shift), axis=axes, keepdims=True)) + shift
+        if any(x.shape[a] == 0 for a in axes):  # the log of an empty sum: -inf, as in PyTorch
+            out = xp.full(keepdims_shape(x.shape, axes), -math.inf, dtype=x.dtype, **backend.creation_kwargs(xp))
+        else:
+            shift = xp.max(x, axis=axes, keepdims=True)
+            shift = xp.where(xp.isinf(shift), xp.zeros_like(shift), shift)  # all -inf (or an inf): no shift
+            out = xp.log(xp.sum(xp.exp(x - shift), axis=axes, keepdims=True)) + shift
         ctx.save_for_backward(x, out)
         ctx.axes = axes
         return out if keepdim else xp.reshape(out, tuple(n for i, n in enumerate(x.shape) if i not in axes))
@@ -452,17 +504,27 @@ class Var(Op):
         wide = xp.astype(x, xp.float64) if backend.dtype_of(x) is dtypes.float32 else x
         axes = normalize_dims(dim, x.ndim)
         count = math.prod(x.shape[a] for a in axes)
-        centered = wide - xp.mean(wide, axis=axes, keepdims=True)
+        mean = xp.mean(wide, axis=axes, keepdims=True)
+        centered = wide - mean
         ctx.save_for_backward(xp.astype(centered, x.dtype))
         ctx.axes, ctx.keepdim, ctx.denominator = axes, keepdim, max(count - correction, 0)
+        ctx.dof = count - correction  # the backward's divisor, as PyTorch's (negative where correction > count)
+        ctx.at_mean = wide == mean if (dim is None or x.ndim == 0) and ctx.dof <= 0 else None  # see slope
         return xp.sum(centered * centered, axis=axes, keepdims=keepdim) / ctx.denominator
 
     @staticmethod
     def backward(ctx, grad):
         (centered,) = ctx.saved_tensors
         kept = ctx.xp.reshape(grad, keepdims_shape(centered.shape, ctx.axes))
-        scale = 2 / ctx.denominator if ctx.denominator else math.nan  # no degrees of freedom: NaN, as the value
-        return kept * scale * centered, None, None, None
+        return Var.slope(ctx, kept, centered), None, None, None
+
+    @staticmethod
+    def slope(ctx, kept, centered):
+        """kept * d var / dx = kept * 2 (x - mean) / (n - correction), as PyTorch computes it: with no
+        degrees of freedom left over all dims, inf (NaN where x is the mean)."""
+        if ctx.at_mean is not None:
+            return kept * ctx.xp.where(ctx.at_mean, math.nan, math.inf)
+        return kept * (2 / ctx.dof if ctx.dof else math.inf) * centered
 
 
 class Std(Op):
@@ -482,8 +544,7 @@ class Std(Op):
         xp = ctx.xp
         shape = keepdims_shape(centered.shape, ctx.axes)
         kept = xp.reshape(grad, shape) / xp.reshape(xp.where(std == 0, math.inf, 2 * std), shape)
-        scale = 2 / ctx.denominator if ctx.denominator else math.nan
-        return kept * scale * centered, None, None, None
+        return Var.slope(ctx, kept, centered), None, None, None
 
 
 class MaxAlongDim(Op):
@@ -493,7 +554,7 @@ class MaxAlongDim(Op):
     def forward(ctx, x, dim, keepdim, take_min):
         xp = ctx.xp
         ctx.name_hint = "Min" if take_min else "Max"
-        (axis,) = normalize_dims(dim, x.ndim)
+        axis = normalize_dim(dim, x.ndim)
         pick = xp.argmin if take_min else xp.argmax
         indices = pick(x, axis=axis, keepdims=True)
         positions = xp.reshape(
@@ -524,7 +585,7 @@ class MaxAll(Op):
         xp = ctx.xp
         ctx.name_hint = "MinBackward1" if take_min else "MaxBackward1"  # PyTorch's overload for all elements
         y = xp.min(x) if take_min else xp.max(x)
-        ctx.save_for_backward(x == y)
+        ctx.save_for_backward(xp.isnan(x) if xp.isnan(y) else x == y)  # a NaN result: its gradient to the NaNs
         return y
 
     @staticmethod
@@ -548,6 +609,9 @@ def check_matmul_shapes(a_shape, b_shape):
             f"the first ({a_shape[-1]}) must equal the "
             f"{'size' if len(b_shape) == 1 else 'second-to-last dim'} of the second ({inner_b})"
         )
+    if broadcast_shape(a_shape[:-2], b_shape[:-2]) is None:
+        raise ShapeError(f"matmul: the batch dims of shapes {list(a_shape)} and {list(b_shape)} (all but the last "
+                         "two) cannot be broadcast together")
 
 
 class Matmul(Op):
@@ -862,7 +926,7 @@ class Gather(Op):
     @staticmethod
     def forward(ctx, x, dim, index):
         xp = ctx.xp
-        (axis,) = normalize_dims(dim, x.ndim)
+        axis = normalize_dim(dim, x.ndim)
         ctx.save_for_backward(index)
         ctx.axis, ctx.in_shape = axis, x.shape
         # like PyTorch, the index may be smaller than x in the other dims: gather from that corner
@@ -918,7 +982,7 @@ class Where(Op):
 class Cat(Op):
     @staticmethod
     def forward(ctx, dim, *arrays):
-        (axis,) = normalize_dims(dim, arrays[0].ndim)
+        axis = normalize_dim(dim, arrays[0].ndim)
         for a in arrays[1:]:
             if a.ndim != arrays[0].ndim or any(
                 n != m for i, (n, m) in enumerate(zip(a.shape, arrays[0].shape)) if i != axis
@@ -948,7 +1012,7 @@ class Stack(Op):
                 raise ShapeError(
                     f"stack expects tensors of the same shape, got {list(arrays[0].shape)} and {list(a.shape)}"
                 )
-        (axis,) = normalize_dims(dim, arrays[0].ndim + 1)
+        axis = normalize_dim(dim, arrays[0].ndim + 1)
         ctx.axis, ctx.count = axis, len(arrays)
         return ctx.xp.stack(arrays, axis=axis)
 
@@ -970,8 +1034,8 @@ def softmax_forward(xp, x, axis, safe=False, overwrite=False):
     """
     # subtracting the row max keeps exp() from overflowing; the result is the same
     row_max = backend.max_for_shift(x, axis)
-    if safe:  # an all -inf row: shift by 0 instead, so that exp() gives zeros, not NaN
-        row_max = xp.where(xp.isinf(row_max), 0.0, row_max)
+    if safe:  # an all -inf row: shift by 0 instead, so that exp() gives zeros, not NaN (a +inf stays: NaN)
+        row_max = xp.where(row_max == -math.inf, 0.0, row_max)
     if overwrite:
         x -= row_max
         y = backend.exp_in_place(x)
@@ -1005,7 +1069,7 @@ class Softmax(Op):
 
     @staticmethod
     def forward(ctx, x, dim, safe=False):
-        (axis,) = normalize_dims(dim, x.ndim)
+        axis = normalize_dim(dim, x.ndim)
         y = softmax_forward(ctx.xp, x, axis, safe)
         ctx.save_for_backward(y)
         ctx.axis = axis
@@ -1021,9 +1085,12 @@ class LogSoftmax(Op):
     @staticmethod
     def forward(ctx, x, dim):
         xp = ctx.xp
-        (axis,) = normalize_dims(dim, x.ndim)
+        axis = normalize_dim(dim, x.ndim)
         shifted = x - backend.max_for_shift(x, axis)
-        y = shifted - xp.log(backend.sum_along(xp.exp(shifted), (axis,), keepdims=True))
+        if x.shape[axis] == 0:  # nothing to normalise (and no log of an empty sum)
+            y = shifted
+        else:
+            y = shifted - xp.log(backend.sum_along(xp.exp(shifted), (axis,), keepdims=True))
         ctx.save_for_backward(y)
         ctx.axis = axis
         return y
@@ -1281,8 +1348,10 @@ class Amax(Op):
         (chosen,) = ctx.saved_tensors
         xp = ctx.xp
         kept = xp.reshape(grad, keepdims_shape(ctx.in_shape, ctx.axes))
-        count = xp.sum(xp.astype(chosen, grad.dtype), axis=ctx.axes, keepdims=True)
-        return xp.where(chosen, kept / count, xp.zeros_like(kept)), None, None, None
+        chosen = xp.astype(chosen, grad.dtype)
+        count = xp.sum(chosen, axis=ctx.axes, keepdims=True)
+        # PyTorch's formula: a max that is NaN equals none of its numbers (count 0), and its row gets NaN
+        return kept / count * chosen, None, None, None
 
 
 class LinalgVectorNorm(Op):
@@ -1349,7 +1418,7 @@ class Cumprod(Op):
         ctx.axis = axis
         if x.dtype == xp.float32:
             return xp.astype(xp.cumulative_prod(xp.astype(x, xp.float64), axis=axis), xp.float32)
-        return xp.cumulative_prod(x, axis=axis)
+        return xp.cumulative_prod(x, axis=axis, dtype=None if x.dtype == xp.bool else x.dtype)  # int32 stays int32
 
     @staticmethod
     def backward(ctx, grad):
@@ -1357,6 +1426,8 @@ class Cumprod(Op):
         xp = ctx.xp
         x, g = xp.moveaxis(x, ctx.axis, -1), xp.moveaxis(grad, ctx.axis, -1)
         n = x.shape[-1]
+        if n <= 1:  # each running product is the number itself: its gradient is 1, also at inf (PyTorch's too)
+            return grad, None
         if not xp.any(x == 0):
             y = xp.cumulative_prod(x, axis=-1)
             result = xp.flip(xp.cumulative_sum(xp.flip(g * y, axis=-1), axis=-1), axis=-1) / x
@@ -1485,21 +1556,23 @@ class Scatter(Op):
         values = corner(xp, src, index.shape) if hasattr(src, "shape") else src
         ctx.name_hint = "ScatterAdd" if add else "ScatterBackward0" if hasattr(src, "shape") else "ScatterBackward1"
         ctx.save_for_backward(index)
-        ctx.axis, ctx.src_shape, ctx.add = axis, shape_of(src), add
-        out = xp.asarray(x, copy=True)
-        return backend.scatter_add(out, key, values) if add else backend.setitem(out, key, values)
+        ctx.axis, ctx.src_shape, ctx.add, ctx.x_shape = axis, shape_of(src), add, x.shape
+        out = xp.reshape(xp.asarray(x, copy=True), x.shape or (1,))  # a 0-d x: one element along dim 0
+        out = backend.scatter_add(out, key, values) if add else backend.setitem(out, key, values)
+        return xp.reshape(out, ctx.x_shape)
 
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
         xp = ctx.xp
         key = along_axis_key(xp, index, ctx.axis)
+        grad_1d = xp.reshape(grad, ctx.x_shape or (1,))
         gx = gsrc = None
         if ctx.needs_input_grad[0]:
-            gx = grad if ctx.add else backend.setitem(xp.asarray(grad, copy=True), key, 0)
+            gx = grad if ctx.add else xp.reshape(backend.setitem(xp.asarray(grad_1d, copy=True), key, 0), ctx.x_shape)
         if ctx.needs_input_grad[3]:
             gsrc = xp.zeros(ctx.src_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
-            gsrc = backend.setitem(gsrc, tuple(slice(0, n) for n in index.shape), backend.getitem(grad, key))
+            gsrc = backend.setitem(gsrc, tuple(slice(0, n) for n in index.shape), backend.getitem(grad_1d, key))
         return gx, None, None, gsrc, None
 
 
@@ -1714,7 +1787,10 @@ class Einsum(Op):
             ctx.name_hint = plan.name
         ctx.plan = plan
         ctx.save_for_backward(*arrays)
-        return einsum_contract(ctx.xp, arrays, plan.inputs, plan.output, plan.sizes)
+        out = einsum_contract(ctx.xp, arrays, plan.inputs, plan.output, plan.sizes)
+        if arrays and out.dtype != arrays[0].dtype:  # NumPy sums int32 into int64; PyTorch keeps int32
+            out = ctx.xp.astype(out, arrays[0].dtype)
+        return out
 
     @staticmethod
     def backward(ctx, grad):

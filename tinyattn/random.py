@@ -289,6 +289,8 @@ class Generator:
         if (p.sum(axis=-1) == 0).any():
             raise ValueError("multinomial probabilities must not sum to 0 in any row: "
                              "give each row a positive weight")
+        if p.ndim == 2 and p.shape[0] == 0:  # no rows: no samples (and no draws)
+            return np.zeros((0, num_samples), dtype=np.int64)
 
         if not replacement or num_samples == 1:
             q = -np.log1p(-self._uniform01(p.size, np.float64))  # Exp(1) noise, float64 ...
@@ -356,6 +358,8 @@ def _check_probability(p):
 
 def _fma(a, b, c):
     """Scalar float64 fma, exact through fractions (math.fma arrives only in Python 3.13)."""
+    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):  # inf and NaN have no fraction
+        return a * b + c
     return float(Fraction(a) * Fraction(b) + Fraction(c))
 
 

@@ -156,9 +156,12 @@ class Tensor:
         if not args:
             values = np.zeros(0, dtype=dtypes.default_float.name)
         elif all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) for n in sizes):
-            values = np.zeros(tuple(int(n) for n in sizes), dtype=dtypes.default_float.name)
+            values = np.zeros(_shape_arg(sizes), dtype=dtypes.default_float.name)
         elif len(args) == 1:
             data = args[0]
+            if isinstance(data, (numbers.Number, np.generic)):  # Tensor(2.5): PyTorch takes a number as a size only
+                raise TypeError(f"Tensor(data) takes a sequence, got the number {data!r}: use tinyattn.tensor({data!r}) "
+                                "for a 0-d tensor")
             values = _host_values(data, data.dtype if isinstance(data, Tensor) else dtypes.default_float)
         else:
             raise TypeError("Tensor(...) takes sizes, as in Tensor(2, 3), or one piece of data, as in "
@@ -207,6 +210,8 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return Size(self.array.shape)
+        if self.ndim == 0:
+            raise IndexError(f"size({dim}) of a 0-d tensor: it has no dims (its size is tinyattn.Size([]))")
         return self.array.shape[_dim(dim, self.ndim)]
 
     @property
@@ -444,7 +449,10 @@ class Tensor:
     def __format__(self, spec):
         if self.ndim == 0:
             return format(self.item(), spec)
-        return format(repr(self), spec)
+        if spec:
+            raise TypeError(f"a format spec ({spec!r}) applies to a single number: format a 0-d tensor or x.item(), "
+                            f"not a tensor of shape {list(self.shape)}")
+        return repr(self)
 
     __hash__ = object.__hash__  # tensors are compared elementwise, hashed by identity
     __array_ufunc__ = None  # np.float64(2) * t: NumPy defers to Tensor.__rmul__ and a tensor comes back
@@ -473,7 +481,11 @@ class Tensor:
         return float(self.item())
 
     def __int__(self):
-        return int(self.item())
+        value = self.item()
+        if isinstance(value, float) and not math.isfinite(value):
+            error = ValueError if math.isnan(value) else OverflowError  # Python's and PyTorch's types
+            raise error(f"cannot convert {value} to an integer")
+        return int(value)
 
     def __index__(self):
         if self.dtype.is_floating_point or self.numel() != 1:
@@ -519,9 +531,11 @@ class Tensor:
         return matmul(other, self)
 
     def __neg__(self):
+        _check_no_bool_negation(self)
         return ops.Neg.apply(self)
 
     def __pos__(self):
+        _check_not_bool(self, "the `+` operator")
         return self
 
     def __abs__(self):
@@ -633,16 +647,17 @@ class Tensor:
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
     def __and__(self, other):
-        return _no_grad_binary(lambda a, b: a & b, self, other)
+        return _no_grad_binary(_bitwise(lambda a, b: a & b, "&"), self, other)
 
     def __or__(self, other):
-        return _no_grad_binary(lambda a, b: a | b, self, other)
+        return _no_grad_binary(_bitwise(lambda a, b: a | b, "|"), self, other)
 
     def __xor__(self, other):
-        return _no_grad_binary(lambda a, b: a ^ b, self, other)
+        return _no_grad_binary(_bitwise(lambda a, b: a ^ b, "^"), self, other)
 
     def __invert__(self):
         xp = backend.namespace(self.array)
+        _check_bitwise("~", self.array)
         return Tensor._wrap(xp.logical_not(self.array) if self.dtype is dtypes.bool_ else ~self.array)
 
     def logical_not(self):
@@ -672,6 +687,9 @@ class Tensor:
         return bool(self.isclose(other, rtol, atol, equal_nan).all())
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        if isinstance(other, Tensor) and other.dtype is not self.dtype:  # PyTorch refuses to compare across dtypes
+            raise TypeError(f"isclose and allclose compare tensors of one dtype, got {self.dtype} and {other.dtype}: "
+                            "convert one first, e.g. x.isclose(y.to(x.dtype))")
         a, b = _promoted_arrays(self, other)
         xp = backend.namespace(a)
         if not backend.is_float(a):  # integers and bools: the difference exact, the tolerance in float64
@@ -733,6 +751,7 @@ class Tensor:
         return self._inplace_floating(ops.Sigmoid, "sigmoid_")
 
     def neg_(self):
+        _check_no_bool_negation(self)
         return self._inplace(ops.Neg)
 
     def abs_(self):
@@ -766,6 +785,12 @@ class Tensor:
             raise ValueError("clamp needs at least one of min and max")
         bounds = [b for b in (min, max) if b is not None]
         dtype = result_dtype(self, *bounds)
+        if dtype is dtypes.bool_ and not all(isinstance(b, Tensor) for b in bounds):
+            raise TypeError("clamp of a bool tensor with bool bounds is not defined: convert with .long() first")
+        shapes = [tuple(b.shape) for b in bounds if isinstance(b, Tensor)]
+        if shapes and ops.broadcast_shape(self.shape, *shapes) is None:
+            raise ShapeError(f"clamp: the bounds' shapes {shapes} and the tensor's {list(self.shape)} cannot be "
+                             "broadcast together")
         if any(isinstance(b, Tensor) and (b.ndim or b.requires_grad) for b in bounds):
             return (dtype, *(b.to(dtype) if isinstance(b, Tensor) else b for b in (min, max)))
         return dtype, _scalar(min, "clamp bound"), _scalar(max, "clamp bound")
@@ -781,6 +806,7 @@ class Tensor:
     # --- reductions ---
 
     def sum(self, dim=None, keepdim=False, dtype=None):
+        _check_differentiable_dtype(self, dtype, "sum")
         x = self if dtype is None else self.to(dtype)
         if x.dtype is dtypes.bool_:
             x = x.long()
@@ -799,10 +825,14 @@ class Tensor:
         return ops.Mean.apply(x, _all_dims_if_empty(dim), keepdim)
 
     def cumsum(self, dim, dtype=None):
+        _check_differentiable_dtype(self, dtype, "cumsum")
         x = self if dtype is None else self.to(dtype)
-        if x.dtype in (dtypes.bool_, dtypes.int32):
+        if x.dtype is dtypes.bool_ and dtype is not None and x.ndim:
+            raise TypeError("cumsum(dtype=tinyattn.bool) is not defined: running sums count, use dtype=tinyattn.int64")
+        if dtype is None and x.dtype in (dtypes.bool_, dtypes.int32):
             x = x.long()  # PyTorch's running sums of integers are int64
         if x.ndim == 0:
+            _dim(dim, 0)
             return ops.Cumsum.apply(x.reshape(1), 0).reshape(())
         return ops.Cumsum.apply(x, _dim(dim, x.ndim))
 
@@ -832,16 +862,22 @@ class Tensor:
     def max(self, dim=None, keepdim=False):
         if isinstance(dim, Tensor):
             return self.maximum(dim)
-        if dim is None:
-            return ops.MaxAll.apply(self, False)
-        return MaxResult(*ops.MaxAlongDim.apply(self, dim, keepdim, False))
+        return self._extreme(dim, keepdim, False, "max")
 
     def min(self, dim=None, keepdim=False):
         if isinstance(dim, Tensor):
             return self.minimum(dim)
+        return self._extreme(dim, keepdim, True, "min")
+
+    def _extreme(self, dim, keepdim, take_min, name):
+        _check_not_empty(self, dim, name)
         if dim is None:
-            return ops.MaxAll.apply(self, True)
-        return MinResult(*ops.MaxAlongDim.apply(self, dim, keepdim, True))
+            return ops.MaxAll.apply(self, take_min)
+        if self.ndim == 0:  # one number (dim 0 or -1): as a vector of one
+            _dim(dim, 0)
+            values, indices = self.reshape(1)._extreme(0, False, take_min, name)
+            return (MinResult if take_min else MaxResult)(values, indices)
+        return (MinResult if take_min else MaxResult)(*ops.MaxAlongDim.apply(self, dim, keepdim, take_min))
 
     def argmax(self, dim=None, keepdim=False):
         return _argext(self, dim, keepdim, "argmax")
@@ -853,6 +889,11 @@ class Tensor:
         """The k largest (or smallest) entries along `dim` and their indices; differentiable."""
         xp = backend.namespace(self.array)
         axis = _dim(dim, self.ndim)
+        if self.ndim == 0:  # one number: k is 0 or 1 and both give it, as in PyTorch
+            if k not in (0, 1):
+                raise ValueError(f"topk: k={k} is out of range for a 0-d tensor (k can be 0 or 1)")
+            values, indices = self.reshape(1).topk(1, 0, largest, sorted)
+            return TopkResult(values.reshape(()), indices.reshape(()))
         if not 0 <= k <= self.array.shape[axis]:
             raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {self.array.shape[axis]}")
         _check_not_bool(self, "topk")
@@ -862,14 +903,16 @@ class Tensor:
         return TopkResult(self.gather(axis, indices), indices)
 
     def softmax(self, dim):
+        _check_floating(self, "softmax")
         if self.ndim == 0:  # a single number (dim 0 or -1, as in PyTorch): as a vector of one
             return self.reshape(1).softmax(dim).reshape(())
-        return ops.Softmax.apply(_floating(self), dim)
+        return ops.Softmax.apply(self, dim)
 
     def log_softmax(self, dim):
+        _check_floating(self, "log_softmax")
         if self.ndim == 0:
             return self.reshape(1).log_softmax(dim).reshape(())
-        return ops.LogSoftmax.apply(_floating(self), dim)
+        return ops.LogSoftmax.apply(self, dim)
 
     # --- matrix products ---
 
@@ -903,12 +946,12 @@ class Tensor:
     # --- shapes ---
 
     def reshape(self, *shape):
-        return ops.Reshape.apply(self, _shape_arg(shape))
+        return ops.Reshape.apply(self, _reshape_arg(shape, self.numel()))
 
     def view(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
             raise TypeError("view(dtype) is not supported: use .to(dtype)")
-        return ops.View.apply(self, _shape_arg(shape))
+        return ops.View.apply(self, _reshape_arg(shape, self.numel()))
 
     def view_as(self, other):
         return self.view(other.shape)
@@ -919,11 +962,13 @@ class Tensor:
     def transpose(self, dim0, dim1):
         dims = list(range(self.ndim))
         a, b = _dim(dim0, self.ndim), _dim(dim1, self.ndim)
+        if self.ndim == 0:  # dims 0 and -1 of one number: nothing to swap
+            return ops.Transpose.apply(self, ())
         dims[a], dims[b] = dims[b], dims[a]
         return ops.Transpose.apply(self, tuple(dims))
 
     def permute(self, *dims):
-        dims = tuple(_dim(d, self.ndim) for d in _shape_arg(dims))
+        dims = tuple(_dim(d, self.ndim) for d in _shape_arg(dims, lowest=None))
         if sorted(dims) != list(range(self.ndim)):
             raise ShapeError(f"permute: {list(dims)} is not a permutation of the {self.ndim} dims")
         return ops.Permute.apply(self, dims)
@@ -955,16 +1000,16 @@ class Tensor:
         return ops.Reshape.apply(self, tuple(n for i, n in enumerate(shape) if i not in axes))
 
     def flatten(self, start_dim=0, end_dim=-1):
+        start, end = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
         if self.ndim == 0:
             return self.reshape(1)
-        start, end = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
         if start > end:
             raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}: swap them")
         shape = self.array.shape
         return ops.Reshape.apply(self, shape[:start] + (math.prod(shape[start : end + 1]),) + shape[end + 1 :])
 
     def expand(self, *sizes):
-        sizes = _shape_arg(sizes)
+        sizes = _shape_arg(sizes, lowest=-1)
         lead = len(sizes) - self.ndim
         if lead < 0:
             raise ShapeError(f"expand: the target {list(sizes)} has fewer dims than the tensor {list(self.shape)}")
@@ -989,6 +1034,9 @@ class Tensor:
 
     def repeat(self, *sizes):
         sizes = _shape_arg(sizes)
+        if len(sizes) < self.ndim:
+            raise ShapeError(f"repeat: {list(sizes)} gives fewer repeats than the tensor of shape {list(self.shape)} "
+                             "has dims: give one per dim (1 for a dim to keep)")
         x = self.reshape((1,) * (len(sizes) - self.ndim) + tuple(self.shape))
         expanded = x.reshape(tuple(d for n in x.shape for d in (1, n))).expand(
             tuple(d for r, n in zip(sizes, x.shape) for d in (r, n))
@@ -996,14 +1044,18 @@ class Tensor:
         return expanded.reshape(tuple(r * n for r, n in zip(sizes, x.shape)))
 
     def split(self, split_size_or_sections, dim=0):
+        _check_not_0d(self, "split")
         axis = _dim(dim, self.ndim)
         length = self.array.shape[axis]
         if isinstance(split_size_or_sections, int):
-            if split_size_or_sections <= 0:
-                raise ValueError("split_size must be a positive integer")
-            sizes = [min(split_size_or_sections, length - s) for s in range(0, length, split_size_or_sections)]
+            size = split_size_or_sections
+            if size < 0 or size == 0 and length:
+                raise ValueError(f"split_size must be a positive integer (or 0 for a dim of size 0), got {size}")
+            sizes = [min(size, length - s) for s in range(0, length, size)] if length else [0]  # one empty piece
         else:
             sizes = list(split_size_or_sections)
+            if any(size < 0 for size in sizes):
+                raise ValueError(f"split sizes {sizes} must not be negative")
             if sum(sizes) != length:
                 raise ShapeError(f"split sizes {sizes} do not add up to the size {length} of dim {dim}")
         pieces, start = [], 0
@@ -1013,10 +1065,17 @@ class Tensor:
         return tuple(pieces)
 
     def chunk(self, chunks, dim=0):
+        if chunks <= 0:
+            raise ValueError(f"chunk expects chunks to be greater than 0, got {chunks}")
+        _check_not_0d(self, "chunk")
         length = self.array.shape[_dim(dim, self.ndim)]
-        return self.split(max(1, -(-length // chunks)), dim)
+        if length == 0:  # as in PyTorch: `chunks` empty pieces
+            return self.split([0] * chunks, dim)
+        return self.split(-(-length // chunks), dim)
 
     def unbind(self, dim=0):
+        if self.ndim == 0:
+            raise IndexError("unbind: a 0-d tensor has no dim to unbind (it is a single number)")
         axis = _dim(dim, self.ndim)
         return tuple(self[(slice(None),) * axis + (i,)] for i in range(self.array.shape[axis]))
 
@@ -1036,8 +1095,8 @@ class Tensor:
 
     def __getitem__(self, key):
         key = _array_key(key, self)
-        result = ops.Index.apply(self, key)  # basic keys give a view: it shares self's version counter
         order = _pytorch_order(key, self.ndim)
+        result = ops.Index.apply(self, key)  # basic keys give a view: it shares self's version counter
         return result if order is None else ops.Permute.apply(result, order)
 
     def __setitem__(self, key, value):
@@ -1056,13 +1115,23 @@ class Tensor:
             shape = (1,) * (len(order) - value.ndim) + tuple(value.shape)
             numpy_order = sorted(range(len(order)), key=order.__getitem__)
             value = ops.Permute.apply(value.reshape(shape), tuple(numpy_order))
-        self._inplace(ops.IndexPut, key, value)
+        try:
+            self._inplace(ops.IndexPut, key, value)
+        except (ValueError, TypeError):  # NumPy's errors for a value that does not fit: name both shapes
+            target = self.detach()[key].shape if order is None else None
+            if isinstance(value, Tensor) and target is not None and ops.broadcast_shape(value.shape, target) != target:
+                raise ShapeError(f"cannot write a value of shape {list(value.shape)} into x[key] of shape "
+                                 f"{list(target)}: the value must broadcast to it") from None
+            raise
 
     def gather(self, dim, index):
-        if index.dtype is not dtypes.int64:
+        if index.dtype not in (dtypes.int64, dtypes.int32):
             raise TypeError(f"gather expects an int64 index, got {index.dtype}")
+        index = index.long()
         backend.same_device([self.array, index.array])
         axis = _dim(dim, self.ndim)
+        if max(self.ndim, index.ndim) <= 1 and min(self.ndim, index.ndim) == 0:  # PyTorch takes 0-d as 1-d here
+            return self.reshape(-1).gather(0, index.reshape(-1)).reshape(index.shape)
         too_big = any(n > m for i, (n, m) in enumerate(zip(index.shape, self.shape)) if i != axis)
         if index.ndim != self.ndim or too_big:
             raise ShapeError(
@@ -1079,12 +1148,20 @@ class Tensor:
         return ops.Gather.apply(self, axis, index.array)
 
     def masked_fill(self, mask, value):
+        shape = ops.broadcast_shape(self.shape, mask.shape) if isinstance(mask, Tensor) else None
+        if shape is not None and shape != self.shape:  # the result has the broadcast shape, as in PyTorch
+            return self.expand(shape).masked_fill(mask, value)
         if isinstance(value, Tensor) and value.requires_grad and autograd.grad_mode.enabled:
             _scalar(value)  # a 0-d tensor only, as below
+            _check_differentiable_dtype(value, self.dtype, "masked_fill")
             return where(mask, value.to(self.dtype), self)  # so that the value receives its gradient too
         return ops.MaskedFill.apply(self, _mask_array(mask, self), _value_to_write(self, _scalar(value)))
 
     def masked_fill_(self, mask, value):
+        if isinstance(value, Tensor) and value.requires_grad and autograd.grad_mode.enabled and self.is_floating_point():
+            _scalar(value)
+            _mask_array(mask, self)
+            return self.copy_(where(mask, value.to(self.dtype), self))  # the value receives its gradient
         return self._inplace(ops.MaskedFill, _mask_array(mask, self), _value_to_write(self, _scalar(value)), True)
 
     def where(self, condition, other):
@@ -1096,7 +1173,8 @@ class Tensor:
         return self._inplace(ops.Overwrite, backend.namespace(self.array).zeros_like(self.array), "Zero")
 
     def fill_(self, value):
-        return self._inplace(ops.IndexPut, Ellipsis, _value_to_write(self, _scalar(value)))
+        _scalar(value)  # a number or a 0-d tensor (which receives the gradient, if it requires one)
+        return self._inplace(ops.IndexPut, Ellipsis, _value_to_write(self, value))
 
     def copy_(self, source):
         if not isinstance(source, Tensor):
@@ -1110,6 +1188,8 @@ class Tensor:
         return self._inplace(ops.IndexPut, Ellipsis, source.to(self.device, self.dtype))
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
+        if not (math.isfinite(a) and math.isfinite(b) and a <= b):
+            raise ValueError(f"uniform_ draws from [a, b), finite with a <= b, got a={a} and b={b}")
         values = functions.generator_or_default(generator).uniform(self.array.shape, np.dtype(self.dtype.name), a, b)
         return self._overwrite(values, "Uniform")
 
@@ -1313,30 +1393,38 @@ class Tensor:
     def prod(self, dim=None, keepdim=False, dtype=None):
         if dim is not None and not isinstance(dim, (int, np.integer)):
             raise TypeError(f"prod takes one dim (an int), got {dim!r}: for several dims, call prod once per dim")
+        _check_differentiable_dtype(self, dtype, "prod")
         x = self if dtype is None else self.to(dtype)
         if x.dtype in (dtypes.bool_, dtypes.int32):
-            x = x.long()  # PyTorch's products of integers are int64
-        return ops.Prod.apply(x, None if dim is None else int(dim), keepdim)
+            x = x.long()  # PyTorch's products of integers are int64 (unless a dtype is asked for)
+        product = ops.Prod.apply(x, None if dim is None else int(dim), keepdim)
+        if dtype is not None and product.dtype is not dtype:
+            product = product != 0 if dtype is dtypes.bool_ else product.to(dtype)
+        return product
 
     def cumprod(self, dim, *, dtype=None):
+        _check_differentiable_dtype(self, dtype, "cumprod")
+        if dtype is dtypes.bool_ and self.ndim:  # (a 0-d tensor is its own running product, as in PyTorch)
+            raise TypeError("cumprod(dtype=tinyattn.bool) is not defined: use dtype=tinyattn.int64")
         x = self if dtype is None else self.to(dtype)
-        if x.dtype in (dtypes.bool_, dtypes.int32):
-            x = x.long()
+        if dtype is None and x.dtype in (dtypes.bool_, dtypes.int32):
+            x = x.long()  # PyTorch's running products of integers are int64 (unless a dtype is asked for)
         if x.ndim == 0:
             _dim(dim, 0)
-            return ops.Cumprod.apply(x.reshape(1), 0).reshape(())
+            return ops.Cumprod.apply(x.reshape(1), 0).reshape(()).to(x.dtype)
         return ops.Cumprod.apply(x, _dim(dim, x.ndim))
 
     def amax(self, dim=(), keepdim=False):
-        _check_not_bool(self, "amax")
-        return ops.Amax.apply(self, _all_dims_if_empty(dim), keepdim, False)
+        return _amax(self, dim, keepdim, False, "amax")
 
     def amin(self, dim=(), keepdim=False):
-        _check_not_bool(self, "amin")
-        return ops.Amax.apply(self, _all_dims_if_empty(dim), keepdim, True)
+        return _amax(self, dim, keepdim, True, "amin")
 
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         """The vector p-norm over `dim` (all elements by default); 'fro' is the 2-norm."""
+        if p == "fro" and isinstance(dim, (tuple, list)) and len(dim) > 2:  # PyTorch's "fro" is a matrix norm
+            raise ValueError(f"norm: p='fro' takes at most 2 dims, got dim={dim}: give p=2 for the 2-norm over "
+                             "more dims")
         if p is None or p == "fro":
             p = 2
         if isinstance(p, str):
@@ -1348,9 +1436,11 @@ class Tensor:
         """The sum of the main diagonal of a matrix (tinyattn.trace is the op tracer, not this)."""
         if self.ndim != 2:
             raise ShapeError(f"trace expects a matrix (2 dims), got shape {list(self.shape)}")
-        n = min(self.shape)  # the diagonal of a non-square matrix: as long as its shorter side
+        _check_not_bool(self, "trace")
+        x = self.long() if self.dtype is dtypes.int32 else self  # PyTorch's sums of integers are int64
+        n = min(x.shape)  # the diagonal of a non-square matrix: as long as its shorter side
         plan = ops.EinsumPlan((("i", "i"),), (), {"i": n}, name="Trace")
-        return ops.Einsum.apply(plan, self[:n, :n])
+        return ops.Einsum.apply(plan, x[:n, :n])
 
     # --- more matrix products ---
 
@@ -1361,11 +1451,11 @@ class Tensor:
 
     def addmm(self, mat1, mat2, *, beta=1, alpha=1):
         """beta * self + alpha * (mat1 @ mat2)."""
-        return _scaled_sum(self, mat1.mm(mat2), beta, alpha, "addmm")
+        return _scaled_sum(self, mat1.mm(mat2), mat1.shape[-1], beta, alpha, "addmm")
 
     def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
         """beta * self + alpha * (batch1 @ batch2), batch by batch."""
-        return _scaled_sum(self, batch1.bmm(batch2), beta, alpha, "baddbmm")
+        return _scaled_sum(self, batch1.bmm(batch2), batch1.shape[-1], beta, alpha, "baddbmm")
 
     # --- sorting, selecting, scattering ---
 
@@ -1433,13 +1523,14 @@ class Tensor:
     def repeat_interleave(self, repeats, dim=None, *, output_size=None):
         """Each element (each slice along `dim`) repeated `repeats` times, or repeats[i] times for
         element i; with dim=None, of the flattened tensor."""
+        if dim is not None and self.ndim == 0:
+            raise IndexError(f"repeat_interleave: a 0-d tensor has no dim {dim} to repeat along: leave dim out "
+                             "(it repeats the flattened tensor)")
         x = self.reshape(-1) if dim is None else self
         axis = 0 if dim is None else _dim(dim, x.ndim)
-        if x.ndim == 0:
-            x = x.reshape(1)
         n = x.shape[axis]
-        if isinstance(repeats, Tensor) and repeats.ndim == 0:
-            repeats = int(repeats.item())
+        if isinstance(repeats, Tensor) and repeats.ndim <= 1 and repeats.numel() == 1:
+            repeats = _as_index_tensor(repeats, x, "repeat_interleave").item()  # one count for every element
         if isinstance(repeats, (int, np.integer)):
             if repeats < 0:
                 raise ValueError(f"repeat_interleave: repeats must be 0 or more, got {repeats}")
@@ -1448,7 +1539,11 @@ class Tensor:
             # a view of the slices side by side, expanded and flattened: PyTorch's way (ViewBackward0)
             expanded = x.unsqueeze(axis + 1).expand(x.shape[:axis + 1] + (int(repeats),) + x.shape[axis + 1:])
             return expanded.reshape(x.shape[:axis] + (total,) + x.shape[axis + 1:])
-        counts = backend.to_host(_as_index_tensor(repeats, x, "repeat_interleave").array).reshape(-1)
+        counts = _as_index_tensor(repeats, x, "repeat_interleave")
+        if counts.ndim > 1:
+            raise ShapeError(f"repeat_interleave: repeats must be a number or a 1-d tensor, got shape "
+                             f"{list(counts.shape)}")
+        counts = backend.to_host(counts.array).reshape(-1)
         if counts.shape[0] != n:
             raise ShapeError(f"repeat_interleave: {counts.shape[0]} repeats given for dim {axis} of size {n} "
                              f"(shape {list(x.shape)}): give one per element, or one number")
@@ -1460,7 +1555,9 @@ class Tensor:
 
     def roll(self, shifts, dims=None):
         shift_tuple = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
-        if dims is None:
+        if not shift_tuple:
+            raise ValueError("roll: no shifts given: give a shift (and a dim) to roll by")
+        if dims is None or isinstance(dims, (tuple, list)) and not dims:  # dims=() rolls the flattened tensor too
             if len(shift_tuple) != 1:
                 raise ValueError(f"roll: {len(shift_tuple)} shifts need as many dims, got dims=None (which rolls "
                                  "the flattened tensor by one shift)")
@@ -1469,16 +1566,17 @@ class Tensor:
         if len(shift_tuple) != len(dim_tuple):
             raise ValueError(f"roll: shifts and dims must align, got {len(shift_tuple)} shifts and "
                              f"{len(dim_tuple)} dims")
-        axes = tuple(_dim(d, self.ndim) for d in dim_tuple)
         if self.ndim == 0:
-            return ops.Roll.apply(self, 0, None)
+            raise IndexError(f"roll: a 0-d tensor has no dim {dim_tuple[0]} to roll along: leave dims out")
+        axes = tuple(_dim(d, self.ndim) for d in dim_tuple)
         return ops.Roll.apply(self, tuple(int(s) for s in shift_tuple), axes)
 
     def flip(self, *dims):
-        axes = _dims_tuple(_shape_arg(dims), self.ndim)
+        dims = _shape_arg(dims, lowest=None)  # flip(0, 1) or flip((0, 1))
+        axes = _dims_tuple(dims, self.ndim)
         if len(set(axes)) != len(axes):
             repeated = next(d for d in axes if axes.count(d) > 1)
-            raise ValueError(f"flip: dim {repeated} appears more than once in {list(_shape_arg(dims))}")
+            raise ValueError(f"flip: dim {repeated} appears more than once in {list(dims)}")
         return ops.Flip.apply(self, axes) if self.ndim else ops.Flip.apply(self, ())
 
     def fliplr(self):
@@ -1538,18 +1636,20 @@ class Tensor:
                             f"{index.dtype if isinstance(index, Tensor) else type(index).__name__}")
         backend.same_device([self.array, index.array])
         axis = _dim(dim, self.ndim)
-        if self.ndim == 0:
-            raise ShapeError(f"{name} needs a tensor with at least 1 dim (a 0-d tensor has no dim to scatter along)")
-        too_big = any(n > m for i, (n, m) in enumerate(zip(index.shape, self.shape)) if i != axis)
+        # a 0-d tensor, index or src counts as a 1-d one of one element, as in PyTorch
+        shape, ndim = self.shape or (1,), max(self.ndim, 1)
+        index = index.reshape(1) if index.ndim == 0 else index
+        src = src.reshape(1) if isinstance(src, Tensor) and src.ndim == 0 else src
+        too_big = any(n > m for i, (n, m) in enumerate(zip(index.shape, shape)) if i != axis)
         too_big_src = isinstance(src, Tensor) and any(n > m for n, m in zip(index.shape, src.shape))
-        if index.ndim != self.ndim or too_big or too_big_src or (isinstance(src, Tensor) and src.ndim != self.ndim):
+        if index.ndim != ndim or too_big or too_big_src or (isinstance(src, Tensor) and src.ndim != ndim):
             raise ShapeError(
                 f"{name}: an index of shape {list(index.shape)} does not fit a tensor of shape {list(self.shape)}"
                 + (f" and a src of shape {list(src.shape)}" if isinstance(src, Tensor) else "")
-                + f": all need {self.ndim} dims, and the index no more than the tensor's size in every dim but "
+                + f": all need {ndim} dims, and the index no more than the tensor's size in every dim but "
                 f"dim {axis} (and no more than src's in any)"
             )
-        size = self.shape[axis]
+        size = shape[axis]
         _check_index_range(index, size, f"{name}: index {{}} is out of range for dim {axis} with size {size}")
         return axis, index.array, src
 
@@ -1577,27 +1677,41 @@ def parse_to_args(args, kwargs, options=("non_blocking",)):
 
 
 def _dim(dim, ndim):
-    if not -max(ndim, 1) <= dim < max(ndim, 1):
-        raise IndexError(
-            f"dimension {dim} is out of range for a tensor with {ndim} dimensions "
-            f"(expected a dim in [{-max(ndim, 1)}, {max(ndim, 1) - 1}])"
-        )
-    return dim % max(ndim, 1)
+    return ops.normalize_dim(dim, ndim)
 
 
 def _dims_tuple(dim, ndim):
-    return tuple(_dim(d, ndim) for d in ((dim,) if isinstance(dim, int) else dim))
+    return ops.normalize_dims(dim, ndim)
 
 
 def _dims_or_none(dim, ndim):
     return None if dim is None else _dims_tuple(dim, ndim)
 
 
-def _shape_arg(shape):
-    """Accept both x.view(2, 3) and x.view((2, 3)) (and a Size)."""
+def _shape_arg(shape, lowest=0):
+    """Accept both x.view(2, 3) and x.view((2, 3)) (and a Size), as a tuple of ints, each >= `lowest`:
+    0 for the sizes of a new tensor, -1 where -1 stands for a size to infer or keep (view, reshape,
+    expand), None for dims (permute)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    return tuple(int(n) for n in shape)
+    if not all(hasattr(n, "__index__") and not isinstance(n, bool) for n in shape):
+        raise TypeError(f"sizes must be integers, got {list(shape)}")
+    shape = tuple(n.__index__() for n in shape)
+    if lowest is not None and any(n < lowest for n in shape):
+        raise ShapeError(f"invalid size {min(shape)} in {list(shape)}: sizes must be 0 or more"
+                         + (", or -1 for a size to infer" if lowest == -1 else ""))
+    return shape
+
+
+def _reshape_arg(shape, numel):
+    """The target of view/reshape: at most one -1, which a tensor with no elements cannot infer."""
+    shape = _shape_arg(shape, lowest=-1)
+    if shape.count(-1) > 1:
+        raise ShapeError(f"only one size in {list(shape)} can be -1 (inferred from the others)")
+    if -1 in shape and math.prod(n for n in shape if n != -1) == 0:
+        raise ShapeError(f"cannot reshape a tensor of {numel} elements into shape {list(shape)}: the -1 could "
+                         "be any size there; give all the sizes")
+    return shape
 
 
 def _scalar(value, name="value"):
@@ -1628,7 +1742,13 @@ def _value_to_write(tensor, value):
             return bool(value)
         if tensor.dtype is dtypes.float32 and math.isfinite(value) and abs(value) > _FLOAT32_MAX:
             raise OverflowError(f"{value} does not fit in a float32 tensor (it would become inf): use float64")
-        return float(value) if tensor.dtype.is_floating_point else int(value)  # int() truncates, as PyTorch
+        if tensor.dtype.is_floating_point:
+            return float(value)
+        info = np.iinfo(tensor.dtype.name)
+        if not (math.isfinite(value) and info.min <= int(value) <= info.max):
+            raise OverflowError(f"{value} does not fit in a {tensor.dtype} tensor (from {info.min} to {info.max}): "
+                                "use a float tensor, or a number in that range")
+        return int(value)  # int() truncates, as PyTorch
     return Tensor._from_data(value, dtype=tensor.dtype, device=tensor.device)
 
 
@@ -1637,9 +1757,38 @@ def _all_dims_if_empty(dim):
     return None if isinstance(dim, (tuple, list)) and len(dim) == 0 else dim
 
 
+def _check_differentiable_dtype(x, dtype, name):
+    """An op of x into an integer dtype has no gradient: refused for an x that records one, as in PyTorch."""
+    if dtype is not None and not dtype.is_floating_point and x.requires_grad and autograd.grad_mode.enabled:
+        raise TypeError(f"{name} would give a {dtype} result from a tensor that requires grad, and an integer result "
+                        "has no gradient: detach() the tensor first, or keep a floating point dtype")
+
+
+def _check_not_0d(x, name):
+    if x.ndim == 0:
+        raise ShapeError(f"{name} expects a tensor with at least 1 dim, got a 0-d tensor (a single number): "
+                         "reshape it to 1-d first (x.reshape(1))")
+
+
+def _amax(x, dim, keepdim, take_min, name):
+    """amax and amin: over every dim, or the dims given (none of size 0); of bools, any() and all()."""
+    dims = _all_dims_if_empty(dim)
+    for d in (None,) if dims is None else dims if isinstance(dims, (tuple, list)) else (dims,):
+        _check_not_empty(x, d, name)
+    if x.dtype is dtypes.bool_:
+        return ops.Amax.apply(x.long(), dims, keepdim, take_min) != 0
+    return ops.Amax.apply(x, dims, keepdim, take_min)
+
+
 def _check_not_bool(x, name):
     if x.dtype is dtypes.bool_:
         raise TypeError(f"{name} is not defined for bool tensors: convert with .long() or .float() first")
+
+
+def _check_floating(x, name):
+    if not x.dtype.is_floating_point:  # PyTorch has no integer softmax either: it would round to 0 and 1
+        raise TypeError(f"{name} needs a floating point tensor, got {x.dtype}: use x.float(), or "
+                        f"{name}(x, dim, dtype=tinyattn.float32)")
 
 
 def _floating(x):
@@ -1647,16 +1796,24 @@ def _floating(x):
     return x if x.dtype.is_floating_point else x.to(dtypes.default_float)
 
 
-def _scaled_sum(input, product, beta, alpha, name):
+def _scaled_sum(input, product, inner, beta, alpha, name):
     """beta * input + alpha * product (addmm, baddbmm); input broadcasts to the product's shape, and
-    with beta=0 it is not used at all (its NaN and inf do not reach the result), as in PyTorch."""
+    with beta=0 it is not used at all (its NaN and inf do not reach the result, its gradient is 0), as
+    in PyTorch. A product over `inner` = 0 numbers is 0 whatever alpha is (PyTorch's, too)."""
     if ops.broadcast_shape(input.shape, product.shape) != tuple(product.shape):
         raise ShapeError(f"{name}: the input's shape {list(input.shape)} does not broadcast to the product's "
                          f"{list(product.shape)}")
-    if alpha != 1:
+    if input.dtype is not product.dtype:  # no silent promotion, as in PyTorch
+        raise TypeError(f"{name}: the input is {input.dtype} and the matrices are {product.dtype}: convert one "
+                        f"(input.to({product.dtype}))")
+    if alpha != 1 and inner:
         product = product * alpha
+    input = input.expand(product.shape)  # (beta times every element: beta times no elements is no elements)
     if beta == 0:
-        return product
+        if not input.requires_grad:
+            return product
+        everywhere = functions.ones(product.shape, dtype=dtypes.bool_, device=input.device)
+        return product + input.masked_fill(everywhere, 0)  # in the graph, with a gradient of 0
     return product + (input if beta == 1 else input * beta)
 
 
@@ -1696,13 +1853,22 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """tinyattn.linalg.vector_norm: (sum |x|^ord)^(1/ord) over dim (every element by default)."""
     if not isinstance(x, Tensor):
         raise TypeError(f"vector_norm expects a tensor, got {type(x).__name__}")
-    if dtype is not None:
-        x = x.to(dtype)
     if not x.dtype.is_floating_point:
         raise TypeError(f"vector_norm needs a floating point tensor, got {x.dtype}: use .float()")
+    if dtype is not None:
+        if not dtype.is_floating_point or dtype.itemsize < x.dtype.itemsize:
+            raise TypeError(f"vector_norm: dtype={dtype} for a {x.dtype} tensor: give a floating point dtype at "
+                            "least as wide as the tensor's")
+        x = x.to(dtype)
     if isinstance(ord, (bool, str)) or not isinstance(ord, numbers.Real):
         raise ValueError(f"vector_norm: ord must be a number (2, 1, inf, -inf, 0, ...), got {ord!r}")
-    return ops.LinalgVectorNorm.apply(x, float(ord), _all_dims_if_empty(dim), keepdim)
+    dim = _all_dims_if_empty(dim)
+    if ord < 0 or ord == math.inf:  # the min, max or a negative power of no numbers: undefined
+        for d in (None,) if dim is None else dim if isinstance(dim, (tuple, list)) else (dim,):
+            if (x.numel() == 0) if d is None else (x.ndim and x.shape[_dim(d, x.ndim)] == 0):
+                raise RuntimeError(f"vector_norm: the {ord} norm of no numbers (shape {list(x.shape)}, dim={dim}) "
+                                   "is undefined: reduce over dims whose size is not 0")
+    return ops.LinalgVectorNorm.apply(x, float(ord), dim, keepdim)
 
 
 def _python_dtype(value):
@@ -1824,6 +1990,12 @@ def _check_no_bool_subtraction(a, b):
                         "to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
+def _check_no_bool_negation(x):
+    if x.dtype is dtypes.bool_:
+        raise TypeError("negation, the `-` operator, is not defined for bool tensors: to invert a mask, use the "
+                        "`~` or `logical_not()` operator instead")
+
+
 def _check_integer_divisor(a, b, symbol):
     """Integer // and % by zero raise ZeroDivisionError, as in PyTorch: NumPy would quietly give 0.
 
@@ -1858,6 +2030,22 @@ def _remainder(a, b):
     return result
 
 
+def _bitwise(compute, symbol):
+    """compute(a, b) for bool and integer operands; floats are refused, as in PyTorch."""
+
+    def checked(a, b):
+        _check_bitwise(symbol, a, b)
+        return compute(a, b)
+
+    return checked
+
+
+def _check_bitwise(symbol, *operands):
+    if any(backend.is_float(x) if hasattr(x, "dtype") else isinstance(x, float) for x in operands):
+        raise TypeError(f"{symbol} is only defined for bool and integer tensors, not floating point ones: "
+                        "compare first (x > 0) to get a bool tensor")
+
+
 def _no_grad_binary(compute, a, b):
     """Comparisons, //, %, bitwise ops: computed on arrays, no graph."""
     if not isinstance(b, (Tensor, numbers.Number, np.generic)) and not isinstance(b, (list, tuple)):
@@ -1874,20 +2062,48 @@ def _inplace_operand(tensor, other):
                     f"result type {other.dtype} can't be written into a {tensor.dtype} tensor in place"
                 )
             other = other.to(tensor.dtype)
-        return other
+        return _fits_in_place(tensor, other)
     if not isinstance(other, numbers.Number):  # a list or NumPy array: refused as a tensor of its dtype would be
         if dtypes.category(_inferred_dtype(other)) > dtypes.category(tensor.dtype):
             raise TypeError(
                 f"result type {_inferred_dtype(other)} can't be written into a {tensor.dtype} tensor in place"
             )
-        return Tensor._from_data(other, dtype=tensor.dtype, device=tensor.device)
+        return _fits_in_place(tensor, Tensor._from_data(other, dtype=tensor.dtype, device=tensor.device))
     if dtypes.category(_python_dtype(other)) > dtypes.category(tensor.dtype):
         raise TypeError(f"a {type(other).__name__} can't be written into a {tensor.dtype} tensor in place")
     return other.item() if isinstance(other, np.generic) else other
 
 
+def _check_not_empty(x, dim, name):
+    """max, min, argmax and argmin of no numbers are undefined: refused, as in PyTorch."""
+    if dim is None:
+        if x.numel() == 0:
+            error = IndexError if name.startswith("arg") else RuntimeError  # PyTorch's types
+            raise error(f"{name}() of a tensor with no elements (shape {list(x.shape)}) is undefined: give a dim "
+                        "whose size is not 0, or check numel() first")
+    elif x.ndim and x.shape[_dim(dim, x.ndim)] == 0:
+        raise IndexError(f"{name}(): dim {dim} of the tensor of shape {list(x.shape)} has size 0, and there is no "
+                         f"{name.removeprefix('arg')} of no numbers: reduce over a dim whose size is not 0")
+
+
+def _fits_in_place(tensor, other):
+    """An in-place operand must broadcast to the tensor's own shape (which the op keeps)."""
+    shape = ops.broadcast_shape(tensor.shape, other.shape)
+    if shape != tuple(tensor.shape):
+        problem = (f"doesn't match the broadcast shape {list(shape)}" if shape is not None
+                   else f"cannot be broadcast with the operand's shape {list(other.shape)}")
+        raise ShapeError(f"output with shape {list(tensor.shape)} {problem}: an in-place op needs an operand that "
+                         "broadcasts to the tensor's shape; use the out-of-place op (a = a + b)")
+    return other
+
+
 def _argext(x, dim, keepdim, name):
     xp = backend.namespace(x.array)
+    _check_not_bool(x, name)
+    _check_not_empty(x, dim, name)
+    if dim is not None and x.ndim == 0:  # one number (dim 0 or -1): its index is 0
+        _dim(dim, 0)
+        return Tensor._wrap(xp.zeros((), dtype=xp.int64, **backend.creation_kwargs(xp)))
     if dim is None:
         flat = xp.reshape(x.array, (-1,))
         result = getattr(xp, name)(flat)
@@ -1904,7 +2120,7 @@ def _mask_array(mask, like):
     if mask.dtype is not dtypes.bool_:
         raise TypeError(f"masked_fill expects a bool mask, got {mask.dtype}: use mask.bool() or mask == 0")
     backend.same_device([like.array, mask.array])
-    if not _broadcastable(mask.shape, like.shape) or mask.ndim > like.ndim:
+    if ops.broadcast_shape(mask.shape, like.shape) != like.shape:
         raise ShapeError(f"the mask's shape {list(mask.shape)} does not broadcast to the tensor's {list(like.shape)}")
     return mask.array
 
@@ -1914,6 +2130,11 @@ def _array_key(key, tensor):
     parts = key if isinstance(key, tuple) else (key,)
     if sum(part is Ellipsis for part in parts) > 1:
         raise IndexError("an index can only have one ... (Ellipsis): write the other dims as `:`")
+    if any(isinstance(p, bool) for p in parts) and any(not isinstance(p, (bool, slice)) and p is not None
+                                                       and p is not Ellipsis for p in parts):
+        # NumPy takes True and False as index arrays, which move the dims of ints and index lists around
+        raise IndexError("a True or False in an index with index lists or tensors, or with ints, is not supported: "
+                         "use None to add the dim")
     converted = []
     for part in parts:
         if isinstance(part, Tensor):
@@ -1933,6 +2154,8 @@ def _array_key(key, tensor):
                 )
         elif isinstance(part, (list, tuple, np.ndarray)):  # a tuple inside a key is a list of indices
             values = np.asarray(part)
+            if values.size == 0:  # x[[]]: no indices (NumPy would make the empty list float64)
+                values = values.astype(np.int64)
             if values.dtype.kind not in "iub":
                 raise IndexError("lists used as indices must hold ints or bools")
             part = backend.from_host(values.astype(np.int64) if values.dtype.kind != "b" else values, tensor.device)
@@ -1991,12 +2214,27 @@ def _pytorch_order(key, ndim):
 
 
 def _check_index_bounds(parts, shape):
-    """An integer index array out of range is an IndexError here: CuPy would silently wrap it."""
+    """An index out of range is an IndexError here (CuPy would silently wrap an index array around), and
+    so is a key with more indices than the tensor has dims."""
     consumed = [_dims_indexed(part) for part in parts]
+    arrays = [part for part in parts if hasattr(part, "dtype")]
+    if len(arrays) > 1:  # index arrays (a mask counts as the list of its True places) broadcast together
+        shapes = [tuple(p.shape) if _is_index_array(p) else (_count_true(p),) for p in arrays]
+        if ops.broadcast_shape(*shapes) is None:
+            raise IndexError(f"the index arrays' shapes {[list(s) for s in shapes]} cannot be broadcast together")
+    if sum(consumed) > len(shape):
+        raise IndexError(f"too many indices for a tensor of shape {list(shape)}: the key indexes {sum(consumed)} "
+                         f"dims, the tensor has {len(shape)}")
     dim = 0
     for part, width in zip(parts, consumed):
         if part is Ellipsis:
             dim += len(shape) - sum(consumed)
+        elif isinstance(part, int) and not isinstance(part, bool) and not -shape[dim] <= part < shape[dim]:
+            raise IndexError(f"index {part} is out of bounds for dim {dim} with size {shape[dim]} (valid indices are "
+                             f"{-shape[dim]} to {shape[dim] - 1})")
+        elif hasattr(part, "dtype") and not _is_index_array(part) and tuple(part.shape) != shape[dim:dim + width]:
+            raise IndexError(f"the mask's shape {list(part.shape)} does not match the shape "
+                             f"{list(shape[dim:dim + width])} of the dims {dim} to {dim + width - 1} it indexes")
         elif _is_index_array(part) and part.size and dim < len(shape):
             xp, size = backend.namespace(part), shape[dim]
             low, high = int(xp.min(part)), int(xp.max(part))
@@ -2006,13 +2244,18 @@ def _check_index_bounds(parts, shape):
         dim += width
 
 
+def _count_true(mask):
+    xp = backend.namespace(mask)
+    return int(xp.sum(xp.astype(mask, xp.int64)))
+
+
 def _is_index_array(part):
     return hasattr(part, "dtype") and backend.dtype_of(part) is not dtypes.bool_
 
 
 def _dims_indexed(part):
     """How many dims of the indexed tensor one part of a key uses up."""
-    if part is None or part is Ellipsis:
+    if part is None or part is Ellipsis or isinstance(part, bool):  # (True and False add a dim, as None does)
         return 0
     if hasattr(part, "dtype") and not _is_index_array(part):  # a boolean mask
         return part.ndim
@@ -2044,6 +2287,10 @@ def where(condition, input, other):
         input = Tensor._from_data(input, dtype=result_dtype(input, other), device=condition.device)
     a, b = _promote(_as_operand(input, like), _as_operand(other, like))
     backend.same_device([condition.array] + [x.array for x in (a, b) if isinstance(x, Tensor)])
+    shapes = [tuple(x.shape) for x in (condition, a, b) if isinstance(x, Tensor)]
+    if ops.broadcast_shape(*shapes) is None:
+        raise ShapeError(f"where: the shapes of the condition {list(condition.shape)}, input {list(ops.shape_of(a))} "
+                         f"and other {list(ops.shape_of(b))} cannot be broadcast together")
     return ops.Where.apply(condition.array, a, b)
 
 

@@ -13,7 +13,8 @@
 
 All three plug into `autograd.observers`: the engine calls `on_forward` after every op, `on_backward`
 after every node's backward, and `on_module_enter`/`on_module_exit` around every module call. While no
-trace is active that list is empty and the engine pays one `if` per op.
+trace is active that list is empty and the engine pays one `if` per op. Each observer sees only the
+ops of the thread that entered it.
 
 Which source line is shown: the innermost caller outside the engine, that is outside the package's
 files except its model code (nn/attention.py, models.py, demo.py). So an op in your script shows your
@@ -30,11 +31,12 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import weakref
 
 import numpy as np
 
-from . import autograd, backend, functions
+from . import autograd, backend
 from .autograd import Node
 from .console import fill, plural, terminal_width
 from .tensor import Tensor
@@ -227,6 +229,7 @@ class _Observer:
     # --- the context manager ---
 
     def __enter__(self):
+        self.thread = threading.get_ident()  # it sees the ops of this thread only (see autograd.observers)
         if not any(o is self for o in autograd.observers):
             autograd.observers.append(self)
         return self
@@ -590,11 +593,7 @@ def trace(name=None):
 
 
 def _matrix_trace(matrix):
-    if matrix.ndim != 2:
-        raise ValueError(f"trace: expected a matrix (2-D tensor), got shape {list(matrix.shape)}")
-    rows, columns = matrix.shape
-    diagonal = functions.eye(rows, columns, dtype=matrix.dtype, device=matrix.device).bool()
-    return matrix.masked_fill(~diagonal, 0).sum()
+    return matrix.trace()  # the Tensor method: one implementation, with its checks
 
 
 # ---------------------------------------------------------------------------------------------

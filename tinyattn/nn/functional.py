@@ -13,9 +13,9 @@ import numpy as np
 from .. import backend, dtypes
 from ..autograd import Function
 from ..errors import ShapeError
-from ..functions import generator_or_default, tril, ones, tensor
+from ..functions import generator_or_default, tril, ones, tensor, zeros_like
 from ..ops import Softmax, broadcast_shape, softmax_backward, softmax_forward, stable_sigmoid, unbroadcast
-from ..tensor import Tensor
+from ..tensor import Tensor, _value_to_write
 
 
 class Op(Function):
@@ -87,6 +87,14 @@ def linear(input, weight, bias=None):
             f"{list(input.shape)}) but the weight expects {weight.shape[1]} features (weight shape "
             f"{list(weight.shape)}, laid out as (out_features, in_features))"
         )
+    if bias is not None and bias.dtype is not input.dtype:
+        raise TypeError(f"linear: the bias is {bias.dtype} but the input is {input.dtype}: convert one")
+    if bias is not None and tuple(bias.shape) != weight.shape[:1]:  # PyTorch broadcasts it to the output
+        out_shape = tuple(input.shape[:-1]) + weight.shape[:1]
+        if broadcast_shape(bias.shape, out_shape) != out_shape:
+            raise ShapeError(f"linear: a bias of shape {list(bias.shape)} does not broadcast to the output's shape "
+                             f"{list(out_shape)}: give it shape ({weight.shape[0]},), one number per output feature")
+        return LinearOp.apply(input, weight, None) + bias
     return LinearOp.apply(input, weight, bias)
 
 
@@ -106,7 +114,7 @@ class EmbeddingOp(Op):
         (flat,) = ctx.saved_tensors
         xp = ctx.xp
         full = xp.zeros(ctx.weight_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
-        rows = xp.reshape(grad, (-1, ctx.weight_shape[1]))
+        rows = xp.reshape(grad, (flat.shape[0], ctx.weight_shape[1]))  # (not -1: the rows may have 0 numbers)
         return None, backend.index_add_rows(full, flat, rows)
 
 
@@ -176,8 +184,10 @@ def dropout(input, p=0.5, training=True, inplace=False):
     tensor_argument(input, "dropout")
     if not training or p == 0:
         return input
-    if p == 1:
-        return input.mul_(0.0) if inplace else input * 0.0
+    if p == 1:  # everything dropped (a product, so that a NaN stays NaN and a bool stays bool, as in PyTorch)
+        return input.mul_(zeros_like(input)) if inplace else input * zeros_like(input)
+    if not input.dtype.is_floating_point:  # the kept numbers are scaled by 1 / (1 - p)
+        raise TypeError(f"dropout needs a floating point tensor, got {input.dtype}: use input.float()")
     mask = dropout_mask(tuple(input.shape), p, input)
     if inplace:  # written into input's memory and recorded in its graph, as in-place tensor ops are
         return input._inplace(DropoutOp, mask)
@@ -201,8 +211,8 @@ class LayerNormOp(Op):
         xp = ctx.xp
         normalized_shape = tuple(x.shape[a] for a in axes)
         n = math.prod(normalized_shape)
-        rows = xp.reshape(x, (-1, n))
-        averager = xp.full((n,), 1.0 / n, dtype=x.dtype, **backend.creation_kwargs(xp))
+        rows = xp.reshape(x, (math.prod(x.shape) // n if n else 0, n))  # (not -1: there may be no numbers)
+        averager = xp.full((n,), 1.0 / max(n, 1), dtype=x.dtype, **backend.creation_kwargs(xp))
         normalized = rows - (rows @ averager)[:, None]  # centred
         inv_std = 1.0 / xp.sqrt(backend.vecdot(normalized, normalized)[:, None] / n + eps)
         normalized *= inv_std
@@ -219,7 +229,7 @@ class LayerNormOp(Op):
         normalized, inv_std, weight, averager = ctx.saved_tensors
         xp = ctx.xp
         n = normalized.shape[1]
-        grad_rows = xp.reshape(grad, (-1, n))
+        grad_rows = xp.reshape(grad, normalized.shape)
         gw = gb = None
         if ctx.needs_input_grad[1]:
             gw = xp.reshape(backend.sum_along(grad_rows * normalized, (0,)), ctx.normalized_shape)
@@ -237,6 +247,9 @@ class LayerNormOp(Op):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     tensor_argument(input, "layer_norm")
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape:
+        raise ShapeError("layer_norm needs a normalized_shape of at least one dim (the last dims to normalise "
+                         "over), got []")
     if tuple(input.shape[input.ndim - len(shape):]) != shape:
         raise ShapeError(
             f"layer_norm over shape {list(shape)}: the input's last dims are "
@@ -246,6 +259,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         if t is not None and tuple(t.shape) != shape:
             raise ShapeError(f"layer_norm over shape {list(shape)}: the {name} must have that shape, got "
                              f"{list(t.shape)}")
+        if t is not None and t.dtype is not input.dtype:
+            raise TypeError(f"layer_norm: the input is {input.dtype} but the {name} is {t.dtype}: convert one "
+                            f"(e.g. input.to({t.dtype}))")
     axes = tuple(range(input.ndim - len(shape), input.ndim))
     return LayerNormOp.apply(input, weight, bias, axes, eps)
 
@@ -304,7 +320,9 @@ def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     tensor_argument(input, "gelu")
-    return GeluOp.apply(input if input.dtype.is_floating_point else input.float(), approximate)
+    if not input.dtype.is_floating_point:  # as in PyTorch
+        raise TypeError(f"gelu needs a floating point tensor, got {input.dtype}: use input.float()")
+    return GeluOp.apply(input, approximate)
 
 
 def relu(input, inplace=False):
@@ -333,7 +351,10 @@ def log_softmax(input, dim=None, dtype=None):
 
 def safe_softmax(input, dim=-1):
     """Softmax that maps fully masked rows to zeros (what the attention modules use)."""
-    return Softmax.apply(input if input.dtype.is_floating_point else input.float(), dim, True)
+    x = input if input.dtype.is_floating_point else input.float()
+    if x.ndim == 0:  # one number (dim 0 or -1): as a vector of one
+        return safe_softmax(x.reshape(1), dim).reshape(())
+    return Softmax.apply(x, dim, True)
 
 
 class SiluOp(Op):
@@ -480,21 +501,24 @@ def pad(input, pad, mode="constant", value=None):
     pairs = [(0, 0)] * (input.ndim - len(pad) // 2) + [(pad[i], pad[i + 1]) for i in range(len(pad) - 2, -1, -2)]
     if mode == "constant":
         for n, (before, after) in zip(input.shape, pairs):
-            if n + before + after < 0:
-                raise ShapeError(f"pad: a dim of size {n} padded by ({before}, {after}) would have a negative size "
-                                 f"(input shape {list(input.shape)})")
-        fill = 0 if value is None else value
-        if not input.dtype.is_floating_point and not float(fill).is_integer():
-            raise TypeError(f"pad: the value {fill} does not fit a {input.dtype} tensor")
+            if n + min(before, 0) + min(after, 0) < 0 or n + before + after < 0:
+                raise ShapeError(f"pad: a dim of size {n} cannot take pads ({before}, {after}): negative pads would "
+                                 f"cut off more than it has (input shape {list(input.shape)})")
+        used = value is not None and any(before > 0 or after > 0 for before, after in pairs)
+        # the value in the tensor's dtype, as fill_ writes it (1.5 is 1 in integers); checked only where used
+        fill = _value_to_write(input, value) if used else 0
         return ConstantPadNdOp.apply(input, tuple(pairs), fill)
     if mode not in ("reflect", "replicate", "circular"):
         raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
     if value is not None and value != 0:
         raise ValueError(f"pad: a value ({value}) only goes with mode='constant', not {mode!r}")
     padded_dims = len(pad) // 2
-    if padded_dims > 3 or input.ndim not in (padded_dims + 1, padded_dims + 2):
+    if not 1 <= padded_dims <= 3 or input.ndim not in (padded_dims + 1, padded_dims + 2):
         raise ShapeError(f"pad: mode={mode!r} pads the last 1, 2 or 3 dims of a tensor with 1 or 2 more dims "
                          f"(channels, batch); got {padded_dims} padded dims for shape {list(input.shape)}")
+    if mode != "circular" and 0 in input.shape[input.ndim - padded_dims - 1:]:  # (the batch may be empty)
+        raise ShapeError(f"pad: mode={mode!r} needs channels and padded dims of size 1 or more, got shape "
+                         f"{list(input.shape)}")
     result = input
     for axis, (n, (before, after)) in enumerate(zip(input.shape, pairs)):
         if before or after:
@@ -534,7 +558,10 @@ class CrossEntropyOp(Op):
         log_total = xp.log(backend.sum_along(xp.exp(shifted), (1,), keepdims=True))
         valid = target != ignore_index
         safe_target = xp.where(valid, target, 0)
-        picked = xp.take_along_axis(shifted, safe_target[:, None], axis=1)[:, 0] - log_total[:, 0]
+        if logits.shape[1]:
+            picked = xp.take_along_axis(shifted, safe_target[:, None], axis=1)[:, 0] - log_total[:, 0]
+        else:  # no classes: every target was ignored (class_rows checked), nothing to pick
+            picked = xp.zeros(target.shape, dtype=logits.dtype, **backend.creation_kwargs(xp))
         losses = xp.where(valid, -picked, 0.0)
         count = xp.sum(xp.astype(valid, logits.dtype))
         ctx.save_for_backward(xp.exp(shifted - log_total), safe_target, valid, count)
@@ -581,6 +608,10 @@ def class_rows(name, input, target, ignore_index):
         )
     if input.ndim == 0:
         raise ShapeError(f"{name}: the input is a 0-d tensor, it needs a dim of classes: shape (C,) or (N, C)")
+    if name == "cross_entropy" and target.shape == input.shape:  # PyTorch's form for class probabilities
+        raise TypeError(f"cross_entropy: a target of the input's shape {list(input.shape)} holds class "
+                        "probabilities, which are not supported: give class indices, of the input's shape without "
+                        "the class dim")
     if input.ndim == 1:  # one sample: its target is a single class
         expected = ()
         if tuple(target.shape) not in ((), (1,)):
@@ -597,17 +628,14 @@ def class_rows(name, input, target, ignore_index):
             )
     classes = input.shape[-1] if input.ndim == 1 else input.shape[1]
     backend.same_device([input.array, target.array])
-    if target.numel():
-        xp = backend.namespace(target.array)
-        valid = target.array != ignore_index
-        low = int(xp.min(xp.where(valid, target.array, 0)))
-        high = int(xp.max(xp.where(valid, target.array, 0)))
-        if low < 0 or high >= classes:
-            bad = high if high >= classes else low
-            raise IndexError(
-                f"{name}: target {bad} is out of range for {classes} classes "
-                f"(valid targets are 0 to {classes - 1}, or ignore_index={ignore_index})"
-            )
+    xp = backend.namespace(target.array)
+    out_of_range = (target.array != ignore_index) & ((target.array < 0) | (target.array >= classes))
+    if target.numel() and bool(xp.any(out_of_range)):  # (the ignored targets may be anything)
+        bad = int(xp.max(xp.where(out_of_range, target.array, -(2**62))))  # one of them
+        raise IndexError(
+            f"{name}: target {bad} is out of range for {classes} classes "
+            f"(valid targets are 0 to {classes - 1}, or ignore_index={ignore_index})"
+        )
     if input.ndim > 2:  # (N, C, d...) -> (N * d..., C)
         input = input.permute(0, *range(2, input.ndim), 1)
     return input.reshape(target.numel(), classes), target.reshape(-1), expected
@@ -630,7 +658,10 @@ def nll_loss(input, target, ignore_index=-100, reduction="mean"):
     rows, targets, shape = class_rows("nll_loss", input, target, ignore_index)
     valid = targets != ignore_index
     safe_target = targets.long().masked_fill(~valid, 0)  # ignored places pick class 0, then count 0
-    picked = -rows.gather(1, safe_target.unsqueeze(1)).squeeze(1)
+    if rows.shape[1]:
+        picked = -rows.gather(1, safe_target.unsqueeze(1)).squeeze(1)
+    else:  # no classes: every target is ignored (class_rows checked); the sum over no classes is 0
+        picked = -rows.sum(1)
     picked = picked.masked_fill(~valid, 0.0)
     if reduction == "none":
         return picked.reshape(shape)
@@ -639,6 +670,9 @@ def nll_loss(input, target, ignore_index=-100, reduction="mean"):
 
 def mse_loss(input, target, reduction="mean"):
     check_reduction(reduction)
+    if isinstance(target, Tensor):  # as in PyTorch, a 0-d target counts as a tensor in the dtype here
+        dtype = dtypes.promote(input.dtype, target.dtype)
+        input, target = input.to(dtype), target.to(dtype)
     squared = (input - target) ** 2
     if reduction == "none":
         return squared
@@ -650,6 +684,8 @@ def one_hot(tensor, num_classes=-1):
         raise TypeError(f"one_hot expects class indices (int64), got {tensor.dtype}: use .long()")
     if tensor.numel() == 0 and num_classes == -1:
         raise ValueError("one_hot of an empty tensor needs num_classes")
+    if num_classes == 0 or num_classes < -1:
+        raise ValueError(f"one_hot: num_classes must be positive (or -1, to count them), got {num_classes}")
     low = int(tensor.min().item()) if tensor.numel() else 0
     high = int(tensor.max().item()) if tensor.numel() else -1
     classes = high + 1 if num_classes == -1 else num_classes
@@ -812,7 +848,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """
     if is_causal and attn_mask is not None:
         raise ValueError("give either attn_mask or is_causal=True, not both")
+    if attn_mask is not None and attn_mask.ndim < 2:  # PyTorch's SDPA takes (..., queries, keys) masks only
+        raise ShapeError(f"scaled_dot_product_attention: attn_mask needs at least 2 dims (queries, keys), got shape "
+                         f"{list(attn_mask.shape)}")
     blocked = bias = None
+    if scale is None and query.shape[-1] == 0:  # empty dot products: scores of 0, which 1/sqrt(0) would make NaN
+        scale = 1.0
     if is_causal:
         blocked = causal_mask(query.shape[-2], key.shape[-2], query.device)
     elif attn_mask is not None and attn_mask.dtype is dtypes.bool_:

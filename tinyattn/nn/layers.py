@@ -206,9 +206,21 @@ class Identity(Module):
         return input
 
 
+def _check_legacy_arguments(size_average, reduce):
+    if size_average is not None or reduce is not None:
+        raise ValueError("size_average and reduce are PyTorch's deprecated arguments: give reduction='mean', "
+                         "'sum' or 'none' instead")
+
+
 class CrossEntropyLoss(Module):
-    def __init__(self, ignore_index=-100, reduction="mean"):
+    """PyTorch's arguments in PyTorch's order; class weights and label smoothing are not supported."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                 label_smoothing=0.0):
         super().__init__()
+        _check_legacy_arguments(size_average, reduce)
+        if weight is not None or label_smoothing:
+            raise NotImplementedError("CrossEntropyLoss: class weights and label smoothing are not supported")
         self.ignore_index = ignore_index
         self.reduction = reduction
 
@@ -217,8 +229,9 @@ class CrossEntropyLoss(Module):
 
 
 class MSELoss(Module):
-    def __init__(self, reduction="mean"):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
+        _check_legacy_arguments(size_average, reduce)
         self.reduction = reduction
 
     def forward(self, input, target):

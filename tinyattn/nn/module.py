@@ -168,12 +168,13 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         if autograd.observers:  # a trace is recording: tell it which module is running
-            for observer in autograd.observers:
+            watching = autograd.observers_here()
+            for observer in watching:
                 observer.on_module_enter(self)
             try:
                 return self.forward(*args, **kwargs)
             finally:
-                for observer in autograd.observers:
+                for observer in watching:
                     observer.on_module_exit(self)
         return self.forward(*args, **kwargs)
 
