@@ -966,6 +966,14 @@ def product_of_others(x, *options):
     return bool(np.all(np.isfinite(values)) and np.all(np.abs(values) <= 8))
 
 
+def unique_slices_with_nans(x, *options):
+    """unique(dim=...) of slices holding NaNs: NaNs stay distinct in both libraries, but PyTorch's order
+    among such slices follows no documented rule (README)."""
+    dim = options[-1]
+    nans = x.dtype in FLOATS and np.isnan(x.values).any()
+    return "slices holding NaNs in unique(dim)" if nans and isinstance(dim, int) else None
+
+
 def sort_ties(x, *options):
     """Where x holds equal numbers, their order among themselves (the indices, and where the gradient
     goes) is PyTorch's only with stable=True (tinyattn's sort is always stable: README); compared where
@@ -1284,6 +1292,9 @@ TABLE = [
     function("einsum", einsum_equation, einsum_operands, differs=einsum_of_bools, quirk=einsum_of_int32s),
     *both("sort", *SORT_OPTIONS, quirk=sort_ties),
     *both("argsort", *SORT_OPTIONS, quirk=sort_ties),
+    *both("unique", T(coarse=True), Kw("sorted", maybe(st.booleans())), Kw("return_inverse", maybe(st.booleans())),
+          Kw("return_counts", maybe(st.booleans())), Kw("dim", maybe(dim())), quirk=unique_slices_with_nans,
+          grad=False),  # PyTorch marks the result as requiring grad, then has no backward for it
     Entry("Tensor.sort(values)", "Tensor.sort", lambda L, x, **k: x.sort(**k).values, SORT_OPTIONS,
           grad=lambda *args: not sort_ties(*args)),
     *both("index_select", X, DIM, index_tensor(along=1, dtypes=("int64", "int64", "int32"))),
