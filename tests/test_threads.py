@@ -1,0 +1,213 @@
+"""Threads: tinyattn.set_num_threads / get_num_threads (NumPy's BLAS pool, through threadpoolctl), the
+commands' --threads, and the work tinyattn spreads over the cores itself (tinyattn.parallel), which
+must give the same numbers, bit for bit, however many parts it makes."""
+
+import os
+
+import numpy as np
+import pytest
+
+import tinyattn
+from tinyattn import cli, nn, parallel, threads
+from tinyattn.nn import functional as F
+
+
+@pytest.fixture
+def restore_threads():
+    before = threads.get_num_threads()
+    yield
+    threads.set_num_threads(before)
+
+
+def test_set_and_get_num_threads_under_pytorchs_names(restore_threads):
+    assert tinyattn.set_num_threads is threads.set_num_threads
+    assert tinyattn.get_num_threads is threads.get_num_threads
+    tinyattn.set_num_threads(1)
+    assert tinyattn.get_num_threads() == 1
+    tinyattn.set_num_threads(2)
+    assert tinyattn.get_num_threads() == 2
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2", None])
+def test_set_num_threads_refuses_what_is_not_a_positive_int(bad):
+    with pytest.raises(ValueError, match="set_num_threads expects a positive integer, got"):
+        tinyattn.set_num_threads(bad)
+
+
+def test_using_sets_the_count_for_a_block_and_restores_it_even_after_an_error(restore_threads):
+    threads.set_num_threads(2)
+    with threads.using(1):
+        assert threads.get_num_threads() == 1
+    assert threads.get_num_threads() == 2
+    with pytest.raises(KeyError):
+        with threads.using(1):
+            raise KeyError("inside")
+    assert threads.get_num_threads() == 2
+    with threads.using(None):  # None: unchanged
+        assert threads.get_num_threads() == 2
+
+
+def test_a_count_set_from_another_thread_takes_effect(restore_threads):
+    # threadpoolctl 3.8 lets only the first Python thread that sets OpenBLAS's count set it again
+    import threading
+
+    threads.set_num_threads(2)
+    worker = threading.Thread(target=threads.set_num_threads, args=(1,))
+    worker.start()
+    worker.join()
+    assert threads.get_num_threads() == 1
+
+
+def test_available_cores_are_the_ones_this_process_may_use():
+    if hasattr(os, "sched_getaffinity"):
+        assert threads.available_cores() == len(os.sched_getaffinity(0))
+    assert 1 <= threads.available_cores() <= (os.cpu_count() or 1)
+
+
+def test_without_threadpoolctl_the_count_comes_from_the_environment_and_cannot_be_set(monkeypatch):
+    monkeypatch.setattr(threads, "threadpoolctl", None)
+    monkeypatch.setattr(threads, "_controller", None)
+    for name in threads.ENVIRONMENT_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert threads.get_num_threads() == threads.available_cores()
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    assert threads.get_num_threads() == 1
+    assert not threads.can_set_num_threads()
+    with pytest.raises(RuntimeError, match="pip install threadpoolctl"):
+        threads.set_num_threads(1)
+    assert parallel.parts_for(10**8) == 1  # no parts either: the BLAS could not be kept to one thread each
+
+
+# ---------------------------------------------------------------------------------------------
+# the commands' --threads
+
+
+def test_train_and_generate_take_threads_and_leave_the_count_as_they_found_it(capsys, tmp_path, restore_threads):
+    corpus = tmp_path / "input.txt"
+    corpus.write_text("When forty winters shall besiege thy brow,\n" * 20, encoding="utf-8")
+    small = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "8", "--batch-size", "2",
+             "--eval-iters", "1", "--sample-tokens", "5", "--steps", "2"]
+    threads.set_num_threads(2)
+    assert cli.main(["train", "--data", str(corpus), "--out", str(tmp_path / "a"), "--threads", "1", *small]) == 0
+    assert ", 1 thread\n" in capsys.readouterr().out.splitlines(keepends=True)[0]
+    assert threads.get_num_threads() == 2
+    assert cli.main(["train", "--data", str(corpus), "--out", str(tmp_path / "b"), *small]) == 0
+    default = threads.COMMAND_DEFAULT
+    assert f", {default} thread{'s' if default > 1 else ''}\n" in capsys.readouterr().out.splitlines(keepends=True)[0]
+    assert cli.main(["generate", "--ckpt", str(tmp_path / "a"), "--tokens", "5", "--threads", "1"]) == 0
+    assert threads.get_num_threads() == 2
+
+
+@pytest.mark.parametrize("argv", [["train", "--threads", "0"], ["generate", "--threads", "two"],
+                                  ["bench", "--threads", "-1"]])
+def test_a_bad_thread_count_is_one_line(capsys, argv):
+    with pytest.raises(SystemExit) as exit:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert exit.value.code == 2 and "--threads: expected a positive integer" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_threads_without_threadpoolctl_is_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(threads, "threadpoolctl", None)
+    monkeypatch.setattr(threads, "_controller", None)
+    assert cli.main(["generate", "--ckpt", str(tmp_path), "--threads", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "--threads needs threadpoolctl" in err and len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# tinyattn.parallel: the same numbers, whatever the number of parts
+
+
+@pytest.fixture
+def parts(monkeypatch, restore_threads):
+    """Run the test with the work split into `n` parts even for tiny arrays: parts(n)."""
+    monkeypatch.setattr(parallel, "MIN_ELEMENTS_PER_PART", 1)
+
+    def use(n):
+        parallel.enabled = n > 1
+        if n > 1:
+            threads.set_num_threads(n)
+
+    yield use
+    parallel.enabled = True
+
+
+def results_of(run, parts, counts=(1, 2, 3)):
+    """run() under each count of parts: a list of lists of arrays."""
+    out = []
+    for count in counts:
+        parts(count)
+        out.append([np.array(r, copy=True) for r in run()])
+    return out
+
+
+def assert_all_equal(results):
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
+
+
+def grads_of(module, x, forward):
+    module.zero_grad()
+    x.grad = None
+    out = forward()
+    (out * out).sum().backward()
+    return [out.detach().numpy(), x.grad.numpy()] + [p.grad.numpy() for p in module.parameters()]
+
+
+@pytest.mark.parametrize("dtype", [tinyattn.float32, tinyattn.float64])
+def test_gelu_layer_norm_and_attention_give_the_same_bits_in_any_number_of_parts(parts, dtype):
+    tinyattn.manual_seed(0)
+    x = tinyattn.randn(5, 7, 12, dtype=dtype, requires_grad=True)
+    for approximate in ("tanh", "none"):
+        gelu = nn.GELU(approximate=approximate)
+        assert_all_equal(results_of(lambda: grads_of(gelu, x, lambda: gelu(x * 3)), parts))
+    norm = nn.LayerNorm(12).to(dtype)
+    with tinyattn.no_grad():
+        norm.weight.normal_()
+        norm.bias.normal_()
+    assert_all_equal(results_of(lambda: grads_of(norm, x, lambda: norm(x)), parts))
+    mha = nn.MultiHeadAttention(12, 12, 7, 0.0, 3).to(dtype)
+    assert_all_equal(results_of(lambda: grads_of(mha, x, lambda: mha(x)), parts))
+
+
+def test_attention_with_dropout_and_shared_or_broadcast_masks_gives_the_same_bits_in_parts(parts):
+    tinyattn.manual_seed(1)
+    q, k, v = (tinyattn.randn(4, 2, 6, 3, requires_grad=True) for _ in range(3))
+    keep = F.dropout_mask((4, 2, 6, 6), 0.3, q)
+    bias = tinyattn.randn(1, 2, 6, 6)
+    blocked = tinyattn.rand(4, 1, 6, 6) > 0.7
+
+    def run():
+        for t in (q, k, v):
+            t.grad = None
+        context, weights = F.attention(q, k, v, blocked=blocked, bias=bias, dropout_keep=keep)
+        (context.sum() + (weights * weights).sum()).backward()
+        return [context.detach().numpy(), weights.detach().numpy(), q.grad.numpy(), k.grad.numpy(), v.grad.numpy()]
+
+    assert_all_equal(results_of(run, parts))
+
+
+def test_an_error_in_a_part_reaches_the_caller_and_the_workers_keep_working(parts):
+    parts(2)
+
+    def part(index):
+        if index == 1:
+            raise ZeroDivisionError("in part 1")
+
+    with pytest.raises(ZeroDivisionError, match="in part 1"):
+        parallel.run(part, 2)
+    seen = []
+    parallel.run(seen.append, 3)
+    assert sorted(seen) == [0, 1, 2]
+
+
+def test_bounds_cover_the_range_once_in_aligned_pieces():
+    for length in (0, 1, 7, 64, 1000):
+        for count in (1, 2, 3, 5):
+            pieces = [parallel.bounds(length, count, i, align=8) for i in range(count)]
+            assert pieces[0][0] == 0 and pieces[-1][1] == length
+            assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:]))
+            assert all(start % 8 == 0 or start == length for start, _ in pieces)

@@ -1,0 +1,156 @@
+"""Work that tinyattn spreads over the cores itself: what NumPy would do on one core.
+
+NumPy's BLAS spreads a matrix product over its threads, but NumPy's elementwise functions (the
+exp, tanh and arithmetic of softmax, GELU, layer norm, AdamW) run on one core, where PyTorch uses
+every core. `run(part, count)` calls part(0), ..., part(count - 1) at once, the first on the calling
+thread and the others on worker threads that wait for work (they block; they never spin): NumPy lets
+go of Python's lock (the GIL) while it computes, so the parts do run side by side.
+
+Each part computes its own rows with the same operations in the same order as the whole would, so
+the numbers are the same, bit for bit, however many parts there are. Inside a parallel region the
+BLAS computes on one thread per part (its own pool would fight the parts for the cores).
+
+How many parts: `parts_for(elements)`, one per thread of `tinyattn.get_num_threads()`, and only
+for arrays big enough that the hand-over (some microseconds) pays.
+"""
+
+import threading
+
+import numpy as np
+
+from . import threads
+
+# below this many elements per part, handing work to another thread costs more than it saves
+MIN_ELEMENTS_PER_PART = 32768
+
+# Pieces of rows start on multiples of this. OpenBLAS's matrix-vector product (the row means of layer
+# norm) sums a row in another order when it is one of the last few rows of a call (not a whole block
+# of 4): pieces of whole blocks keep every row's sum what it is in one call over all the rows.
+ROW_ALIGN = 16
+
+enabled = True  # False: everything on the calling thread (for measurements)
+
+
+class _Worker:
+    """A thread that runs one part at a time: `start(function, index)`, then `wait()` for it."""
+
+    def __init__(self):
+        self._go = threading.Lock()
+        self._done = threading.Lock()
+        self._go.acquire()
+        self._done.acquire()
+        self._job = None
+        self.error = None
+        thread = threading.Thread(target=self._loop, name="tinyattn-worker", daemon=True)
+        thread.start()
+
+    def _loop(self):
+        while True:
+            self._go.acquire()
+            function, index = self._job
+            try:
+                function(index)
+            except BaseException as error:  # handed to the caller of run()
+                self.error = error
+            self._job = None
+            self._done.release()
+
+    def start(self, function, index):
+        self.error = None
+        self._job = (function, index)
+        self._go.release()
+
+    def wait(self):
+        self._done.acquire()
+        error, self.error = self.error, None
+        return error
+
+
+_workers = []
+_lock = threading.Lock()  # one parallel region at a time (a part never starts another region)
+_inside = threading.local()
+
+
+def parts_for(elements):
+    """How many parts an array of `elements` elements is worth splitting into (1: not at all)."""
+    if not enabled or getattr(_inside, "active", False) or not threads.can_set_num_threads():
+        return 1
+    wanted = min(threads.get_num_threads(), elements // MIN_ELEMENTS_PER_PART)
+    return max(1, wanted)
+
+
+def bounds(length, parts, index, align=1):
+    """[start, stop) of part `index` of `parts` nearly equal pieces of range(length), starts on
+    multiples of `align` (whole rows, or whole SIMD blocks)."""
+    units = -(-length // align)
+    start = units * index // parts * align
+    stop = units * (index + 1) // parts * align
+    return min(start, length), min(stop, length)
+
+
+def run(part, count):
+    """Call part(i) for every i in range(count), at once on `count` threads; return when all are done.
+
+    An exception in any part is raised here (the first one, after every part has finished).
+    """
+    if count <= 1:
+        if count == 1:
+            part(0)
+        return
+    with _lock:
+        while len(_workers) < count - 1:
+            _workers.append(_Worker())
+        blas_threads = threads.get_num_threads()
+        threads.set_blas_threads(1)  # each part is one thread; BLAS's own pool would compete with them
+        _inside.active = True
+        try:
+            for index, worker in enumerate(_workers[: count - 1], start=1):
+                worker.start(part, index)
+            error = None
+            try:
+                part(0)
+            except BaseException as caught:
+                error = caught
+            for worker in _workers[: count - 1]:
+                worker_error = worker.wait()  # every worker is waited for, even after an error
+                error = error or worker_error
+        finally:
+            _inside.active = False
+            threads.set_blas_threads(blas_threads)
+    if error is not None:
+        raise error
+
+
+
+def map_rows(function, *arrays, align=ROW_ALIGN):
+    """function(*arrays), computed on pieces of their rows (axis 0) at once and stitched together.
+
+    `function` must treat each row on its own (elementwise math, or math along the last axis such
+    as softmax) and return an array, or a tuple of arrays, with one row per input row. Each part
+    writes its rows straight into the result. Pieces start on multiples of `align` rows. Other arrays
+    than NumPy's (CuPy's) go to `function` whole.
+    """
+    first = arrays[0]
+    rows = first.shape[0] if type(first) is np.ndarray and first.ndim else 0
+    parts = min(parts_for(first.size), -(-rows // align)) if rows else 1
+    if parts <= 1:
+        return function(*arrays)
+    results = {}
+    made = threading.Lock()
+
+    def part(index):
+        start, stop = bounds(rows, parts, index, align)
+        piece = function(*(a[start:stop] for a in arrays))
+        with made:  # the first part to finish makes the results, shaped after its pieces
+            if not results:
+                results["tuple"] = isinstance(piece, tuple)
+                results["arrays"] = [np.empty((rows,) + p.shape[1:], p.dtype) for p in _as_tuple(piece)]
+        for result, p in zip(results["arrays"], _as_tuple(piece)):
+            result[start:stop] = p
+
+    run(part, parts)
+    return tuple(results["arrays"]) if results["tuple"] else results["arrays"][0]
+
+
+def _as_tuple(piece):
+    return piece if isinstance(piece, tuple) else (piece,)
