@@ -211,3 +211,46 @@ def test_bounds_cover_the_range_once_in_aligned_pieces():
             assert pieces[0][0] == 0 and pieces[-1][1] == length
             assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:]))
             assert all(start % 8 == 0 or start == length for start, _ in pieces)
+
+
+def test_parts_compute_with_the_callers_silent_float_errors(parts, recwarn):
+    parts(2)
+    x = tinyattn.full((4, 40), 1e30, requires_grad=True)  # x * x overflows inside GELU, silently as in PyTorch
+    nn.GELU(approximate="tanh")(x).sum().backward()
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+@pytest.mark.parametrize("make", [lambda ps: tinyattn.optim.AdamW(ps, lr=0.1, weight_decay=0.1),
+                                  lambda ps: tinyattn.optim.SGD(ps, lr=0.1, momentum=0.9)])
+def test_an_optimizer_step_over_the_parameters_in_parts_gives_the_same_weights(parts, make):
+    def run():
+        tinyattn.manual_seed(2)
+        params = [tinyattn.randn(*shape, requires_grad=True) for shape in ((3, 5), (7,), (4, 4), (1,), (9, 2))]
+        optimizer = make(params)
+        for _ in range(3):
+            for p in params:
+                p.grad = tinyattn.randn(*p.shape)
+            optimizer.step()
+        return [p.detach().numpy() for p in params]
+
+    assert_all_equal(results_of(run, parts))
+
+
+def test_for_each_runs_every_item_once_in_order_within_its_piece(parts):
+    parts(3)
+    seen = []
+    parallel.for_each(seen.append, list(range(10)), [1, 1, 1, 50, 1, 1, 1, 1, 30, 1])
+    assert sorted(seen) == list(range(10))
+
+
+def test_stacked_products_are_one_blas_thread_each_so_their_bits_do_not_depend_on_the_count(restore_threads):
+    from tinyattn import backend
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 3, 256, 64)).astype(np.float32)
+    b = rng.standard_normal((2, 3, 64, 256)).astype(np.float32)
+    with threads.using(1):
+        one_by_one = np.stack([np.stack([a[i, j] @ b[i, j] for j in range(3)]) for i in range(2)])
+    for count in (1, 2, 3):
+        threads.set_num_threads(count)
+        np.testing.assert_array_equal(backend.matmul(a, b), one_by_one)

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 import array_api_compat.numpy as numpy_xp
 
-from . import dtypes
+from . import dtypes, parallel
 from .errors import DeviceError
 
 class Device:
@@ -476,7 +476,24 @@ def matmul(a, b):
     if (namespace(b) is numpy_xp and b.ndim >= 3 and b.shape[-2] * b.shape[-1] <= 4096
             and b.strides[-2] < b.strides[-1]):  # a transposed view: its columns are contiguous
         b = np.ascontiguousarray(b)
+    if namespace(b) is numpy_xp and a.ndim >= 3 and a.shape[:-2] == b.shape[:-2] and namespace(a) is numpy_xp:
+        return _stacked_matmul(a, b)
     return a @ b
+
+
+def _stacked_matmul(a, b):
+    """a @ b for two stacks of matrices with the same batch dims (attention's products).
+
+    NumPy multiplies the stack one matrix at a time, and OpenBLAS splits each small product over its
+    threads, which costs more than it gains. Instead the stack is split over the cores
+    (parallel.map_rows), each product on one BLAS thread, also when there is one piece: a product's
+    bits then do not depend on the thread count.
+    """
+    batch = a.shape[:-2]
+    count = math.prod(batch)  # spelled out, not -1: a matrix may have no elements
+    stacked = parallel.map_rows(np.matmul, np.reshape(a, (count,) + a.shape[-2:]),
+                                np.reshape(b, (count,) + b.shape[-2:]), align=1, one_blas_thread=True)
+    return np.reshape(stacked, batch + stacked.shape[-2:])
 
 
 def matrix_transpose(array):

@@ -14,6 +14,8 @@ How many parts: `parts_for(elements)`, one per thread of `tinyattn.get_num_threa
 for arrays big enough that the hand-over (some microseconds) pays.
 """
 
+import contextlib
+import contextvars
 import threading
 
 import numpy as np
@@ -47,17 +49,18 @@ class _Worker:
     def _loop(self):
         while True:
             self._go.acquire()
-            function, index = self._job
+            function, index, context = self._job
             try:
-                function(index)
+                context.run(function, index)
             except BaseException as error:  # handed to the caller of run()
                 self.error = error
             self._job = None
             self._done.release()
 
     def start(self, function, index):
+        """Run function(index) in a copy of the caller's context (NumPy's floating-point error state)."""
         self.error = None
-        self._job = (function, index)
+        self._job = (function, index, contextvars.copy_context())
         self._go.release()
 
     def wait(self):
@@ -122,18 +125,37 @@ def run(part, count):
 
 
 
-def map_rows(function, *arrays, align=ROW_ALIGN):
+@contextlib.contextmanager
+def single_blas_thread():
+    """A block in which the BLAS computes on the calling thread only (a no-op inside a parallel region,
+    where it already does)."""
+    count = 1 if getattr(_inside, "active", False) or not threads.can_set_num_threads() else threads.get_num_threads()
+    if count == 1:
+        yield
+        return
+    threads.set_blas_threads(1)
+    try:
+        yield
+    finally:
+        threads.set_blas_threads(count)
+
+
+def map_rows(function, *arrays, align=ROW_ALIGN, one_blas_thread=False):
     """function(*arrays), computed on pieces of their rows (axis 0) at once and stitched together.
 
     `function` must treat each row on its own (elementwise math, or math along the last axis such
     as softmax) and return an array, or a tuple of arrays, with one row per input row. Each part
     writes its rows straight into the result. Pieces start on multiples of `align` rows. Other arrays
-    than NumPy's (CuPy's) go to `function` whole.
+    than NumPy's (CuPy's) go to `function` whole. one_blas_thread=True: the BLAS computes on one thread
+    also when the rows are not split.
     """
     first = arrays[0]
     rows = first.shape[0] if type(first) is np.ndarray and first.ndim else 0
     parts = min(parts_for(first.size), -(-rows // align)) if rows else 1
     if parts <= 1:
+        if one_blas_thread and rows:
+            with single_blas_thread():
+                return function(*arrays)
         return function(*arrays)
     results = {}
     made = threading.Lock()
@@ -154,3 +176,27 @@ def map_rows(function, *arrays, align=ROW_ALIGN):
 
 def _as_tuple(piece):
     return piece if isinstance(piece, tuple) else (piece,)
+
+
+def for_each(function, items, sizes):
+    """function(item) for every item, in order within pieces of the list that run at once; `sizes`
+    (elements of work per item) balances the pieces. For work on many arrays of their own (an
+    optimizer's step over the parameters)."""
+    total = sum(sizes)
+    parts = min(parts_for(total), len(items))
+    if parts <= 1:
+        for item in items:
+            function(item)
+        return
+    starts, done = [0], 0
+    for index, size in enumerate(sizes):  # cut the list where the running total passes 1/parts, 2/parts, ...
+        done += size
+        if len(starts) < parts and done * parts >= total * len(starts) and index + 1 < len(items):
+            starts.append(index + 1)
+    starts.append(len(items))
+
+    def part(index):
+        for item in items[starts[index]:starts[index + 1]]:
+            function(item)
+
+    run(part, len(starts) - 1)
