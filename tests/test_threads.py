@@ -122,16 +122,17 @@ def test_threads_without_threadpoolctl_is_one_line(capsys, tmp_path, monkeypatch
 
 @pytest.fixture
 def parts(monkeypatch, restore_threads):
-    """Run the test with the work split into `n` parts even for tiny arrays: parts(n)."""
-    monkeypatch.setattr(parallel, "MIN_ELEMENTS_PER_PART", 1)
+    """parts(n): from then on the work is split into n parts, however small (outside a parallel region),
+    while the BLAS keeps one thread: only the split changes, not the BLAS's products."""
+    threads.set_num_threads(1)
+    count = [1]
+    monkeypatch.setattr(parallel, "parts_for",
+                        lambda elements: 1 if getattr(parallel._inside, "active", False) else count[0])
 
     def use(n):
-        parallel.enabled = n > 1
-        if n > 1:
-            threads.set_num_threads(n)
+        count[0] = n
 
-    yield use
-    parallel.enabled = True
+    return use
 
 
 def results_of(run, parts, counts=(1, 2, 3)):
@@ -254,3 +255,110 @@ def test_stacked_products_are_one_blas_thread_each_so_their_bits_do_not_depend_o
     for count in (1, 2, 3):
         threads.set_num_threads(count)
         np.testing.assert_array_equal(backend.matmul(a, b), one_by_one)
+
+
+# random shapes, odd sizes, empty tensors and single rows: the split never changes a bit
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+
+@given(lead=st.lists(st.integers(0, 9), min_size=1, max_size=3), features=st.integers(1, 17),
+       affine=st.booleans(), seed=st.integers(0, 2**16))
+def test_gelu_and_layer_norm_of_any_shape_give_the_same_bits_in_parts(parts, lead, features, affine, seed):
+    shape = tuple(lead) + (features,)
+    tinyattn.manual_seed(seed)
+    x = (tinyattn.randn(*shape, dtype=tinyattn.float64) * 3).requires_grad_()
+    for approximate in ("tanh", "none"):
+        gelu = nn.GELU(approximate=approximate)
+        assert_all_equal(results_of(lambda: grads_of(gelu, x, lambda: gelu(x)), parts, counts=(1, 2, 3, 4)))
+    norm = nn.LayerNorm(features, elementwise_affine=affine).double()
+    if affine:
+        with tinyattn.no_grad():
+            norm.weight.normal_()
+            norm.bias.normal_()
+    assert_all_equal(results_of(lambda: grads_of(norm, x, lambda: norm(x)), parts, counts=(1, 2, 3, 4)))
+
+
+@given(batch=st.integers(0, 5), heads=st.integers(1, 3), queries=st.integers(1, 9), keys=st.integers(1, 9),
+       embed=st.integers(1, 5), masked=st.booleans(), dropped=st.booleans(), seed=st.integers(0, 2**16))
+def test_attention_of_any_shape_gives_the_same_bits_in_parts(parts, batch, heads, queries, keys, embed, masked,
+                                                            dropped, seed):
+    tinyattn.manual_seed(seed)
+    q = tinyattn.randn(batch, heads, queries, embed, requires_grad=True)
+    k, v = (tinyattn.randn(batch, heads, keys, embed, requires_grad=True) for _ in range(2))
+    blocked = tinyattn.rand(batch, 1, queries, keys) > 0.6 if masked else None  # some rows fully masked
+    keep = F.dropout_mask((batch, heads, queries, keys), 0.3, q) if dropped else None
+
+    def run():
+        for t in (q, k, v):
+            t.grad = None
+        context, weights = F.attention(q, k, v, blocked=blocked, dropout_keep=keep)
+        (context * context).sum().backward()
+        return [context.detach().numpy(), weights.detach().numpy(), q.grad.numpy(), k.grad.numpy(), v.grad.numpy()]
+
+    assert_all_equal(results_of(run, parts, counts=(1, 2, 3)))
+
+
+@given(batch=st.lists(st.integers(0, 4), min_size=1, max_size=2), m=st.integers(0, 9), k=st.integers(0, 9),
+       n=st.integers(0, 9), seed=st.integers(0, 2**16))
+def test_stacked_products_of_any_shape_give_one_products_bits_in_parts(parts, batch, m, k, n, seed):
+    from tinyattn import backend
+
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((*batch, m, k)).astype(np.float32)
+    b = rng.standard_normal((*batch, k, n)).astype(np.float32)
+    expected = np.matmul(a, b)  # NumPy, one matrix at a time, on the fixture's one BLAS thread
+    for count in (1, 2, 3):
+        parts(count)
+        np.testing.assert_array_equal(backend.matmul(a, b), expected)
+
+
+def test_a_training_run_gives_the_same_losses_and_weights_in_any_number_of_parts(parts):
+    from tinyattn.training import TrainConfig, train
+
+    text = "When forty winters shall besiege thy brow,\nAnd dig deep trenches in thy beauty's field,\n" * 8
+    config = TrainConfig(steps=3, batch_size=3, block_size=16, n_layer=2, n_head=2, n_embd=16, dropout=0.1,
+                         eval_interval=3, eval_iters=1)
+
+    def run():
+        result = train(config, text, quiet=True)
+        return [np.array(result.losses)] + [p.detach().numpy() for p in result.model.parameters()]
+
+    assert_all_equal(results_of(run, parts, counts=(1, 2, 3)))
+
+
+def test_ctrl_c_during_a_parallel_region_waits_for_the_parts_and_leaves_the_workers_ready(parts):
+    import signal
+    import time
+
+    finished = []
+
+    def part(index):
+        if index == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the caller waits for this part
+            time.sleep(0.2)
+            finished.append(index)
+
+    with pytest.raises(KeyboardInterrupt):
+        parallel.run(part, 2)
+    assert finished == [1]  # run() returned only after the part had finished writing
+    out = parallel.map_rows(lambda rows: rows * 2, np.arange(64.0).reshape(32, 2), align=1)
+    np.testing.assert_array_equal(out, np.arange(64.0).reshape(32, 2) * 2)
+
+
+def test_a_region_gives_the_blas_its_thread_count_back(restore_threads):
+    threads.set_num_threads(2)
+    seen = []
+    parallel.run(lambda index: seen.append(threads.get_num_threads()), 2)
+    assert seen == [1, 1] and threads.get_num_threads() == 2  # one BLAS thread per part inside, 2 after
+    with parallel.single_blas_thread():
+        assert threads.get_num_threads() == 1
+    assert threads.get_num_threads() == 2
+
+
+def test_parts_are_one_per_thread_and_only_for_arrays_that_pay(restore_threads):
+    threads.set_num_threads(2)
+    assert parallel.parts_for(parallel.MIN_ELEMENTS_PER_PART - 1) == 1
+    assert parallel.parts_for(10 * parallel.MIN_ELEMENTS_PER_PART) == 2
+    threads.set_num_threads(1)
+    assert parallel.parts_for(10 * parallel.MIN_ELEMENTS_PER_PART) == 1

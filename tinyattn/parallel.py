@@ -64,9 +64,17 @@ class _Worker:
         self._go.release()
 
     def wait(self):
-        self._done.acquire()
+        """The part's exception or None, once it has finished. Ctrl-C does not cut the wait short (the
+        part is still writing into the caller's arrays): it is raised after the part is done."""
+        interrupted = None
+        while True:
+            try:
+                self._done.acquire()
+                break
+            except KeyboardInterrupt as caught:
+                interrupted = caught
         error, self.error = self.error, None
-        return error
+        return interrupted or error
 
 
 _workers = []
@@ -106,23 +114,23 @@ def run(part, count):
         blas_threads = threads.get_num_threads()
         threads.set_blas_threads(1)  # each part is one thread; BLAS's own pool would compete with them
         _inside.active = True
+        started, error = [], None
         try:
-            for index, worker in enumerate(_workers[: count - 1], start=1):
-                worker.start(part, index)
-            error = None
             try:
+                for index, worker in enumerate(_workers[: count - 1], start=1):
+                    worker.start(part, index)
+                    started.append(worker)
                 part(0)
-            except BaseException as caught:
+            except BaseException as caught:  # Ctrl-C included: the started parts are still running
                 error = caught
-            for worker in _workers[: count - 1]:
-                worker_error = worker.wait()  # every worker is waited for, even after an error
+            for worker in started:
+                worker_error = worker.wait()  # every started part is waited for, even after an error
                 error = error or worker_error
         finally:
             _inside.active = False
             threads.set_blas_threads(blas_threads)
     if error is not None:
         raise error
-
 
 
 @contextlib.contextmanager
