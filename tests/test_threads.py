@@ -122,12 +122,20 @@ def test_threads_without_threadpoolctl_is_one_line(capsys, tmp_path, monkeypatch
 
 @pytest.fixture
 def parts(monkeypatch, restore_threads):
-    """parts(n): from then on the work is split into n parts, however small (outside a parallel region),
-    while the BLAS keeps one thread: only the split changes, not the BLAS's products."""
+    """parts(n): from then on the work is split into up to n parts (outside a parallel region) down to
+    pieces of backend.BLAS_SUM_MIN_SIZE elements (in use they are larger: MIN_ELEMENTS_PER_PART), while
+    the BLAS keeps one thread: only the split changes, not the BLAS's products."""
+    from tinyattn import backend
+
     threads.set_num_threads(1)
     count = [1]
-    monkeypatch.setattr(parallel, "parts_for",
-                        lambda elements: 1 if getattr(parallel._inside, "active", False) else count[0])
+
+    def parts_for(elements):
+        if getattr(parallel._inside, "active", False):
+            return 1
+        return max(1, min(count[0], elements // backend.BLAS_SUM_MIN_SIZE))
+
+    monkeypatch.setattr(parallel, "parts_for", parts_for)
 
     def use(n):
         count[0] = n
@@ -161,7 +169,7 @@ def grads_of(module, x, forward):
 @pytest.mark.parametrize("dtype", [tinyattn.float32, tinyattn.float64])
 def test_gelu_layer_norm_and_attention_give_the_same_bits_in_any_number_of_parts(parts, dtype):
     tinyattn.manual_seed(0)
-    x = tinyattn.randn(5, 7, 12, dtype=dtype, requires_grad=True)
+    x = tinyattn.randn(8, 33, 12, dtype=dtype, requires_grad=True)  # 264 rows: 16-row blocks and a rest
     for approximate in ("tanh", "none"):
         gelu = nn.GELU(approximate=approximate)
         assert_all_equal(results_of(lambda: grads_of(gelu, x, lambda: gelu(x * 3)), parts))
@@ -170,16 +178,16 @@ def test_gelu_layer_norm_and_attention_give_the_same_bits_in_any_number_of_parts
         norm.weight.normal_()
         norm.bias.normal_()
     assert_all_equal(results_of(lambda: grads_of(norm, x, lambda: norm(x)), parts))
-    mha = nn.MultiHeadAttention(12, 12, 7, 0.0, 3).to(dtype)
+    mha = nn.MultiHeadAttention(12, 12, 33, 0.0, 3).to(dtype)
     assert_all_equal(results_of(lambda: grads_of(mha, x, lambda: mha(x)), parts))
 
 
 def test_attention_with_dropout_and_shared_or_broadcast_masks_gives_the_same_bits_in_parts(parts):
     tinyattn.manual_seed(1)
-    q, k, v = (tinyattn.randn(4, 2, 6, 3, requires_grad=True) for _ in range(3))
-    keep = F.dropout_mask((4, 2, 6, 6), 0.3, q)
-    bias = tinyattn.randn(1, 2, 6, 6)
-    blocked = tinyattn.rand(4, 1, 6, 6) > 0.7
+    q, k, v = (tinyattn.randn(4, 2, 24, 3, requires_grad=True) for _ in range(3))
+    keep = F.dropout_mask((4, 2, 24, 24), 0.3, q)
+    bias = tinyattn.randn(1, 2, 24, 24)
+    blocked = tinyattn.rand(4, 1, 24, 24) > 0.7
 
     def run():
         for t in (q, k, v):
@@ -212,11 +220,12 @@ def test_bounds_cover_the_range_once_in_aligned_pieces():
             assert pieces[0][0] == 0 and pieces[-1][1] == length
             assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:]))
             assert all(start % 8 == 0 or start == length for start, _ in pieces)
+            assert length == 1 or all(stop - start != 1 for start, stop in pieces)  # never one row alone
 
 
 def test_parts_compute_with_the_callers_silent_float_errors(parts, recwarn):
     parts(2)
-    x = tinyattn.full((4, 40), 1e30, requires_grad=True)  # x * x overflows inside GELU, silently as in PyTorch
+    x = tinyattn.full((64, 40), 1e30, requires_grad=True)  # x * x overflows inside GELU, silently as in PyTorch
     nn.GELU(approximate="tanh")(x).sum().backward()
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
@@ -262,7 +271,7 @@ def test_stacked_products_are_one_blas_thread_each_so_their_bits_do_not_depend_o
 from hypothesis import given, strategies as st  # noqa: E402
 
 
-@given(lead=st.lists(st.integers(0, 9), min_size=1, max_size=3), features=st.integers(1, 17),
+@given(lead=st.lists(st.integers(0, 40), min_size=1, max_size=2), features=st.integers(1, 17),
        affine=st.booleans(), seed=st.integers(0, 2**16))
 def test_gelu_and_layer_norm_of_any_shape_give_the_same_bits_in_parts(parts, lead, features, affine, seed):
     shape = tuple(lead) + (features,)
@@ -279,7 +288,7 @@ def test_gelu_and_layer_norm_of_any_shape_give_the_same_bits_in_parts(parts, lea
     assert_all_equal(results_of(lambda: grads_of(norm, x, lambda: norm(x)), parts, counts=(1, 2, 3, 4)))
 
 
-@given(batch=st.integers(0, 5), heads=st.integers(1, 3), queries=st.integers(1, 9), keys=st.integers(1, 9),
+@given(batch=st.integers(0, 5), heads=st.integers(1, 3), queries=st.integers(1, 40), keys=st.integers(1, 40),
        embed=st.integers(1, 5), masked=st.booleans(), dropped=st.booleans(), seed=st.integers(0, 2**16))
 def test_attention_of_any_shape_gives_the_same_bits_in_parts(parts, batch, heads, queries, keys, embed, masked,
                                                             dropped, seed):
@@ -299,8 +308,8 @@ def test_attention_of_any_shape_gives_the_same_bits_in_parts(parts, batch, heads
     assert_all_equal(results_of(run, parts, counts=(1, 2, 3)))
 
 
-@given(batch=st.lists(st.integers(0, 4), min_size=1, max_size=2), m=st.integers(0, 9), k=st.integers(0, 9),
-       n=st.integers(0, 9), seed=st.integers(0, 2**16))
+@given(batch=st.lists(st.integers(0, 4), min_size=1, max_size=2), m=st.integers(0, 40), k=st.integers(0, 40),
+       n=st.integers(0, 40), seed=st.integers(0, 2**16))
 def test_stacked_products_of_any_shape_give_one_products_bits_in_parts(parts, batch, m, k, n, seed):
     from tinyattn import backend
 
@@ -316,9 +325,9 @@ def test_stacked_products_of_any_shape_give_one_products_bits_in_parts(parts, ba
 def test_a_training_run_gives_the_same_losses_and_weights_in_any_number_of_parts(parts):
     from tinyattn.training import TrainConfig, train
 
-    text = "When forty winters shall besiege thy brow,\nAnd dig deep trenches in thy beauty's field,\n" * 8
-    config = TrainConfig(steps=3, batch_size=3, block_size=16, n_layer=2, n_head=2, n_embd=16, dropout=0.1,
-                         eval_interval=3, eval_iters=1)
+    text = "When forty winters shall besiege thy brow,\nAnd dig deep trenches in thy beauty's field,\n" * 20
+    config = TrainConfig(steps=3, batch_size=4, block_size=32, n_layer=2, n_head=2, n_embd=32, dropout=0.1,
+                         eval_interval=3, eval_iters=1)  # 128 rows of 32 channels: up to 3 parts
 
     def run():
         result = train(config, text, quiet=True)
@@ -342,8 +351,9 @@ def test_ctrl_c_during_a_parallel_region_waits_for_the_parts_and_leaves_the_work
     with pytest.raises(KeyboardInterrupt):
         parallel.run(part, 2)
     assert finished == [1]  # run() returned only after the part had finished writing
-    out = parallel.map_rows(lambda rows: rows * 2, np.arange(64.0).reshape(32, 2), align=1)
-    np.testing.assert_array_equal(out, np.arange(64.0).reshape(32, 2) * 2)
+    parts(2)
+    rows = np.arange(4096.0).reshape(2048, 2)
+    np.testing.assert_array_equal(parallel.map_rows(lambda piece: piece * 2, rows, align=1), rows * 2)
 
 
 def test_a_region_gives_the_blas_its_thread_count_back(restore_threads):
@@ -362,3 +372,18 @@ def test_parts_are_one_per_thread_and_only_for_arrays_that_pay(restore_threads):
     assert parallel.parts_for(10 * parallel.MIN_ELEMENTS_PER_PART) == 2
     threads.set_num_threads(1)
     assert parallel.parts_for(10 * parallel.MIN_ELEMENTS_PER_PART) == 1
+
+
+def test_busy_cores_sees_a_spinning_process():
+    import subprocess
+    import sys
+
+    if threads.busy_cores(0.05) is None:
+        pytest.skip("no /proc/stat here")
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        busy = threads.busy_cores(0.5)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert 0.5 <= busy <= os.cpu_count()

@@ -445,6 +445,9 @@ def masked_assign(target, mask, value):
 # sums and maxima NumPy does slowly
 
 
+BLAS_SUM_MIN_SIZE = 1024  # sum_along sums smaller arrays with NumPy (tinyattn.parallel's pieces are larger)
+
+
 def sum_along(x, axis, keepdims=False):
     """`xp.sum(x, axis=axis, keepdims=keepdims)` for a tuple of non-negative axes, often faster.
 
@@ -453,7 +456,8 @@ def sum_along(x, axis, keepdims=False):
     vector of ones, 3-5x faster. Rows longer than 4096 keep NumPy's more accurate pairwise sum.
     """
     xp = namespace(x)
-    fast = xp is numpy_xp and x.dtype in (np.float32, np.float64) and x.size >= 1024 and x.flags.c_contiguous
+    fast = (xp is numpy_xp and x.dtype in (np.float32, np.float64) and x.size >= BLAS_SUM_MIN_SIZE
+            and x.flags.c_contiguous)
     if fast and axis == (x.ndim - 1,) and x.shape[-1] <= 4096:
         total = x @ np.ones(x.shape[-1], dtype=x.dtype)
         return total[..., None] if keepdims else total

@@ -22,7 +22,9 @@ import numpy as np
 
 from . import threads
 
-# below this many elements per part, handing work to another thread costs more than it saves
+# below this many elements per part, handing work to another thread costs more than it saves. It must
+# stay above backend.BLAS_SUM_MIN_SIZE: sum_along picks its method by size, and a piece must sum its rows
+# the way the whole array would.
 MIN_ELEMENTS_PER_PART = 32768
 
 # Pieces of rows start on multiples of this. OpenBLAS's matrix-vector product (the row means of layer
@@ -92,11 +94,15 @@ def parts_for(elements):
 
 def bounds(length, parts, index, align=1):
     """[start, stop) of part `index` of `parts` nearly equal pieces of range(length), starts on
-    multiples of `align` (whole rows, or whole SIMD blocks)."""
-    units = -(-length // align)
-    start = units * index // parts * align
-    stop = units * (index + 1) // parts * align
-    return min(start, length), min(stop, length)
+    multiples of `align` (whole rows, or whole SIMD blocks).
+
+    A last block of fewer than `align` rows goes with the piece before it, never alone: NumPy
+    computes a one-row matrix-vector product as a dot product, which sums in another order.
+    """
+    units = max(1, length // align)
+    start = min(units * index // parts * align, length)
+    stop = length if index == parts - 1 else min(units * (index + 1) // parts * align, length)
+    return start, stop
 
 
 def run(part, count):
@@ -159,7 +165,7 @@ def map_rows(function, *arrays, align=ROW_ALIGN, one_blas_thread=False):
     """
     first = arrays[0]
     rows = first.shape[0] if type(first) is np.ndarray and first.ndim else 0
-    parts = min(parts_for(first.size), -(-rows // align)) if rows else 1
+    parts = min(parts_for(first.size), max(1, rows // align))
     if parts <= 1:
         if one_blas_thread and rows:
             with single_blas_thread():

@@ -16,8 +16,10 @@ threadpoolctl, the library NumPy and scikit-learn users control BLAS pools with;
 counts can round the last bit of a product differently (OpenBLAS picks its kernels by the count),
 as PyTorch's thread counts do: a run is reproducible with the same count.
 
-`choose_num_threads()` is the rule the `tinyattn` commands use when `--threads` is not given; the
-library itself leaves NumPy's count as it finds it.
+The library itself leaves NumPy's count as it finds it. The `tinyattn train` and `generate` commands
+compute with COMMAND_DEFAULT (1) thread unless `--threads N` says otherwise: one thread is never the
+one that a busy neighbour makes every product wait for, and a run gives the same numbers on any machine
+and under any load. `tinyattn bench` uses every core this process may use (`available_cores()`).
 """
 
 import contextlib
@@ -114,12 +116,14 @@ def can_set_num_threads():
 
 
 # ---------------------------------------------------------------------------------------------
-# the commands' rule
+# the commands' rule, and how busy the machine is
 
 COMMAND_DEFAULT = 1  # the threads `tinyattn train` and `tinyattn generate` use without --threads
 
+
 def busy_cores(seconds=0.2):
-    """How many cores other processes kept busy over the next `seconds` (Linux; None elsewhere).
+    """How many cores other processes kept busy over the next `seconds` (Linux; None elsewhere): the
+    benchmark says it beside its figures.
 
     Read from /proc/stat (time every core spent working) minus this process's own CPU time.
     """
