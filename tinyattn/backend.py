@@ -480,9 +480,15 @@ def matmul(a, b):
     if (namespace(b) is numpy_xp and b.ndim >= 3 and b.shape[-2] * b.shape[-1] <= 4096
             and b.strides[-2] < b.strides[-1]):  # a transposed view: its columns are contiguous
         b = np.ascontiguousarray(b)
-    if namespace(b) is numpy_xp and a.ndim >= 3 and a.shape[:-2] == b.shape[:-2] and namespace(a) is numpy_xp:
+    if (namespace(b) is numpy_xp and a.ndim >= 3 and a.shape[:-2] == b.shape[:-2] and namespace(a) is numpy_xp
+            and a.shape[-2] * a.shape[-1] * b.shape[-1] > OPENBLAS_ONE_THREAD_SIZE):
         return _stacked_matmul(a, b)
     return a @ b
+
+
+# OpenBLAS computes a product of up to this many multiply-adds (64 x 64 x 64) on one thread whatever
+# its count (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD): smaller stacks need no splitting
+OPENBLAS_ONE_THREAD_SIZE = 65536 * 4
 
 
 def _stacked_matmul(a, b):

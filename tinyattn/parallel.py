@@ -86,10 +86,10 @@ _inside = threading.local()
 
 def parts_for(elements):
     """How many parts an array of `elements` elements is worth splitting into (1: not at all)."""
-    if not enabled or getattr(_inside, "active", False) or not threads.can_set_num_threads():
+    most = elements // MIN_ELEMENTS_PER_PART  # checked first: small arrays cost no look-up of the count
+    if most < 2 or not enabled or getattr(_inside, "active", False) or not threads.can_set_num_threads():
         return 1
-    wanted = min(threads.get_num_threads(), elements // MIN_ELEMENTS_PER_PART)
-    return max(1, wanted)
+    return min(threads.get_num_threads(), most)
 
 
 def bounds(length, parts, index, align=1):
