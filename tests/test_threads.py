@@ -99,7 +99,8 @@ def test_train_and_generate_take_threads_and_leave_the_count_as_they_found_it(ca
 
 
 @pytest.mark.parametrize("argv", [["train", "--threads", "0"], ["generate", "--threads", "two"],
-                                  ["bench", "--threads", "-1"]])
+                                  ["bench", "--threads", "-1"], ["train", "--threads", "1.5"],
+                                  ["bench", "--threads", ""]])
 def test_a_bad_thread_count_is_one_line(capsys, argv):
     with pytest.raises(SystemExit) as exit:
         cli.main(argv)

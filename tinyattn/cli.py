@@ -44,7 +44,8 @@ class UsageError(Exception):
     """Bad command-line input: printed as one line, exit status 2."""
 
 
-THREADS_HELP = "default 1: see tinyattn.threads"
+THREADS_HELP = ("threads to compute with (default 1: the same numbers on any machine, and no waiting for a "
+                "core that another busy program holds)")
 
 
 @contextlib.contextmanager

@@ -7,7 +7,7 @@
   `fill(pieces, width)`: wrap a table cell between its pieces; `fit(text)`: a long message wrapped
   to the terminal.
 - `EXIT_INTERRUPTED`: 130 (128 + SIGINT), the status a shell reports for a program stopped by Ctrl-C.
-- `add_threads_option(parser, default_text)`: the `--threads N` of the commands that compute.
+- `add_threads_option(parser, help_text)`: the `--threads N` of the commands that compute.
 
 The progress bar and the status line that say what a command is doing are in `progress.py`.
 """
@@ -84,7 +84,6 @@ def positive_int(text):
     return value
 
 
-def add_threads_option(parser, default_text):
-    """`--threads N`: how many threads the matrix products use (tinyattn.set_num_threads)."""
-    parser.add_argument("--threads", type=positive_int, metavar="N",
-                        help=f"threads for the matrix products ({default_text})")
+def add_threads_option(parser, help_text):
+    """`--threads N`: how many threads compute (tinyattn.set_num_threads); `help_text` says the default."""
+    parser.add_argument("--threads", type=positive_int, metavar="N", help=help_text)
