@@ -751,8 +751,12 @@ class AttentionOp(Op):
             grad_bias = unbroadcast(xp, grad_bias, ctx.bias_shape)
         else:
             wanted = [i for i in range(3) if needs[i]]
-            found = by_batch(lambda *parts: tuple(grads(*parts)[i] for i in wanted),
-                             q, k, v, weights, keep, grad_context, grad_weights)
+
+            def wanted_grads(*parts):  # the pieces return arrays only (no None), computed once
+                found = grads(*parts)
+                return tuple(found[i] for i in wanted)
+
+            found = by_batch(wanted_grads, q, k, v, weights, keep, grad_context, grad_weights)
             grad_q, grad_k, grad_v = (found[wanted.index(i)] if i in wanted else None for i in range(3))
             grad_bias = None
         grad_q, grad_k, grad_v = (None if g is None else unbroadcast(xp, g, t.shape)
