@@ -40,9 +40,8 @@ class _Worker:
 
     def __init__(self):
         self._go = threading.Lock()
-        self._done = threading.Lock()
         self._go.acquire()
-        self._done.acquire()
+        self._done = threading.Event()  # an Event, not a lock: waiting again after it is set is harmless
         self._job = None
         self.error = None
         thread = threading.Thread(target=self._loop, name="tinyattn-worker", daemon=True)
@@ -57,11 +56,12 @@ class _Worker:
             except BaseException as error:  # handed to the caller of run()
                 self.error = error
             self._job = None
-            self._done.release()
+            self._done.set()
 
     def start(self, function, index):
         """Run function(index) in a copy of the caller's context (NumPy's floating-point error state)."""
         self.error = None
+        self._done.clear()
         self._job = (function, index, contextvars.copy_context())
         self._go.release()
 
@@ -71,9 +71,9 @@ class _Worker:
         interrupted = None
         while True:
             try:
-                self._done.acquire()
+                self._done.wait()
                 break
-            except KeyboardInterrupt as caught:
+            except KeyboardInterrupt as caught:  # also when it lands just after wait() returned
                 interrupted = caught
         error, self.error = self.error, None
         return interrupted or error
