@@ -6,6 +6,7 @@ import json
 import pathlib
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -189,3 +190,73 @@ def test_the_shakespeare_benchmark_refuses_a_missing_file_in_one_line_and_spells
     assert line.startswith("train_shakespeare.py: error: data file") and "does not exist" in line
     usage = subprocess.run([sys.executable, str(SHAKESPEARE), "--help"], capture_output=True, text=True).stdout
     assert "--no-torch" in usage and "--skip-torch" not in usage
+
+
+def test_ratio_spread_is_the_quartiles_of_the_round_by_round_ratios():
+    samples = {"a": [2.0, 4.0, 6.0, 8.0, 10.0], "b": [1.0, 1.0, 1.0, 1.0, 1.0]}
+    assert bench.ratio_spread(samples, "a", "b") == [4.0, 8.0]
+    assert bench.ratio_spread({"a": [3.0], "b": [2.0]}, "a", "b") == [1.5, 1.5]
+    assert bench.ratio_spread(samples, "a", "torch") is None  # no PyTorch: no spread
+    seen = {}
+    bench.interleaved({"a": lambda: 1.0, "b": lambda: 2.0}, rounds=2, warmup=0, samples=seen)
+    assert seen == {"a": [1.0, 1.0], "b": [2.0, 2.0]}
+
+
+def small_gpt(monkeypatch):
+    monkeypatch.setattr(bench, "GPT_CONFIG", dict(block_size=8, batch_size=2, n_layer=1, n_head=2, n_embd=16,
+                                                  dropout=0.0, vocab_size=11))
+
+
+def test_the_contended_case_times_both_thread_counts_quiet_and_busy_and_stops_its_neighbour(tmp_path, capsys,
+                                                                                           monkeypatch):
+    quick(monkeypatch)
+    small_gpt(monkeypatch)
+    neighbours = []
+    real = bench.BusyNeighbour
+
+    class Watched(real):
+        def __init__(self):
+            super().__init__()
+            neighbours.append(self.process)
+
+    monkeypatch.setattr(bench, "BusyNeighbour", Watched)
+    path = tmp_path / "bench.json"
+    before = tinyattn.get_num_threads()
+    argv = ["--what", "contended", "--rounds", "2", "--threads", "2", "--no-torch", "--json", str(path)]
+    assert bench.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "threads: 2 (tinyattn's matrix products)" in out and "(e) the step of (b) beside a busy process" in out
+    for label in ("2 threads, quiet", "2 threads, busy", "1 thread, quiet", "1 thread, busy", "busy / quiet"):
+        assert label in out
+    report = json.loads(path.read_text())
+    assert report["threads"] == 2 and set(report["contended"]) == {"1", "2"}
+    row = report["contended"]["2"]
+    assert row["busy"]["tinyattn"] > 0 and row["quiet"]["tinyattn"] > 0
+    assert row["busy_over_quiet"]["tinyattn"] == pytest.approx(row["busy"]["tinyattn"] / row["quiet"]["tinyattn"])
+    assert len(row["quartiles"]["busy_over_quiet"]["tinyattn"]) == 2
+    (neighbour,) = neighbours
+    assert neighbour.poll() is not None  # no spinning process is left behind
+    assert tinyattn.get_num_threads() == before  # the caller's count is back
+
+
+def test_the_busy_neighbour_dies_with_the_benchmark_even_when_it_is_killed():
+    program = ("import sys, time; from tinyattn import bench; n = bench.BusyNeighbour(); n.resume(); "
+               "print(n.process.pid, flush=True); time.sleep(60)")
+    parent = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
+    pid = int(parent.stdout.readline())
+    parent.kill()  # SIGKILL: no finally, no atexit
+    parent.wait()
+    status = pathlib.Path(f"/proc/{pid}/status")
+    for _ in range(100):
+        if not status.exists() or "State:\tZ" in status.read_text():
+            break
+        time.sleep(0.05)
+    assert not status.exists() or "State:\tZ" in status.read_text()
+
+
+def test_one_thread_is_timed_with_one_thread_and_the_default_is_every_core_this_process_may_use(monkeypatch):
+    quick(monkeypatch)
+    args = argparse.Namespace(what=[], rounds=1, device="cpu", threads=None)
+    assert bench.run(args, None, emit=lambda line: None)["threads"] == tinyattn.threads.available_cores()
+    args.threads = 1
+    assert bench.run(args, None, emit=lambda line: None)["threads"] == 1

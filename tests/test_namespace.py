@@ -32,6 +32,7 @@ ACCEPTED_ARGUMENTS = {
     "from_numpy": {"array"},  # PyTorch's takes it positionally only
     "set_rng_state": {"state"},  # only ever passed positionally
     "load": {"max_bytes"},  # tinyattn's own: the size limit for an untrusted file (see "Saving and loading")
+    "set_num_threads": {"n"},  # positional only, as PyTorch's (which names it `int`)
 }
 
 # PyTorch's arguments that tinyattn's functional forms and layers leave out

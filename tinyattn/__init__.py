@@ -54,6 +54,7 @@ from . import _dynamo, compiler  # noqa: E402,F401  (torch._dynamo.config, torch
 from .gradient_check import gradcheck, numerical_grad, numerical_jacobian  # noqa: E402
 from .tracing import AnomalyError, detect_anomaly, draw_graph, trace  # noqa: E402
 from .serialization import load, save  # noqa: E402
+from .threads import get_num_threads, set_num_threads  # noqa: E402  (NumPy's BLAS threads, as torch's)
 
 # PyTorch spells these torch.autograd.gradcheck and torch.autograd.detect_anomaly: the same objects
 # there too, set here because tinyattn.autograd is imported by the modules that define them

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 import array_api_compat.numpy as numpy_xp
 
-from . import dtypes
+from . import dtypes, parallel
 from .errors import DeviceError
 
 class Device:
@@ -455,6 +455,9 @@ def masked_assign(target, mask, value):
 # sums and maxima NumPy does slowly
 
 
+BLAS_SUM_MIN_SIZE = 1024  # sum_along sums smaller arrays with NumPy (tinyattn.parallel's pieces are larger)
+
+
 def sum_along(x, axis, keepdims=False):
     """`xp.sum(x, axis=axis, keepdims=keepdims)` for a tuple of non-negative axes, often faster.
 
@@ -463,7 +466,8 @@ def sum_along(x, axis, keepdims=False):
     vector of ones, 3-5x faster. Rows longer than 4096 keep NumPy's more accurate pairwise sum.
     """
     xp = namespace(x)
-    fast = xp is numpy_xp and x.dtype in (np.float32, np.float64) and x.size >= 1024 and x.flags.c_contiguous
+    fast = (xp is numpy_xp and x.dtype in (np.float32, np.float64) and x.size >= BLAS_SUM_MIN_SIZE
+            and x.flags.c_contiguous)
     if fast and axis == (x.ndim - 1,) and x.shape[-1] <= 4096:
         total = x @ np.ones(x.shape[-1], dtype=x.dtype)
         return total[..., None] if keepdims else total
@@ -486,7 +490,30 @@ def matmul(a, b):
     if (namespace(b) is numpy_xp and b.ndim >= 3 and b.shape[-2] * b.shape[-1] <= 4096
             and b.strides[-2] < b.strides[-1]):  # a transposed view: its columns are contiguous
         b = np.ascontiguousarray(b)
+    if (namespace(b) is numpy_xp and a.ndim >= 3 and a.shape[:-2] == b.shape[:-2] and namespace(a) is numpy_xp
+            and a.shape[-2] * a.shape[-1] * b.shape[-1] > OPENBLAS_ONE_THREAD_SIZE):
+        return _stacked_matmul(a, b)
     return a @ b
+
+
+# OpenBLAS computes a product of up to this many multiply-adds (64 x 64 x 64) on one thread whatever
+# its count (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD): smaller stacks need no splitting
+OPENBLAS_ONE_THREAD_SIZE = 65536 * 4
+
+
+def _stacked_matmul(a, b):
+    """a @ b for two stacks of matrices with the same batch dims (attention's products).
+
+    NumPy multiplies the stack one matrix at a time, and OpenBLAS splits each small product over its
+    threads, which costs more than it gains. Instead the stack is split over the cores
+    (parallel.map_rows), each product on one BLAS thread, also when there is one piece: a product's
+    bits then do not depend on the thread count.
+    """
+    batch = a.shape[:-2]
+    count = math.prod(batch)  # spelled out, not -1: a matrix may have no elements
+    stacked = parallel.map_rows(np.matmul, np.reshape(a, (count,) + a.shape[-2:]),
+                                np.reshape(b, (count,) + b.shape[-2:]), align=1, one_blas_thread=True)
+    return np.reshape(stacked, batch + stacked.shape[-2:])
 
 
 def matrix_transpose(array):

@@ -6,17 +6,25 @@ warm-up, and reported as medians and ratios, so a busy machine slows all contend
   (a) the causal MultiHeadAttention forward + backward at several (batch, tokens, d, heads) sizes;
   (b) one GPT training step (forward, backward, AdamW) at nanoGPT's CPU configuration;
   (c) the engine's own cost per op on tiny tensors;
-  (d) peak memory of (a) at the largest size, each contender in a fresh subprocess.
+  (d) peak memory of (a) at the largest size, each contender in a fresh subprocess;
+  (e) the GPT step of (b) on a shared machine: quiet, and beside a busy process (a spin loop in a
+      child process), at each thread count.
+
+Both libraries compute with the same number of threads (`--threads`, default: every core this
+process may use): tinyattn's matrix products through `tinyattn.set_num_threads`, PyTorch through
+`torch.set_num_threads`.
 
 PyTorch is used only when it is installed (it is passed to the twin builders in
 `tinyattn.torch_twins`; nothing else in tinyattn imports it). On `--device cuda` the CuPy backend is
 timed against PyTorch CUDA eager with CUDA events.
 """
 
+import contextlib
 import json
 import math
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -24,8 +32,8 @@ import time
 
 import numpy as np
 
-from . import backend, progress
-from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser
+from . import backend, progress, threads
+from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, add_threads_option
 
 MHA_SIZES = [(2, 6, 4, 2), (8, 64, 64, 4), (8, 128, 256, 8), (8, 256, 768, 12), (4, 1024, 768, 12)]
 GPU_EXTRA_SIZES = [(8, 1024, 768, 12)]  # the book's benchmark size
@@ -39,13 +47,14 @@ GPT_CONFIG = dict(block_size=64, batch_size=12, n_layer=4, n_head=4, n_embd=128,
 SETTLE_SECONDS = 0.3
 
 
-def interleaved(contenders, rounds, warmup=2, on_round=None):
+def interleaved(contenders, rounds, warmup=2, on_round=None, samples=None):
     """Median seconds per contender: every round runs each contender once, in turn.
 
     Between two contenders the process sleeps briefly (untimed): OpenBLAS's and PyTorch's thread
     pools spin for a while after their work (OpenBLAS for about 0.1 s), and a pool still spinning steals
     the cores of the next contender (PyTorch's GPT step measured 3x slower without the pause).
-    `on_round(text)` is told each round as it starts ("warm-up 1/2", "round 3/15").
+    `on_round(text)` is told each round as it starts ("warm-up 1/2", "round 3/15"); `samples`, a dict,
+    receives every round's seconds per contender (for `ratio_spread`).
     """
     for i in range(warmup):
         if on_round is not None:
@@ -53,7 +62,8 @@ def interleaved(contenders, rounds, warmup=2, on_round=None):
         for run in contenders.values():
             run()
             time.sleep(SETTLE_SECONDS)
-    samples = {name: [] for name in contenders}
+    samples = {} if samples is None else samples
+    samples.update({name: [] for name in contenders})
     for i in range(rounds):
         if on_round is not None:
             on_round(f"round {i + 1}/{rounds}")
@@ -61,6 +71,18 @@ def interleaved(contenders, rounds, warmup=2, on_round=None):
             samples[name].append(run())
             time.sleep(SETTLE_SECONDS)
     return {name: statistics.median(times) for name, times in samples.items()}
+
+
+def ratio_spread(samples, a, b):
+    """[first quartile, third quartile] of the ratios a / b round by round (each round times a and b
+    one after the other, so a slow moment of the machine hits both): how far the ratio moves in a run."""
+    if not samples.get(a) or not samples.get(b):
+        return None
+    ratios = [x / y for x, y in zip(samples[a], samples[b])]
+    if len(ratios) == 1:
+        return [ratios[0], ratios[0]]
+    quartiles = statistics.quantiles(ratios, n=4, method="inclusive")
+    return [quartiles[0], quartiles[2]]
 
 
 def _rounds_for(seconds_per_call, budget=2.0, low=5, high=30):
@@ -355,6 +377,104 @@ def _status_bytes(field):
 
 
 # ---------------------------------------------------------------------------------------------
+# (e) a shared machine: the GPT step beside a busy process
+
+# The busy neighbour: a pure spin loop in a child process. It dies with this process (Linux's
+# parent-death signal, and a check of its parent now and then elsewhere), so that a benchmark
+# killed mid-run never leaves a core spinning.
+SPIN_LOOP = """\
+import ctypes, os, signal, sys
+try:
+    ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+except (OSError, AttributeError):
+    pass
+parent = int(sys.argv[1])  # passed in: a parent that died before this line is not the one getppid() sees
+while os.getppid() == parent:
+    for _ in range(100000):
+        pass
+"""
+
+
+def can_pause_processes():
+    return hasattr(signal, "SIGSTOP") and hasattr(signal, "SIGCONT")
+
+
+class BusyNeighbour:
+    """A child process that keeps one core busy, resumed (SIGCONT) for a busy run and paused
+    (SIGSTOP) again after it, so that quiet and busy runs interleave round by round."""
+
+    def __init__(self):
+        self.process = subprocess.Popen([sys.executable, "-c", SPIN_LOOP, str(os.getpid())], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.pause()
+
+    def pause(self):
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self):
+        os.kill(self.process.pid, signal.SIGCONT)
+
+    def beside(self, run):
+        """`run`, timed while the neighbour spins."""
+        def busy():
+            self.resume()
+            try:
+                return run()
+            finally:
+                self.pause()
+
+        return busy
+
+    def stop(self):
+        self.process.kill()
+        self.process.wait()
+
+
+def set_threads(n, torch=None):
+    """n threads for tinyattn's matrix products and for PyTorch's ops (None: leave both as they are)."""
+    if n is None:
+        return
+    if threads.can_set_num_threads():
+        threads.set_num_threads(n)
+    if torch is not None:
+        torch.set_num_threads(n)
+
+
+def contended_gpt(torch, thread_counts, rounds=None, on_round=None):
+    """The GPT step of (b) at each thread count, quiet and beside a busy process, interleaved round by
+    round: {threads: {"quiet": {contender: seconds}, "busy": {...}, "busy_over_quiet": {contender: ratio},
+    "quartiles": the quartiles of the round-by-round ratios ta/torch ("quiet", "busy") and busy/quiet}}.
+
+    `on_round(threads, text)` is told each round as it starts.
+    """
+    contenders = gpt_contenders("cpu", torch)
+    neighbour = BusyNeighbour()
+    results = {}
+    try:
+        for n in thread_counts:
+            set_threads(n, torch)
+            runs = {}
+            for name, run in contenders.items():
+                runs[(name, "quiet")] = run
+                runs[(name, "busy")] = neighbour.beside(run)
+            probe = contenders["tinyattn"]()
+            samples = {}
+            medians = interleaved(runs, rounds=rounds or _rounds_for(probe, budget=3.0, low=5, high=20),
+                                  on_round=None if on_round is None else lambda text: on_round(n, text),
+                                  samples=samples)
+            row = {mode: {name: medians[(name, mode)] for name in contenders} for mode in ("quiet", "busy")}
+            row["busy_over_quiet"] = {name: _ratio(row["busy"][name], row["quiet"][name]) for name in contenders}
+            row["quartiles"] = {
+                **{mode: ratio_spread(samples, ("tinyattn", mode), ("torch", mode)) for mode in ("quiet", "busy")},
+                "busy_over_quiet": {name: ratio_spread(samples, (name, "busy"), (name, "quiet"))
+                                    for name in contenders}}
+            results[n] = row
+    finally:
+        neighbour.stop()
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
 # report
 
 
@@ -370,8 +490,11 @@ def _ratio(a, b):
     return None if a is None or b is None else a / b
 
 
-def _fmt_ratio(r):
-    return "-" if r is None else f"{r:.2f}"
+def _fmt_ratio(r, spread=None):
+    """1.32, or with the quartiles of the round-by-round ratio: 1.32 (1.25-1.40)."""
+    if r is None:
+        return "-"
+    return f"{r:.2f}" if spread is None else f"{r:.2f} ({spread[0]:.2f}-{spread[1]:.2f})"
 
 
 def machine_description(device):
@@ -395,7 +518,8 @@ def new_report(device, torch):
     """The results so far: `run` fills it part by part, so an interrupted run keeps what it measured."""
     return {"machine": machine_description(device), "device": device,
             "torch": None if torch is None else torch.__version__, "mha": [], "gpt": None,
-            "overhead": None, "memory": None, "interrupted": None}
+            "overhead": None, "memory": None, "contended": None, "threads": None, "busy_cores": None,
+            "interrupted": None}
 
 
 def run(args, torch=None, report=None, emit=print, status=None):
@@ -421,25 +545,40 @@ def run(args, torch=None, report=None, emit=print, status=None):
             status.show(f"bench: {text} | {progress.format_duration(time.perf_counter() - started)}")
 
     emit(f"tinyattn benchmark on {report['machine']}" + (f", PyTorch {torch.__version__}" if torch else ", no PyTorch"))
+    if device == "cpu":  # both libraries compute with the same number of threads
+        set_threads(getattr(args, "threads", None) or threads.available_cores())
+        report["threads"] = threads.get_num_threads()
+        if torch is not None:
+            torch.set_num_threads(report["threads"])
+        report["busy_cores"] = threads.busy_cores()  # how quiet the machine is: say it beside the figures
+        busy = "" if report["busy_cores"] is None else (f"; other processes kept {report['busy_cores']:.1f} of "
+                                                         f"{os.cpu_count()} cores busy at the start")
+        emit(f"threads: {report['threads']} (tinyattn's matrix products" + (" and PyTorch" if torch else "")
+             + ")" + busy)
 
     if "mha" in args.what:
         sizes = [tuple(s) for s in args.sizes] if args.sizes else MHA_SIZES + (GPU_EXTRA_SIZES if device == "cuda" else [])
         emit("")
-        emit("(a) causal MultiHeadAttention forward + backward (median per call)")
-        emit(f"{'(batch, tokens, d, heads)':<26} {'tinyattn':>10} {'numpy':>10} {'torch':>10} {'ta/numpy':>9} {'ta/torch':>9}")
+        emit("(a) causal MultiHeadAttention forward + backward (median per call; ratios with the quartiles of "
+             "their round-by-round values)")
+        emit(f"{'(batch, tokens, d, heads)':<26} {'tinyattn':>10} {'numpy':>10} {'torch':>10} "
+             f"{'ta/numpy':>17} {'ta/torch':>17}")
         for i, size in enumerate(sizes):
             what = f"(a) MultiHeadAttention at {size} ({i + 1} of {len(sizes)})"
             doing(f"{what}: setting up")
             contenders = mha_contenders(size, device, torch)
             probe = contenders["tinyattn"]()
+            samples = {}
             medians = interleaved(contenders, rounds=args.rounds or _rounds_for(probe),
-                                  on_round=lambda text: doing(f"{what}: {text}"))
+                                  on_round=lambda text: doing(f"{what}: {text}"), samples=samples)
             row = {"size": list(size), **{k: medians.get(k) for k in ("tinyattn", "numpy", "torch")}}
-            row["ratio_numpy"] = _ratio(row["tinyattn"], row["numpy"])
-            row["ratio_torch"] = _ratio(row["tinyattn"], row["torch"])
+            for other in ("numpy", "torch"):
+                row[f"ratio_{other}"] = _ratio(row["tinyattn"], row[other])
+                row[f"ratio_{other}_quartiles"] = ratio_spread(samples, "tinyattn", other)
             report["mha"].append(row)
             emit(f"{str(size):<26} {_fmt_time(row['tinyattn']):>10} {_fmt_time(row['numpy']):>10} "
-                 f"{_fmt_time(row['torch']):>10} {_fmt_ratio(row['ratio_numpy']):>9} {_fmt_ratio(row['ratio_torch']):>9}")
+                 f"{_fmt_time(row['torch']):>10} {_fmt_ratio(row['ratio_numpy'], row['ratio_numpy_quartiles']):>17} "
+                 f"{_fmt_ratio(row['ratio_torch'], row['ratio_torch_quartiles']):>17}")
 
     if "gpt" in args.what:
         emit("")
@@ -447,12 +586,13 @@ def run(args, torch=None, report=None, emit=print, status=None):
         doing("(b) GPT training step: setting up")
         contenders = gpt_contenders(device, torch)
         probe = contenders["tinyattn"]()
+        samples = {}
         medians = interleaved(contenders, rounds=args.rounds or _rounds_for(probe, budget=5.0, high=50),
-                              on_round=lambda text: doing(f"(b) GPT training step: {text}"))
+                              on_round=lambda text: doing(f"(b) GPT training step: {text}"), samples=samples)
         report["gpt"] = {**medians, "ratio_torch": _ratio(medians["tinyattn"], medians.get("torch")),
-                         "config": GPT_CONFIG}
+                         "ratio_torch_quartiles": ratio_spread(samples, "tinyattn", "torch"), "config": GPT_CONFIG}
         emit(f"    tinyattn {_fmt_time(medians['tinyattn'])}   torch {_fmt_time(medians.get('torch'))}"
-             f"   ta/torch {_fmt_ratio(report['gpt']['ratio_torch'])}")
+             f"   ta/torch {_fmt_ratio(report['gpt']['ratio_torch'], report['gpt']['ratio_torch_quartiles'])}")
 
     if "overhead" in args.what and device == "cpu":
         emit("")
@@ -478,8 +618,38 @@ def run(args, torch=None, report=None, emit=print, status=None):
         emit("    " + "   ".join(f"{k} {v:.0f} MB" if v is not None else f"{k} -" for k, v in memory.items())
              + f"   ta/torch {_fmt_ratio(_ratio(memory.get('tinyattn'), memory.get('torch')))}")
 
+    if "contended" in args.what and device == "cpu":
+        emit("")
+        emit("(e) the step of (b) beside a busy process (a spin loop in a child process), median per step")
+        if not can_pause_processes():
+            emit("    not measured: this system cannot pause a process (SIGSTOP)")
+        else:
+            emit(f"{'':<26} {'tinyattn':>17} {'torch':>17} {'ta/torch':>17}")
+            most = report["threads"]
+            counts = [most, 1] if most > 1 and threads.can_set_num_threads() else [most]
+            report["contended"] = {}
+            doing("(e) GPT step beside a busy process: setting up")
+            results = contended_gpt(torch, counts, rounds=args.rounds,
+                                    on_round=lambda n, text: doing(f"(e) GPT step beside a busy process, "
+                                                                   f"{threads_label(n)}: {text}"))
+            for n, row in results.items():
+                report["contended"][str(n)] = row
+                for mode in ("quiet", "busy"):
+                    times = row[mode]
+                    emit(f"{threads_label(n) + ', ' + mode:<26} {_fmt_time(times.get('tinyattn')):>17} "
+                         f"{_fmt_time(times.get('torch')):>17} "
+                         f"{_fmt_ratio(_ratio(times.get('tinyattn'), times.get('torch')), row['quartiles'][mode]):>17}")
+                slowdown, spread = row["busy_over_quiet"], row["quartiles"]["busy_over_quiet"]
+                emit(f"{'  busy / quiet':<26} {_fmt_ratio(slowdown.get('tinyattn'), spread.get('tinyattn')):>17} "
+                     f"{_fmt_ratio(slowdown.get('torch'), spread.get('torch')):>17}")
+            set_threads(most, torch)
+
     report["interrupted"] = None
     return report
+
+
+def threads_label(n):
+    return "1 thread" if n == 1 else f"{n} threads"
 
 
 def _check_json_path(parser, path):
@@ -502,8 +672,8 @@ def main(argv=None):
                             epilog="Progress (what is being measured) is shown on stderr when it is a "
                                    "terminal. Ctrl-C stops the run and keeps the figures measured so far.")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--what", nargs="+", default=["mha", "gpt", "overhead", "memory"],
-                        choices=["mha", "gpt", "overhead", "memory"], help="which benchmarks to run")
+    parser.add_argument("--what", nargs="+", default=["mha", "gpt", "overhead", "memory", "contended"],
+                        choices=["mha", "gpt", "overhead", "memory", "contended"], help="which benchmarks to run")
     parser.add_argument("--sizes", nargs=4, type=int, action="append", metavar=("B", "T", "D", "H"),
                         help="an MHA size to time (repeatable); default: the standard list")
     parser.add_argument("--memory-size", nargs=4, type=int, default=list(MHA_SIZES[-1]), metavar=("B", "T", "D", "H"))
@@ -511,6 +681,8 @@ def main(argv=None):
                         help="timed rounds for every measurement (default: by duration for (a) and (b), 15 for (c))")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON (a file name)")
     parser.add_argument("--no-torch", action="store_true", help="do not compare with PyTorch")
+    add_threads_option(parser, "threads for both libraries (default: every core this process may use, "
+                               f"here {threads.available_cores()})")
     args = parser.parse_args(argv)
     for size in (args.sizes or []) + [args.memory_size]:
         if min(size) < 1 or size[2] % size[3]:
@@ -529,7 +701,8 @@ def main(argv=None):
         status.show("bench: importing PyTorch" if not args.no_torch else "bench: starting", force=True)
         torch = None if args.no_torch else _import_torch()
         report = new_report(args.device, torch)
-        run(args, torch, report, emit=_print_line, status=status)
+        with threads.using(threads.get_num_threads() if threads.can_set_num_threads() else None):
+            run(args, torch, report, emit=_print_line, status=status)  # (the count from before is restored)
     except KeyboardInterrupt:
         status.clear()
         saved = report is not None and args.json and _write_json(report, args.json)

@@ -12,6 +12,7 @@ the text generated so far, the figures measured), says so in one line and exits 
 """
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import os
@@ -19,7 +20,7 @@ import pathlib
 import sys
 
 from .checkpoint import CheckpointError
-from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, fit, plural
+from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, add_threads_option, fit, plural, positive_int
 from .data import DataError
 from .training import GPT_ONLY, MODEL_DEFAULTS, TrainConfig, TrainingDiverged
 
@@ -43,6 +44,26 @@ class UsageError(Exception):
     """Bad command-line input: printed as one line, exit status 2."""
 
 
+THREADS_HELP = ("threads to compute with (default 1: the same numbers on any machine, and no waiting for a "
+                "core that another busy program holds)")
+
+
+@contextlib.contextmanager
+def _computing_threads(args):
+    """Compute with --threads threads (default: threads.COMMAND_DEFAULT) inside, and with the count
+    from before after (cli.main may be called from a program or a test)."""
+    from . import threads
+
+    if not threads.can_set_num_threads():
+        if args.threads is not None:
+            raise UsageError("--threads needs threadpoolctl to set the threads of NumPy's BLAS: "
+                             "pip install threadpoolctl")
+        yield
+        return
+    with threads.using(args.threads or threads.COMMAND_DEFAULT):
+        yield
+
+
 def _int_option(what, low, high=None):
     """An argparse type: an int from `low` up to (not including) `high`, `what` naming it in errors."""
     def parse(text):
@@ -57,7 +78,7 @@ def _int_option(what, low, high=None):
     return parse
 
 
-_positive_int = _int_option("a positive integer", 1)
+_positive_int = positive_int
 _non_negative_int = _int_option("an integer >= 0", 0)
 _seed = _int_option("a seed in [-2**63, 2**64)", -(2**63), 2**64)
 
@@ -142,6 +163,7 @@ def build_parser():
     t.add_argument("--sample-tokens", type=_non_negative_int, default=300,
                    help="characters to generate at the end (default 300, 0 = none)")
     t.add_argument("--quiet", action="store_true", help="no progress bar and no loss lines")
+    add_threads_option(t, THREADS_HELP)
 
     g = commands.add_parser("generate", help="generate text from a trained checkpoint",
                             description="Sample text from a checkpoint written by `tinyattn train`.")
@@ -153,6 +175,7 @@ def build_parser():
     g.add_argument("--top-k", type=_positive_int, help="sample only among the k most likely characters")
     g.add_argument("--seed", type=_seed, help="random seed (the same seed gives the same text)")
     g.add_argument("--device", default="cpu", help="'cpu' or 'cuda' (default cpu)")
+    add_threads_option(g, THREADS_HELP)
 
     # listed in --help; main() hands their arguments to the module that owns them
     for name, text in DELEGATED_HELP.items():
@@ -219,6 +242,7 @@ def _read_data(args, resume_meta=None):
 
 def command_train(args):
     from . import checkpoint as ckpt
+    from . import threads
     from .training import check_text, sample_stream, text_fingerprint, train
 
     out = pathlib.Path(args.out)
@@ -284,7 +308,8 @@ def command_train(args):
             f"block {config.block_size})")
         start = f"resuming at step {resume.step}" if resume else "training"
         print(fit(f"{start}: {what} on {where} ({plural(len(text), 'character')}), {plural(config.steps, 'step')}, "
-                  f"batch {config.batch_size}, lr {config.lr:g}, device {config.device}"), flush=True)
+                  f"batch {config.batch_size}, lr {config.lr:g}, device {config.device}"
+                  + (f", {plural(threads.get_num_threads(), 'thread')}" if config.device == "cpu" else "")), flush=True)
     if changed:  # never silently: the rest of the run differs from what the checkpoint was trained with
         print(fit(f"changed from the checkpoint's settings: {', '.join(changed)}"), flush=True)
     result = train(config, text, out=out, resume=resume, data_source=source, quiet=quiet)
@@ -402,9 +427,10 @@ def main(argv=None):
             get_max_load_bytes()
         except ValueError as error:  # TINYATTN_MAX_LOAD_BYTES set to something else than a size
             raise UsageError(str(error)) from None
-        if args.command == "train":
-            return command_train(args)
-        return command_generate(args)
+        with _computing_threads(args):
+            if args.command == "train":
+                return command_train(args)
+            return command_generate(args)
     except (UsageError, DataError, CheckpointError) as error:
         print(f"tinyattn {args.command}: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -7,6 +7,7 @@
   `fill(pieces, width)`: wrap a table cell between its pieces; `fit(text)`: a long message wrapped
   to the terminal.
 - `EXIT_INTERRUPTED`: 130 (128 + SIGINT), the status a shell reports for a program stopped by Ctrl-C.
+- `add_threads_option(parser, help_text)`: the `--threads N` of the commands that compute.
 
 The progress bar and the status line that say what a command is doing are in `progress.py`.
 """
@@ -70,3 +71,19 @@ def fit(text, stream=None):
     if width is None or len(text) < width:
         return text
     return textwrap.fill(text, width - 1, subsequent_indent="  ", break_on_hyphens=False)
+
+
+def positive_int(text):
+    """An argparse type: an int >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def add_threads_option(parser, help_text):
+    """`--threads N`: how many threads compute (tinyattn.set_num_threads); `help_text` says the default."""
+    parser.add_argument("--threads", type=positive_int, metavar="N", help=help_text)

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .. import backend, dtypes
+from .. import backend, dtypes, parallel
 from ..autograd import Function
 from ..errors import ShapeError
 from ..functions import generator_or_default, tril, ones, tensor, zeros_like
@@ -203,7 +203,8 @@ class LayerNormOp(Op):
 
     The input is seen as rows, one per normalised group. Row means are matrix-vector products with
     a vector of 1/n, and means of products are row-wise dot products (vecdot): on short rows (a GPT's
-    128 channels) both run several times faster than NumPy's sum over the last axis.
+    128 channels) both run several times faster than NumPy's sum over the last axis. The rows are
+    spread over the cores (parallel.map_rows).
     """
 
     @staticmethod
@@ -213,15 +214,12 @@ class LayerNormOp(Op):
         n = math.prod(normalized_shape)
         rows = xp.reshape(x, (math.prod(x.shape) // n if n else 0, n))  # (not -1: there may be no numbers)
         averager = xp.full((n,), 1.0 / max(n, 1), dtype=x.dtype, **backend.creation_kwargs(xp))
-        normalized = rows - (rows @ averager)[:, None]  # centred
-        inv_std = 1.0 / xp.sqrt(backend.vecdot(normalized, normalized)[:, None] / n + eps)
-        normalized *= inv_std
         flat_weight = None if weight is None else xp.reshape(weight, (n,))
+        flat_bias = None if bias is None else xp.reshape(bias, (n,))
+        y, normalized, inv_std = parallel.map_rows(
+            lambda part: layer_norm_rows(xp, part, flat_weight, flat_bias, averager, eps), rows)
         ctx.save_for_backward(normalized, inv_std, flat_weight, averager)
         ctx.in_shape, ctx.normalized_shape = x.shape, normalized_shape
-        y = normalized * flat_weight if weight is not None else xp.asarray(normalized, copy=True)
-        if bias is not None:
-            y += xp.reshape(bias, (n,))
         return xp.reshape(y, x.shape)
 
     @staticmethod
@@ -235,13 +233,33 @@ class LayerNormOp(Op):
             gw = xp.reshape(backend.sum_along(grad_rows * normalized, (0,)), ctx.normalized_shape)
         if ctx.needs_input_grad[2]:
             gb = xp.reshape(backend.sum_along(grad_rows, (0,)), ctx.normalized_shape)
-        g = grad_rows * weight if weight is not None else grad_rows
-        # d/dx of (x - mu) * inv_std, with mu and inv_std depending on x too:
-        # inv_std * (g - mean(g) - normalized * mean(g * normalized)), means along each row
-        gx = g - (g @ averager)[:, None]
-        gx -= normalized * (backend.vecdot(g, normalized)[:, None] / n)
-        gx *= inv_std
+        gx = parallel.map_rows(lambda *parts: layer_norm_rows_backward(xp, *parts, weight, averager),
+                               grad_rows, normalized, inv_std)
         return xp.reshape(gx, ctx.in_shape), gw, gb, None, None
+
+
+def layer_norm_rows(xp, rows, weight, bias, averager, eps):
+    """(y, the normalized rows, 1 / their std) of rows (N, n); averager is n values of 1/n."""
+    n = rows.shape[1]
+    normalized = rows - (rows @ averager)[:, None]  # centred
+    inv_std = 1.0 / xp.sqrt(backend.vecdot(normalized, normalized)[:, None] / n + eps)
+    normalized *= inv_std
+    y = normalized * weight if weight is not None else xp.asarray(normalized, copy=True)
+    if bias is not None:
+        y += bias
+    return y, normalized, inv_std
+
+
+def layer_norm_rows_backward(xp, grad_rows, normalized, inv_std, weight, averager):
+    """The gradient of layer_norm_rows' input rows."""
+    n = normalized.shape[1]
+    g = grad_rows * weight if weight is not None else grad_rows
+    # d/dx of (x - mu) * inv_std, with mu and inv_std depending on x too:
+    # inv_std * (g - mean(g) - normalized * mean(g * normalized)), means along each row
+    gx = g - (g @ averager)[:, None]
+    gx -= normalized * (backend.vecdot(g, normalized)[:, None] / n)
+    gx *= inv_std
+    return gx
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -270,46 +288,61 @@ class GeluOp(Op):
     """x * Phi(x), Phi the standard normal CDF ('none'), or GPT-2's tanh approximation ('tanh').
 
     The forward keeps Phi(x) for the backward, d/dx x Phi(x) = Phi(x) + x Phi'(x), and works in
-    place on its own temporaries: this op runs on the largest activations of a GPT.
+    place on its own temporaries: this op runs on the largest activations of a GPT, spread over the
+    cores (parallel.map_rows; the math is elementwise).
     """
 
     @staticmethod
     def forward(ctx, x, approximate):
         xp = ctx.xp
-        if approximate == "tanh":  # Phi(x) ~ (1 + tanh(k (x + c x^3))) / 2, k = sqrt(2/pi), c = 0.044715
-            inner = x * x
-            inner *= GELU_C * SQRT_2_OVER_PI
-            inner += SQRT_2_OVER_PI
-            inner *= x  # k (1 + c x^2) x
-            cdf = xp.tanh(inner)
-        else:
-            cdf = backend.erf(x * (1 / math.sqrt(2)))
-        cdf += 1.0
-        cdf *= 0.5
+        flat = xp.reshape(x, (-1,))  # elementwise: any split of the elements will do
+        y, cdf = parallel.map_rows(lambda part: gelu_forward(xp, part, approximate), flat)
         ctx.save_for_backward(x, cdf)
         ctx.approximate = approximate
-        return x * cdf
+        return xp.reshape(y, x.shape)
 
     @staticmethod
     def backward(ctx, grad):
         x, cdf = ctx.saved_tensors
         xp = ctx.xp
-        if ctx.approximate == "tanh":
-            # with t = tanh(...) = 2 Phi - 1: Phi' = (1 - t^2)/2 * k (1 + 3 c x^2) = 2 Phi (1 - Phi) k (1 + 3 c x^2)
-            slope = x * x
-            slope *= 3 * GELU_C * 2 * SQRT_2_OVER_PI
-            slope += 2 * SQRT_2_OVER_PI  # 2 k (1 + 3 c x^2)
-            slope *= cdf
-            slope *= 1.0 - cdf
-        else:  # Phi' is the standard normal density
-            slope = x * x
-            slope *= -0.5
-            slope = xp.exp(slope)
-            slope *= 1 / math.sqrt(2 * math.pi)
-        slope *= x
-        slope += cdf
-        slope *= grad
-        return slope, None
+        flat = [xp.reshape(a, (-1,)) for a in (grad, x, cdf)]
+        slope = parallel.map_rows(lambda *parts: gelu_backward(xp, *parts, ctx.approximate), *flat)
+        return xp.reshape(slope, x.shape), None
+
+
+def gelu_forward(xp, x, approximate):
+    """(x Phi(x), Phi(x)) elementwise."""
+    if approximate == "tanh":  # Phi(x) ~ (1 + tanh(k (x + c x^3))) / 2, k = sqrt(2/pi), c = 0.044715
+        inner = x * x
+        inner *= GELU_C * SQRT_2_OVER_PI
+        inner += SQRT_2_OVER_PI
+        inner *= x  # k (1 + c x^2) x
+        cdf = xp.tanh(inner)
+    else:
+        cdf = backend.erf(x * (1 / math.sqrt(2)))
+    cdf += 1.0
+    cdf *= 0.5
+    return x * cdf, cdf
+
+
+def gelu_backward(xp, grad, x, cdf, approximate):
+    """The gradient of gelu's input: grad (Phi(x) + x Phi'(x))."""
+    if approximate == "tanh":
+        # with t = tanh(...) = 2 Phi - 1: Phi' = (1 - t^2)/2 * k (1 + 3 c x^2) = 2 Phi (1 - Phi) k (1 + 3 c x^2)
+        slope = x * x
+        slope *= 3 * GELU_C * 2 * SQRT_2_OVER_PI
+        slope += 2 * SQRT_2_OVER_PI  # 2 k (1 + 3 c x^2)
+        slope *= cdf
+        slope *= 1.0 - cdf
+    else:  # Phi' is the standard normal density
+        slope = x * x
+        slope *= -0.5
+        slope = xp.exp(slope)
+        slope *= 1 / math.sqrt(2 * math.pi)
+    slope *= x
+    slope += cdf
+    slope *= grad
+    return slope
 
 
 SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
@@ -725,25 +758,17 @@ class AttentionOp(Op):
                        0 at blocked places, because the weights are 0 there
         grad_bias    = grad_scores, summed to the bias's shape
         grad_q       = grad_scores k / sqrt(E),   grad_k = (q^T grad_scores)^T / sqrt(E)  (or * scale)
+
+    The batch is spread over the cores: each piece of the first dim computes all of the above for its
+    own items (parallel.map_rows), so the products of its slices and its softmax run side by side.
     """
 
     @staticmethod
     def forward(ctx, q, k, v, blocked, bias, scale, keep):
         xp = ctx.xp
-        scores = backend.matmul(q, backend.matrix_transpose(k))  # (..., queries, keys)
-        divisor = math.sqrt(q.shape[-1])
-        if scale is None:
-            scores /= divisor  # as the book writes it
-        else:
-            scores *= scale  # as PyTorch applies a given scale
-        if bias is not None:
-            scores += bias  # attention() checked that it has the scores' dtype and broadcasts to them
-        if blocked is not None:
-            backend.masked_assign(scores, blocked, -math.inf)
-        weights = softmax_forward(xp, scores, scores.ndim - 1, safe=True, overwrite=True)
-        context = backend.matmul(weights if keep is None else weights * keep, v)
+        context, weights = by_batch(lambda *parts: attention_forward(xp, *parts, scale), q, k, v, blocked, bias, keep)
         ctx.save_for_backward(q, k, v, weights, keep)
-        ctx.divisor, ctx.scale = divisor, scale
+        ctx.scale = scale
         ctx.bias_shape = None if bias is None else bias.shape
         ctx.set_materialize_grads(False)  # the weights output is mostly unused: get None, not zeros
         return context, weights
@@ -752,36 +777,99 @@ class AttentionOp(Op):
     def backward(ctx, grad_context, grad_weights):
         q, k, v, weights, keep = ctx.saved_tensors
         xp = ctx.xp
-        needs_q, needs_k, needs_v, _, needs_bias = ctx.needs_input_grad[:5]
-        grad_q = grad_k = grad_v = grad_bias = None
-        if grad_context is None:
-            grad_w = grad_weights
+        needs = ctx.needs_input_grad[:3] + (ctx.needs_input_grad[4],)  # q, k, v, bias
+
+        def grads(q, k, v, weights, keep, grad_context, grad_weights):
+            return attention_backward(xp, q, k, v, weights, keep, grad_context, grad_weights, ctx.scale, needs)
+
+        if needs[3]:  # the bias's gradient sums over the batch: computed whole
+            grad_q, grad_k, grad_v, grad_bias = grads(q, k, v, weights, keep, grad_context, grad_weights)
+            grad_bias = unbroadcast(xp, grad_bias, ctx.bias_shape)
         else:
-            if needs_v:
-                dropped = weights if keep is None else weights * keep
-                grad_v = unbroadcast(xp, backend.matmul(backend.matrix_transpose(dropped), grad_context), v.shape)
-            grad_w = backend.matmul(grad_context, backend.matrix_transpose(v))
-            if keep is not None:
-                grad_w *= keep
-            if grad_weights is not None:
-                grad_w += grad_weights
-        if needs_q or needs_k or needs_bias:
-            # grad_w is ours to overwrite unless it is the incoming gradient of the weights itself
-            grad_scores = softmax_backward(xp, weights, grad_w, weights.ndim - 1,
-                                           overwrite=grad_w is not grad_weights)
-            if needs_bias:  # a new array: grad_bias may be grad_scores itself
-                grad_bias = unbroadcast(xp, grad_scores, ctx.bias_shape)
-                grad_scores = grad_scores / ctx.divisor if ctx.scale is None else grad_scores * ctx.scale
-            elif ctx.scale is None:
-                grad_scores /= ctx.divisor
-            else:
-                grad_scores *= ctx.scale
-            if needs_q:
-                grad_q = unbroadcast(xp, backend.matmul(grad_scores, k), q.shape)
-            if needs_k:  # (q^T grad_scores)^T: the product the chain's matmul backward computes, to the bit
-                grad_k = backend.matrix_transpose(backend.matmul(backend.matrix_transpose(q), grad_scores))
-                grad_k = unbroadcast(xp, grad_k, k.shape)
+            wanted = [i for i in range(3) if needs[i]]
+
+            def wanted_grads(*parts):  # the pieces return arrays only (no None), computed once
+                found = grads(*parts)
+                return tuple(found[i] for i in wanted)
+
+            found = by_batch(wanted_grads, q, k, v, weights, keep, grad_context, grad_weights)
+            grad_q, grad_k, grad_v = (found[wanted.index(i)] if i in wanted else None for i in range(3))
+            grad_bias = None
+        grad_q, grad_k, grad_v = (None if g is None else unbroadcast(xp, g, t.shape)
+                                  for g, t in ((grad_q, q), (grad_k, k), (grad_v, v)))
         return grad_q, grad_k, grad_v, None, grad_bias, None, None
+
+
+def attention_forward(xp, q, k, v, blocked, bias, keep, scale):
+    """(context, weights) of AttentionOp for arrays that broadcast together."""
+    scores = backend.matmul(q, backend.matrix_transpose(k))  # (..., queries, keys)
+    if scale is None:
+        scores /= math.sqrt(q.shape[-1])  # as the book writes it
+    else:
+        scores *= scale  # as PyTorch applies a given scale
+    if bias is not None:
+        scores += bias  # attention() checked that it has the scores' dtype and broadcasts to them
+    if blocked is not None:
+        backend.masked_assign(scores, blocked, -math.inf)
+    weights = softmax_forward(xp, scores, scores.ndim - 1, safe=True, overwrite=True)
+    context = backend.matmul(weights if keep is None else weights * keep, v)
+    return context, weights
+
+
+def attention_backward(xp, q, k, v, weights, keep, grad_context, grad_weights, scale, needs):
+    """(grad_q, grad_k, grad_v, grad_bias) of AttentionOp, each None where `needs` (q, k, v, bias)
+    does not ask for it; the gradients have the broadcast shapes (the caller sums them down)."""
+    needs_q, needs_k, needs_v, needs_bias = needs
+    grad_q = grad_k = grad_v = grad_bias = None
+    if grad_context is None:
+        grad_w = grad_weights
+    else:
+        if needs_v:
+            dropped = weights if keep is None else weights * keep
+            grad_v = backend.matmul(backend.matrix_transpose(dropped), grad_context)
+        grad_w = backend.matmul(grad_context, backend.matrix_transpose(v))
+        if keep is not None:
+            grad_w *= keep
+        if grad_weights is not None:
+            grad_w += grad_weights
+    if needs_q or needs_k or needs_bias:
+        # grad_w is ours to overwrite unless it is the incoming gradient of the weights itself
+        grad_scores = softmax_backward(xp, weights, grad_w, weights.ndim - 1, overwrite=grad_w is not grad_weights)
+        if needs_bias:  # the bias's gradient is grad_scores itself: scale a new array
+            grad_bias = grad_scores
+            grad_scores = grad_scores / math.sqrt(q.shape[-1]) if scale is None else grad_scores * scale
+        elif scale is None:
+            grad_scores /= math.sqrt(q.shape[-1])
+        else:
+            grad_scores *= scale
+        if needs_q:
+            grad_q = backend.matmul(grad_scores, k)
+        if needs_k:  # (q^T grad_scores)^T: the product the chain's matmul backward computes, to the bit
+            grad_k = backend.matrix_transpose(backend.matmul(backend.matrix_transpose(q), grad_scores))
+    return grad_q, grad_k, grad_v, grad_bias
+
+
+def by_batch(function, *arrays):
+    """function(*arrays), computed on pieces of the first dim of the batch at once (parallel.map_rows).
+
+    The first three arrays (queries, keys, values) must share their batch dims for a split; the others
+    are split with them when they have that first dim, and handed whole to every piece when they are
+    shared by the batch (a mask of the tokens only, a dim of 1) or None.
+    """
+    q = arrays[0]
+    batch = q.shape[:-2]
+    splits = [a is not None and a.ndim == q.ndim and a.shape[0] == batch[0] != 1 for a in arrays] if batch else []
+    shared = [a is None or a.ndim < q.ndim or (a.ndim == q.ndim and a.shape[0] == 1) for a in arrays]
+    if not batch or not splits[0] or not all(a.shape[:-2] == batch for a in arrays[:3]) or not all(
+            split or whole for split, whole in zip(splits, shared)):
+        return function(*arrays)
+    split_arrays = [a for a, split in zip(arrays, splits) if split]
+
+    def piece(*parts):
+        parts = iter(parts)
+        return function(*(next(parts) if split else a for a, split in zip(arrays, splits)))
+
+    return parallel.map_rows(piece, *split_arrays)
 
 
 def attention(query, key, value, blocked=None, bias=None, scale=None, dropout_p=0.0, training=True, *,

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .. import backend
+from .. import backend, parallel
 from ..autograd import enable_grad, no_grad
 from ..tensor import Tensor
 
@@ -74,13 +74,13 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state.setdefault(p, {})
-                    self._update(p, p.grad.array, state, group)
-                    p._version[0] += 1
+            updates = [(p, self.state.setdefault(p, {}), group)
+                       for group in self.param_groups for p in group["params"] if p.grad is not None]
+            # each parameter's update is its own: pieces of the list run at once, on the cores
+            parallel.for_each(lambda update: self._update(update[0], update[0].grad.array, *update[1:]),
+                              updates, [p.numel() for p, _, _ in updates])
+            for p, _, _ in updates:
+                p._version[0] += 1
         return loss
 
     def _update(self, p, grad, state, group):
