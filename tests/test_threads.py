@@ -12,6 +12,12 @@ from tinyattn import cli, nn, parallel, threads
 from tinyattn.nn import functional as F
 
 
+@pytest.fixture(autouse=True)
+def splitting(monkeypatch):
+    """The splits under test are off by default (they do not pay on every machine): on here."""
+    monkeypatch.setattr(parallel, "enabled", True)
+
+
 @pytest.fixture
 def restore_threads():
     before = threads.get_num_threads()

@@ -32,7 +32,9 @@ MIN_ELEMENTS_PER_PART = 32768
 # of 4): pieces of whole blocks keep every row's sum what it is in one call over all the rows.
 ROW_ALIGN = 16
 
-enabled = True  # False: everything on the calling thread (for measurements)
+# Off unless asked for: on a quiet 2-core machine the split made the GPT step of `tinyattn bench` slower
+# (1.42-1.55x PyTorch's, against 1.25-1.27x without it; README, Threads). True turns it on.
+enabled = False
 
 
 class _Worker:
