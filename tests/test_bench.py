@@ -260,3 +260,17 @@ def test_one_thread_is_timed_with_one_thread_and_the_default_is_every_core_this_
     assert bench.run(args, None, emit=lambda line: None)["threads"] == tinyattn.threads.available_cores()
     args.threads = 1
     assert bench.run(args, None, emit=lambda line: None)["threads"] == 1
+
+
+@pytest.mark.parametrize("columns, wide", [(80, False), (None, True)])
+def test_tables_fit_an_80_column_terminal_and_keep_the_quartiles_elsewhere(monkeypatch, columns, wide):
+    quick(monkeypatch)
+    monkeypatch.setattr(bench, "terminal_width", lambda stream=None: columns)  # None: a pipe or a file
+    lines = []
+    args = argparse.Namespace(what=["mha"], sizes=[[2, 6, 4, 2]], rounds=3, device="cpu", threads=None)
+    report = bench.run(args, None, emit=lines.append)
+    table = [line for line in lines if line.startswith(("(a)", "(batch", "(2, 6"))]
+    assert len(table) == 3
+    assert all(len(line) < 80 for line in table) != wide
+    assert ("(" in table[-1].split()[-2]) == wide  # the ta/numpy column: "7.16 (6.93-7.90)" or "7.16"
+    assert report["mha"][0]["ratio_numpy_quartiles"] is not None  # the --json report has them either way

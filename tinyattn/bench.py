@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from . import backend, progress, threads
-from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, add_threads_option
+from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, add_threads_option, fit, terminal_width
 
 MHA_SIZES = [(2, 6, 4, 2), (8, 64, 64, 4), (8, 128, 256, 8), (8, 256, 768, 12), (4, 1024, 768, 12)]
 GPU_EXTRA_SIZES = [(8, 1024, 768, 12)]  # the book's benchmark size
@@ -497,6 +497,16 @@ def _fmt_ratio(r, spread=None):
     return f"{r:.2f}" if spread is None else f"{r:.2f} ({spread[0]:.2f}-{spread[1]:.2f})"
 
 
+# The tables with the quartiles need this many columns; a narrower terminal gets them without (the
+# --json file always has them).
+WIDE_TABLE = 96
+
+
+def _cell(text, wide):
+    """A column of a table with spreads: 17 wide, or 9 on a narrow terminal."""
+    return f"{text:>17}" if wide else f"{text:>9}"
+
+
 def machine_description(device):
     if device == "cuda":
         import cupy
@@ -532,6 +542,11 @@ def run(args, torch=None, report=None, emit=print, status=None):
     device = args.device
     report = new_report(device, torch) if report is None else report
     started = time.perf_counter()
+    wide = (terminal_width() or WIDE_TABLE) >= WIDE_TABLE  # a narrow terminal: ratios without quartiles
+
+    def spread(quartiles):
+        return quartiles if wide else None
+
     if status is not None:
         show = emit
 
@@ -559,10 +574,10 @@ def run(args, torch=None, report=None, emit=print, status=None):
     if "mha" in args.what:
         sizes = [tuple(s) for s in args.sizes] if args.sizes else MHA_SIZES + (GPU_EXTRA_SIZES if device == "cuda" else [])
         emit("")
-        emit("(a) causal MultiHeadAttention forward + backward (median per call; ratios with the quartiles of "
-             "their round-by-round values)")
+        emit("(a) causal MultiHeadAttention forward + backward (median per call"
+             + ("; ratios with the quartiles of their round-by-round values)" if wide else ")"))
         emit(f"{'(batch, tokens, d, heads)':<26} {'tinyattn':>10} {'numpy':>10} {'torch':>10} "
-             f"{'ta/numpy':>17} {'ta/torch':>17}")
+             f"{_cell('ta/numpy', wide)} {_cell('ta/torch', wide)}")
         for i, size in enumerate(sizes):
             what = f"(a) MultiHeadAttention at {size} ({i + 1} of {len(sizes)})"
             doing(f"{what}: setting up")
@@ -577,8 +592,9 @@ def run(args, torch=None, report=None, emit=print, status=None):
                 row[f"ratio_{other}_quartiles"] = ratio_spread(samples, "tinyattn", other)
             report["mha"].append(row)
             emit(f"{str(size):<26} {_fmt_time(row['tinyattn']):>10} {_fmt_time(row['numpy']):>10} "
-                 f"{_fmt_time(row['torch']):>10} {_fmt_ratio(row['ratio_numpy'], row['ratio_numpy_quartiles']):>17} "
-                 f"{_fmt_ratio(row['ratio_torch'], row['ratio_torch_quartiles']):>17}")
+                 f"{_fmt_time(row['torch']):>10} "
+                 f"{_cell(_fmt_ratio(row['ratio_numpy'], spread(row['ratio_numpy_quartiles'])), wide)} "
+                 f"{_cell(_fmt_ratio(row['ratio_torch'], spread(row['ratio_torch_quartiles'])), wide)}")
 
     if "gpt" in args.what:
         emit("")
@@ -592,7 +608,7 @@ def run(args, torch=None, report=None, emit=print, status=None):
         report["gpt"] = {**medians, "ratio_torch": _ratio(medians["tinyattn"], medians.get("torch")),
                          "ratio_torch_quartiles": ratio_spread(samples, "tinyattn", "torch"), "config": GPT_CONFIG}
         emit(f"    tinyattn {_fmt_time(medians['tinyattn'])}   torch {_fmt_time(medians.get('torch'))}"
-             f"   ta/torch {_fmt_ratio(report['gpt']['ratio_torch'], report['gpt']['ratio_torch_quartiles'])}")
+             f"   ta/torch {_fmt_ratio(report['gpt']['ratio_torch'], spread(report['gpt']['ratio_torch_quartiles']))}")
 
     if "overhead" in args.what and device == "cpu":
         emit("")
@@ -624,7 +640,7 @@ def run(args, torch=None, report=None, emit=print, status=None):
         if not can_pause_processes():
             emit("    not measured: this system cannot pause a process (SIGSTOP)")
         else:
-            emit(f"{'':<26} {'tinyattn':>17} {'torch':>17} {'ta/torch':>17}")
+            emit(f"{'':<26} {_cell('tinyattn', wide)} {_cell('torch', wide)} {_cell('ta/torch', wide)}")
             most = report["threads"]
             counts = [most, 1] if most > 1 and threads.can_set_num_threads() else [most]
             report["contended"] = {}
@@ -636,12 +652,12 @@ def run(args, torch=None, report=None, emit=print, status=None):
                 report["contended"][str(n)] = row
                 for mode in ("quiet", "busy"):
                     times = row[mode]
-                    emit(f"{threads_label(n) + ', ' + mode:<26} {_fmt_time(times.get('tinyattn')):>17} "
-                         f"{_fmt_time(times.get('torch')):>17} "
-                         f"{_fmt_ratio(_ratio(times.get('tinyattn'), times.get('torch')), row['quartiles'][mode]):>17}")
-                slowdown, spread = row["busy_over_quiet"], row["quartiles"]["busy_over_quiet"]
-                emit(f"{'  busy / quiet':<26} {_fmt_ratio(slowdown.get('tinyattn'), spread.get('tinyattn')):>17} "
-                     f"{_fmt_ratio(slowdown.get('torch'), spread.get('torch')):>17}")
+                    ratio = _fmt_ratio(_ratio(times.get('tinyattn'), times.get('torch')), spread(row['quartiles'][mode]))
+                    emit(f"{threads_label(n) + ', ' + mode:<26} {_cell(_fmt_time(times.get('tinyattn')), wide)} "
+                         f"{_cell(_fmt_time(times.get('torch')), wide)} {_cell(ratio, wide)}")
+                slowdown, ranges = row["busy_over_quiet"], row["quartiles"]["busy_over_quiet"]
+                emit(f"{'  busy / quiet':<26} {_cell(_fmt_ratio(slowdown.get('tinyattn'), spread(ranges.get('tinyattn'))), wide)} "
+                     f"{_cell(_fmt_ratio(slowdown.get('torch'), spread(ranges.get('torch'))), wide)}")
             set_threads(most, torch)
 
     report["interrupted"] = None
@@ -664,7 +680,7 @@ def _check_json_path(parser, path):
 
 
 def _print_line(text):
-    print(text, flush=True)  # each row as soon as it is measured, also into a pipe or a file
+    print(fit(text), flush=True)  # each row as soon as it is measured, also into a pipe or a file
 
 
 def main(argv=None):
