@@ -78,7 +78,6 @@ def _int_option(what, low, high=None):
     return parse
 
 
-_positive_int = positive_int
 _non_negative_int = _int_option("an integer >= 0", 0)
 _seed = _int_option("a seed in [-2**63, 2**64)", -(2**63), 2**64)
 
@@ -140,12 +139,12 @@ def build_parser():
 
     t.add_argument("--data", metavar="FILE", help="UTF-8 text file to train on (default: the bundled sonnets)")
     option("--model", "model kind", choices=("bigram", "gpt"))
-    option("--steps", "optimizer steps in total", type=_positive_int)
-    option("--batch-size", "sequences per step", type=_positive_int)
-    option("--block-size", "context length in characters", type=_positive_int)
-    option("--n-layer", "transformer blocks", type=_positive_int)
-    option("--n-head", "attention heads per block", type=_positive_int)
-    option("--n-embd", "embedding size", type=_positive_int)
+    option("--steps", "optimizer steps in total", type=positive_int)
+    option("--batch-size", "sequences per step", type=positive_int)
+    option("--block-size", "context length in characters", type=positive_int)
+    option("--n-layer", "transformer blocks", type=positive_int)
+    option("--n-head", "attention heads per block", type=positive_int)
+    option("--n-embd", "embedding size", type=positive_int)
     option("--dropout", "dropout probability", type=_probability)
     option("--lr", "peak learning rate", type=_non_negative_float)
     option("--min-lr", "learning rate at the end of the cosine", type=_non_negative_float)
@@ -153,8 +152,8 @@ def build_parser():
     option("--lr-schedule", "learning-rate schedule", choices=("cosine", "constant"))
     option("--weight-decay", "AdamW weight decay", type=_non_negative_float)
     option("--grad-clip", "max gradient norm, 0 = off", type=_non_negative_float)
-    option("--eval-interval", "steps between loss estimates and checkpoints", type=_positive_int)
-    option("--eval-iters", "batches per loss estimate", type=_positive_int)
+    option("--eval-interval", "steps between loss estimates and checkpoints", type=positive_int)
+    option("--eval-iters", "batches per loss estimate", type=positive_int)
     option("--device", "'cpu' or 'cuda'")
     option("--seed", "random seed for weights and batches", type=_seed)
     t.add_argument("--out", metavar="DIR", default="out", help="output directory (default: out)")
@@ -172,7 +171,7 @@ def build_parser():
     g.add_argument("--prompt", default="", help="text to continue (default: a newline)")
     g.add_argument("--tokens", type=int, default=500, help="characters to generate (default 500)")
     g.add_argument("--temperature", type=float, default=1.0, help="< 1 safer, > 1 more surprising (default 1.0)")
-    g.add_argument("--top-k", type=_positive_int, help="sample only among the k most likely characters")
+    g.add_argument("--top-k", type=positive_int, help="sample only among the k most likely characters")
     g.add_argument("--seed", type=_seed, help="random seed (the same seed gives the same text)")
     g.add_argument("--device", default="cpu", help="'cpu' or 'cuda' (default cpu)")
     add_threads_option(g, THREADS_HELP)

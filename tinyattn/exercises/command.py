@@ -12,7 +12,7 @@ import pathlib
 import sys
 import textwrap
 
-from ..console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser
+from ..console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, plural
 from . import checker, report
 
 
@@ -115,9 +115,9 @@ def start(directory, solutions=False):
     if written:
         _say(f"wrote {len(written)} {what} to {directory}: {_range(written)}")
     if same:
-        print(f"{len(same)} {'file is' if len(same) == 1 else 'files are'} there already, unchanged")
+        print(f"{plural(len(same), 'file')} {'is' if len(same) == 1 else 'are'} there already, unchanged")
     if kept:
-        _say(f"kept {len(kept)} {'file' if len(kept) == 1 else 'files'} you changed (your work is never "
+        _say(f"kept {plural(len(kept), 'file')} you changed (your work is never "
              f"overwritten; delete a file for a fresh copy): {', '.join(kept)}")
     if not solutions:
         first = written[0] if written else _exercises()[0].file_name
