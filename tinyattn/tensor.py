@@ -1605,7 +1605,7 @@ class Tensor:
 
     def scatter(self, dim, index, src=None, value=None, *, reduce=None):
         """A copy with src's values (or one number) written at `index` along `dim`:
-        out[i][index[i][j]] = src[i][j] for dim 1 (repeated indices: one of the writes wins)."""
+        `out[i][index[i][j]] = src[i][j]` for dim 1 (repeated indices: one of the writes wins)."""
         return ops.Scatter.apply(self, *self._scatter_args("scatter", dim, index, src, value, reduce), False)
 
     def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
