@@ -1,0 +1,107 @@
+"""The documentation: its code blocks are checked the way the root conftest.py says, and the site builds.
+
+The blocks of README.md and docs/**/*.md are collected by Sybil from the root conftest.py (the
+`test` extra installs it); these tests check that checker itself, and that `mkdocs build --strict`
+passes and its reference lists every public name.
+"""
+
+import html
+import importlib.util
+import pathlib
+import re
+import subprocess
+import sys
+import types
+
+import pytest
+
+import tinyattn
+
+ROOT = pathlib.Path(__file__).parent.parent
+# the checker lives in the root conftest.py (pytest imports it as `conftest` too, beside tests/conftest.py)
+_spec = importlib.util.spec_from_file_location("docs_checker", ROOT / "conftest.py")
+docs_checker = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(docs_checker)
+
+
+def test_the_pages_are_collected():
+    if importlib.util.find_spec("sybil") is None:
+        pytest.skip("Sybil is not installed, so the code blocks of README.md and docs/ are not run: "
+                    "pip install -e '.[test]'")
+    assert hasattr(docs_checker, "pytest_collect_file")
+
+
+def fake_example(tmp_path, source):
+    """What Sybil hands an evaluator for a ```python block starting on line 1 of a page."""
+    page = tmp_path / "page.md"
+    page.write_text("```python\n" + source + "```\n")
+    return types.SimpleNamespace(path=str(page), line=0, parsed=_Text(source, 1))
+
+
+class _Text(str):
+    def __new__(cls, text, line_offset):
+        self = super().__new__(cls, text)
+        self.line_offset = line_offset
+        return self
+
+
+def test_a_print_comment_is_compared_with_what_it_prints(tmp_path):
+    docs_checker.evaluate_python(fake_example(tmp_path, "print([1,   2])  # [1, 2]\n"))
+    docs_checker.evaluate_python(fake_example(tmp_path, "x = 3\nprint(x, x + 1)  # 3 4 — a remark\n"))
+    docs_checker.evaluate_python(fake_example(tmp_path, "print(list(range(20)))  # [0, 1, ..., 19]\n"))
+    docs_checker.evaluate_python(fake_example(tmp_path, "for i in range(3):\n    print(i)  # 0 1 2\n"))
+    with pytest.raises(AssertionError, match=r"the comment says '\[1, 3\]'"):
+        docs_checker.evaluate_python(fake_example(tmp_path, "print([1, 2])  # [1, 3]\n"))
+    with pytest.raises(AssertionError, match="printed nothing"):
+        docs_checker.evaluate_python(fake_example(tmp_path, "if False:\n    print(1)  # 1\n"))
+    with pytest.raises(AssertionError, match="line 2: the comment says .2."):  # the line of the page where print( is
+        docs_checker.evaluate_python(fake_example(tmp_path, "y = 1\nprint(\n    y)  # 2\n"))
+
+
+def test_a_doctest_block_is_compared_too(tmp_path):
+    docs_checker.evaluate_python(fake_example(tmp_path, ">>> print(1 + 1)\n2\n"))
+    with pytest.raises(AssertionError, match="Expected"):
+        docs_checker.evaluate_python(fake_example(tmp_path, ">>> print(1 + 1)\n3\n"))
+
+
+def test_a_console_block_is_run_and_compared(tmp_path):
+    run = docs_checker.evaluate_console
+    run(fake_example(tmp_path, "$ tinyattn --version\ntinyattn ... (Python ..., NumPy ...)\n"))
+    run(fake_example(tmp_path, "$ printf 'a\\nb\\nc\\n'\na\n...\n$ echo done\ndone\n"))
+    with pytest.raises(AssertionError, match="where the page shows"):
+        run(fake_example(tmp_path, "$ echo one\ntwo\n"))
+
+
+def test_mkdocs_build_strict(tmp_path):
+    """The site builds with broken links, anchors and docstring references as errors, and its
+    reference pages name every public name of the namespaces they document."""
+    for module in ("mkdocs", "material", "mkdocstrings_handlers.python"):
+        if importlib.util.find_spec(module.split(".")[0]) is None:
+            pytest.skip(f"{module} is not installed (pip install -e '.[docs]' or '.[test]'), so the site is not built")
+    site = tmp_path / "site"
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    documented = set()
+    for page in (site / "reference").rglob("*.html"):
+        documented |= {html.unescape(i) for i in re.findall(r'id="([\w.]+)"', page.read_text(encoding="utf-8"))}
+
+    def public(module):
+        """A module's `__all__`; else, for a package, every name it holds, for a module the names it defines."""
+        if hasattr(module, "__all__"):
+            return module.__all__
+        names = [n for n in dir(module) if not n.startswith("_") and not isinstance(getattr(module, n), types.ModuleType)]
+        if hasattr(module, "__path__") or isinstance(module, type):
+            return names
+        return [n for n in names if getattr(getattr(module, n), "__module__", None) == module.__name__]
+
+    namespaces = {
+        "tinyattn": tinyattn, "tinyattn.Tensor": tinyattn.Tensor, "tinyattn.nn": tinyattn.nn,
+        "tinyattn.nn.functional": tinyattn.nn.functional, "tinyattn.optim": tinyattn.optim,
+        "tinyattn.utils.data": tinyattn.utils.data, "tinyattn.gradient_check": tinyattn.gradient_check,
+        "tinyattn.serialization": tinyattn.serialization, "tinyattn.linalg": tinyattn.linalg,
+    }
+    missing = [f"{prefix}.{name}" for prefix, module in namespaces.items() for name in public(module)
+               if f"{prefix}.{name}" not in documented
+               and not (prefix == "tinyattn" and name == "tensor" and "tinyattn.functions.tensor" in documented)]
+    assert not missing, f"public names with no entry in docs/reference: {missing}"
