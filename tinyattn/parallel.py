@@ -33,7 +33,7 @@ MIN_ELEMENTS_PER_PART = 32768
 ROW_ALIGN = 16
 
 # Off unless asked for: on a quiet 2-core machine the split made the GPT step of `tinyattn bench` slower
-# (1.42-1.55x PyTorch's, against 1.25-1.27x without it; README, Threads). True turns it on.
+# (1.42-1.55x PyTorch's, against 1.25-1.27x without it; docs/how-to/threads-and-devices.md). True turns it on.
 enabled = False
 
 

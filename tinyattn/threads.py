@@ -5,7 +5,7 @@ per core and splits each large product between them. On a machine of its own tha
 On a shared one it is not: each product waits for its slowest thread, and a thread that shares its
 core with another busy process runs only part of the time, so every product waits for the scheduler.
 A GPT training step with 2 BLAS threads on 2 cores, beside one busy process, took several times as
-long as with 1 thread (see the README's Performance section for the figures).
+long as with 1 thread (see docs/explanations/performance.md for the figures).
 
     tinyattn.set_num_threads(1)     # as torch.set_num_threads: NumPy's BLAS uses one thread from now on
     tinyattn.get_num_threads()      # 1
