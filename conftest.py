@@ -75,10 +75,10 @@ def _needs_torch(source):
 def evaluate_python(example):
     source = str(example.parsed)
     _needs_torch(source)
-    first_line = example.line + example.parsed.line_offset
+    before = example.line + example.parsed.line_offset  # the lines of the page above the code
     if source.lstrip().startswith(">>>"):
-        return _evaluate_doctest(example, source, first_line)
-    padded = "\n" * (first_line - 1) + source  # so that errors and prints name the Markdown file's lines
+        return _evaluate_doctest(example, source, before)
+    padded = "\n" * before + source  # so that errors and prints name the Markdown file's lines
     expected = _print_comments(padded)
     printed = {}
 
@@ -105,9 +105,8 @@ def evaluate_python(example):
         raise AssertionError(f"{example.path}:\n" + "\n".join(problems))
 
 
-def _evaluate_doctest(example, source, first_line):
-    test = doctest.DocTestParser().get_doctest(source, {"__name__": "__docs__"}, example.path, example.path,
-                                              first_line - 1)
+def _evaluate_doctest(example, source, before):
+    test = doctest.DocTestParser().get_doctest(source, {"__name__": "__docs__"}, example.path, example.path, before)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     report = io.StringIO()
     with _in_temporary_directory():
@@ -168,7 +167,8 @@ except ImportError:  # without Sybil the pages are not collected; tests/test_doc
     pass
 else:
     pytest_collect_file = Sybil(
-        parsers=[SkipParser(), CodeBlockParser("python", evaluate_python), CodeBlockParser("console", evaluate_console)],
+        parsers=[SkipParser(), CodeBlockParser("python", evaluate_python),
+                 CodeBlockParser("console", evaluate_console)],
         patterns=["*.md"],
         excludes=["notebooks/*"],
     ).pytest()

@@ -32,10 +32,10 @@ def test_the_pages_are_collected():
 
 
 def fake_example(tmp_path, source):
-    """What Sybil hands an evaluator for a ```python block starting on line 1 of a page."""
+    """What Sybil hands an evaluator for a ```python block whose code starts on line 1 (its fence on line 0)."""
     page = tmp_path / "page.md"
     page.write_text("```python\n" + source + "```\n")
-    return types.SimpleNamespace(path=str(page), line=0, parsed=_Text(source, 1))
+    return types.SimpleNamespace(path=str(page), line=0, parsed=_Text(source, 0))
 
 
 class _Text(str):
@@ -90,7 +90,8 @@ def test_mkdocs_build_strict(tmp_path):
         """A module's `__all__`; else, for a package, every name it holds, for a module the names it defines."""
         if hasattr(module, "__all__"):
             return module.__all__
-        names = [n for n in dir(module) if not n.startswith("_") and not isinstance(getattr(module, n), types.ModuleType)]
+        names = [n for n in dir(module)
+                 if not n.startswith("_") and not isinstance(getattr(module, n), types.ModuleType)]
         if hasattr(module, "__path__") or isinstance(module, type):
             return names
         return [n for n in names if getattr(getattr(module, n), "__module__", None) == module.__name__]
