@@ -59,3 +59,8 @@ from .threads import get_num_threads, set_num_threads  # noqa: E402  (NumPy's BL
 # PyTorch spells these torch.autograd.gradcheck and torch.autograd.detect_anomaly: the same objects
 # there too, set here because tinyattn.autograd is imported by the modules that define them
 autograd.gradcheck, autograd.detect_anomaly = gradcheck, detect_anomaly
+
+# a PyTorch name this module lacks says so (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr(__name__)

@@ -13,7 +13,7 @@ import weakref
 
 import numpy as np
 
-from . import backend, dtypes, printing
+from . import backend, dtypes, missing, printing
 from .errors import BackwardError, ShapeError
 
 
@@ -167,6 +167,12 @@ class Tensor:
             raise TypeError("Tensor(...) takes sizes, as in Tensor(2, 3), or one piece of data, as in "
                             "Tensor([1, 2]); for a dtype of your choice use tinyattn.tensor(data, dtype=...)")
         self._fill_in(values, device or _data_device(args[0] if len(args) == 1 else None))
+
+    def __getattr__(self, name):
+        # only reached when the normal lookup fails: a name Tensor lacks says whether PyTorch has it
+        if hasattr(type(self), name):  # a slot not yet set, or a property that failed: Python's own miss
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
+        raise missing.missing_tensor_attribute(self, name)
 
     @classmethod
     def _from_data(cls, data, dtype=None, device=None, requires_grad=False):

@@ -34,3 +34,8 @@ __all__ = [
     "Sampler", "SequentialSampler", "StackDataset", "Subset", "SubsetRandomSampler", "TensorDataset",
     "WeightedRandomSampler", "WorkerInfo", "default_collate", "default_convert", "get_worker_info", "random_split",
 ]
+
+# a PyTorch name this module lacks says so (tinyattn/missing.py)
+from ... import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr(__name__)
