@@ -5,6 +5,7 @@
     collate.py     default_collate, default_convert
     dataloader.py  DataLoader (in the main process, or in worker processes)
     worker.py      get_worker_info and what runs in a worker process
+    distributed.py DistributedSampler (PyTorch's order; one process unless told num_replicas and rank)
 """
 
 from .collate import default_collate, default_convert
@@ -28,6 +29,7 @@ from .sampler import (
     WeightedRandomSampler,
 )
 from .worker import WorkerInfo, get_worker_info
+from . import distributed  # noqa: E402  (DistributedSampler, for one process)
 
 __all__ = [
     "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset", "RandomSampler",
