@@ -76,6 +76,10 @@ def scan(corpus_dir):
 
 # -- look names up in tinyattn -------------------------------------------------------------------------
 
+# what a name in a module that needs an optional extra (tinyattn.utils.tensorboard) stands for where the
+# extra is not installed: covered all the same, so that the report does not depend on the machine
+NEEDS_EXTRA = object()
+
 def tinyattn_object(name):
     """The tinyattn object a scanned name stands for, or raise LookupError."""
     import tinyattn
@@ -93,6 +97,8 @@ def tinyattn_object(name):
             try:  # a submodule not imported by its parent
                 obj = importlib.import_module(".".join(parts[: i + 1]))
             except ImportError as error:
+                if error.name and not error.name.startswith("tinyattn"):
+                    return NEEDS_EXTRA  # it is there, through an optional package this machine lacks
                 raise LookupError(name) from error
         i += 1
     return obj
@@ -112,6 +118,8 @@ def accepts_keyword(name, keyword):
         obj = tinyattn_object(name)
     except (LookupError, AttributeError):
         return False
+    if obj is NEEDS_EXTRA:
+        return True
     try:
         signature = inspect.signature(obj)
     except (TypeError, ValueError):
