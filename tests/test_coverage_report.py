@@ -66,6 +66,9 @@ def collate(data):                              # a parameter that hides the mod
 x = torch.randn(2, 3, requires_grad=True)
 x.masked_fill_(x > 0, 0.0)
 print(x.shape, np.sum([1, 2]), "a b".split(), [3].index(3))
+line = "a b"
+fields, columns = line.split(), line.split(",")          # a str's split
+halves = x.split(1, dim=1)                               # a tensor's
 words = []
 words.append("a")
 opt = optim.SGD(Net().parameters(), lr=0.1, momentum=0.9)
@@ -90,7 +93,8 @@ def test_the_scanner_resolves_aliases_keywords_and_tensor_methods():
     assert names["Tensor.sum"] == 1 and names["Tensor.view"] == 1 and names["Tensor.masked_fill_"] == 1
     assert names["Tensor.shape"] == 1 and names["Tensor.sort"] == 1   # data.sort() in collate: a tensor's
     assert names["Module.register_buffer"] == 1 and names["Module.parameters"] == 1
-    assert "Tensor.split" not in names and "Tensor.index" not in names   # on a str and a list literal
+    assert names["Tensor.split"] == 1 and keywords["Tensor.split"] == {"dim": 1}   # not line.split(), "a b".split()
+    assert "Tensor.index" not in names                    # [3].index(3)
     assert not any(name.startswith(("numpy", "np.")) for name in names)
     assert "torch.utils.data.sort" not in names            # the parameter `data`, not the module
 

@@ -208,6 +208,9 @@ def build_report(usage):
     lines += [f"- {line}" for line in summary]
     lines += ["", "Names used by 2 or more repositories that tinyattn lacks: "
               + (", ".join(f"`{name}`" for name in missing2) if missing2 else "none") + ".", ""]
+    lines += ["Keywords used by 2 or more repositories that tinyattn does not accept: "
+              + (", ".join(f"`{name}({keyword}=)`" for name, keyword in kw_missing2) if kw_missing2 else "none")
+              + ".", ""]
     lines += ["## Repositories", "", "| repository | commit | folders |", "|---|---|---|"]
     for entry in corpus["repositories"]:
         folders = ", ".join(f"`{f}`" for f in entry["folders"]) if entry["folders"] != [""] else "all"

@@ -13,12 +13,14 @@ It reads `.py` files and the code cells of `.ipynb` notebooks (a cell that does 
 - tensor methods: calls `x.foo(...)` (and attributes `x.shape`) whose name is one of `torch.Tensor`'s
   own (from `tinyattn/data/pytorch_names.txt`, taken from PyTorch), written `Tensor.foo`; the receiver
   must be neither `self` nor an imported module (`np.sum` is not a tensor method);
-- module methods: calls `x.foo(...)` of names that only `torch.nn.Module` has (`model.apply`,
-  `self.register_buffer`), written `Module.foo`.
+- module methods: calls `x.foo(...)` of names that `torch.nn.Module` has and `torch.Tensor` has not
+  (`model.apply`, `self.register_buffer`), written `Module.foo`; `optimizer.zero_grad()` counts here
+  too, as `Module.zero_grad`, since the receiver's type is not known.
 
 The receiver's type is not known to `ast`: `a.sum()` counts as a tensor method whether `a` is a tensor
 or a NumPy array. A few names are left out because they are nearly always a list's, dict's or
-str's (`index`, `values`, `keys`, `items`, `indices`, `sort(key=...)`), and attributes that are not called
+str's (`index`, `values`, `keys`, `items`, `indices`, `sort(key=...)`, `split()` without arguments or
+with a string), and attributes that are not called
 count only for a short list (`shape`, `T`, `grad`, `data`, `dtype`, `device`, ...).
 """
 
@@ -188,6 +190,16 @@ class _Scanner(ast.NodeVisitor):
             return False
         return self.dotted(value) is None  # np.random is a module, not a tensor
 
+    @staticmethod
+    def is_builtin_call(method, node, keywords):
+        """`line.split()`, `line.split(",")`, `names.sort(key=len)`: a str's or a list's method, not a tensor's."""
+        if method == "split":
+            return not node.args and not keywords or (
+                bool(node.args) and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str))
+        if method == "sort":
+            return bool({"key", "reverse"} & set(keywords))
+        return False
+
     def visit_Call(self, node):
         func = node.func
         keywords = [kw.arg for kw in node.keywords if kw.arg]
@@ -199,7 +211,7 @@ class _Scanner(ast.NodeVisitor):
             method = func.attr
             receiver_is_self = isinstance(func.value, ast.Name) and func.value.id == "self"
             if method in self.tensor_methods and self.is_tensor_receiver(func.value):
-                if method not in NOT_TENSOR_METHODS and not (method == "sort" and {"key", "reverse"} & set(keywords)):
+                if method not in NOT_TENSOR_METHODS and not self.is_builtin_call(method, node, keywords):
                     self.usage.names[f"Tensor.{method}"] += 1
                     for kw in keywords:
                         self.usage.keywords[f"Tensor.{method}"][kw] += 1
