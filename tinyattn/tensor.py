@@ -190,6 +190,7 @@ class Tensor:
         self.output_nr = 0
         self._version = [0]
         self._base = None
+        self._hooks = None  # set, not left missing: a miss would go through __getattr__ in every backward
         self._requires_grad = False
 
     @classmethod
@@ -205,6 +206,7 @@ class Tensor:
         t.output_nr = output_nr
         t._version = [0]
         t._base = None
+        t._hooks = None
         return t
 
     # --- what a tensor is ---
