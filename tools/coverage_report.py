@@ -2,6 +2,7 @@
 
     python tools/coverage_report.py                      # report: from tools/corpus_usage.json
     python tools/coverage_report.py scan --corpus DIR    # first re-scan the corpus into corpus_usage.json
+    python tools/coverage_report.py --missing 40         # and list the 40 missing names most used
 
 The corpus is the list of repositories in tools/corpus.json (each at a fixed commit, some folders only).
 `scan` reads them from DIR/<owner>__<name>/ (a clone checked out at that commit; only .py and .ipynb
@@ -237,6 +238,8 @@ def main(argv=None):
     parser.add_argument("mode", nargs="?", choices=["report", "scan"], default="report")
     parser.add_argument("--corpus", help="folder holding <owner>__<name>/ clones (scan mode)")
     parser.add_argument("--output", default=str(REPORT_FILE), help="where to write the report")
+    parser.add_argument("--missing", type=int, default=0, metavar="N",
+                        help="also print the N names not covered (nor left out) used by the most repositories")
     args = parser.parse_args(argv)
     if args.mode == "scan":
         if not args.corpus:
@@ -249,6 +252,13 @@ def main(argv=None):
     output.write_text(report, encoding="utf-8")
     print("\n".join(summary))
     print(f"-> {output}")
+    if args.missing:
+        names, _ = tally(usage)
+        missing = [name for name in names if not is_covered(name) and not left_out_reason(name)]
+        missing.sort(key=lambda n: (-names[n][0], -names[n][1], n))
+        print(f"\nnot covered, by repositories (occurrences):")
+        for name in missing[:args.missing]:
+            print(f"  {name}  {names[name][0]} ({names[name][1]})")
 
 
 if __name__ == "__main__":
