@@ -1437,6 +1437,7 @@ NOT_FUZZED = {
     **dict.fromkeys(["Tensor.backward", "Tensor.register_hook", "Tensor.retain_grad"],
                     "autograd itself: every entry runs backward; hooks are in tests/test_autograd.py"),
     **dict.fromkeys(["Tensor.__repr__", "Tensor.__str__"], "printing: tests/test_printing.py against PyTorch's"),
+    "Tensor.__getattr__": "only reached for a name Tensor lacks; its error message: tests/test_missing_names.py",
     "Tensor.__hash__": "identity, as in PyTorch",
     "Tensor.__array_ufunc__": "None: it makes NumPy hand `np.float64(2) * t` to the tensor",
     "Tensor.__rmatmul__": "reached only from a non-tensor left operand, which matmul refuses; `@` is __matmul__",

@@ -47,6 +47,7 @@ from . import optim  # noqa: E402
 from . import utils  # noqa: E402  (tinyattn.utils.data: Dataset, DataLoader)
 # names that PyTorch programs use and a CPU engine only accepts, each module documented as such
 from . import amp, backends, cuda, distributed  # noqa: E402
+from . import multiprocessing  # noqa: E402  (Python's multiprocessing, as torch.multiprocessing)
 from .amp import autocast, is_autocast_enabled  # noqa: E402
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 from .compiler import compile  # noqa: E402
@@ -59,3 +60,8 @@ from .threads import get_num_threads, set_num_threads  # noqa: E402  (NumPy's BL
 # PyTorch spells these torch.autograd.gradcheck and torch.autograd.detect_anomaly: the same objects
 # there too, set here because tinyattn.autograd is imported by the modules that define them
 autograd.gradcheck, autograd.detect_anomaly = gradcheck, detect_anomaly
+
+# a PyTorch name this module lacks says so (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr(__name__)

@@ -602,3 +602,8 @@ def _check_grad(node, g, meta):
 
 
 from .tensor import Tensor  # noqa: E402  (Tensor needs this module; this module needs Tensor)
+
+# a PyTorch name this module lacks says so (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr(__name__)

@@ -6,3 +6,8 @@ Matrix norms, decompositions, solvers and inverses are left out (see docs/explan
 from .tensor import vector_norm
 
 __all__ = ["vector_norm"]
+
+# a PyTorch name this module lacks says so (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr(__name__)

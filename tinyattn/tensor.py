@@ -13,7 +13,7 @@ import weakref
 
 import numpy as np
 
-from . import backend, dtypes, printing
+from . import backend, dtypes, missing, printing
 from .errors import BackwardError, ShapeError
 
 
@@ -168,6 +168,12 @@ class Tensor:
                             "Tensor([1, 2]); for a dtype of your choice use tinyattn.tensor(data, dtype=...)")
         self._fill_in(values, device or _data_device(args[0] if len(args) == 1 else None))
 
+    def __getattr__(self, name):
+        # only reached when the normal lookup fails: a name Tensor lacks says whether PyTorch has it
+        if hasattr(type(self), name):  # a slot not yet set, or a property that failed: Python's own miss
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
+        raise missing.missing_tensor_attribute(self, name)
+
     @classmethod
     def _from_data(cls, data, dtype=None, device=None, requires_grad=False):
         """A new leaf holding a copy of `data`, with tinyattn.tensor()'s dtype inference (what the
@@ -184,6 +190,7 @@ class Tensor:
         self.output_nr = 0
         self._version = [0]
         self._base = None
+        self._hooks = None  # set, not left missing: a miss would go through __getattr__ in every backward
         self._requires_grad = False
 
     @classmethod
@@ -199,6 +206,7 @@ class Tensor:
         t.output_nr = output_nr
         t._version = [0]
         t._base = None
+        t._hooks = None
         return t
 
     # --- what a tensor is ---

@@ -126,3 +126,8 @@ def reset_peak_memory_stats(device=None):
     """Nothing to reset without a GPU; with one, see max_memory_allocated."""
     if is_available():
         max_memory_allocated(device)
+
+# a PyTorch name this module lacks says so (tinyattn/missing.py)
+from .. import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr(__name__)

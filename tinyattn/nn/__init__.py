@@ -31,3 +31,8 @@ from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .multihead_attention import MultiheadAttention
 from . import utils  # noqa: E402  (clip_grad_norm_)
 from . import parallel  # noqa: E402  (DataParallel; DistributedDataParallel, which one process cannot run)
+
+# a PyTorch name this module lacks says so (tinyattn/missing.py)
+from .. import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr(__name__)

@@ -950,3 +950,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         bias = attn_mask
     context, _ = attention(query, key, value, blocked, bias, scale, dropout_p)
     return context
+
+# a PyTorch name this module lacks says so (tinyattn/missing.py)
+from .. import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr(__name__)

@@ -77,3 +77,8 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
 def xavier_normal_(tensor, gain=1.0, generator=None):
     fan_in, fan_out = fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator=generator)
+
+# a PyTorch name this module lacks says so (tinyattn/missing.py)
+from .. import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr(__name__)

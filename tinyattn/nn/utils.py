@@ -51,3 +51,8 @@ def clip_grad_value_(parameters, clip_value):
     for g in _grads(parameters):
         g.array[...] = backend.clip(g.array, -clip_value, clip_value)
         g._version[0] += 1
+
+# a PyTorch name this module lacks says so (tinyattn/missing.py)
+from .. import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr(__name__)

@@ -12,3 +12,8 @@ from . import lr_scheduler
 from .optimizer import SGD, Adam, AdamW, Optimizer
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
+
+# a PyTorch name this module lacks says so (tinyattn/missing.py)
+from .. import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr(__name__)

@@ -1,0 +1,106 @@
+"""A PyTorch name tinyattn lacks raises an AttributeError that says so and points to docs/coverage.md."""
+
+import copy
+import pickle
+
+import pytest
+
+import tinyattn
+import tinyattn.nn.functional as F
+from tinyattn import missing, nn, optim
+
+NAMESPACES = [
+    (tinyattn, "torch"),
+    (nn, "torch.nn"),
+    (F, "torch.nn.functional"),
+    (nn.init, "torch.nn.init"),
+    (optim, "torch.optim"),
+    (optim.lr_scheduler, "torch.optim.lr_scheduler"),
+    (tinyattn.utils.data, "torch.utils.data"),
+    (tinyattn.linalg, "torch.linalg"),
+]
+
+
+def names_tinyattn_lacks(module, torch_namespace):
+    prefix = torch_namespace + "."
+    return sorted(name[len(prefix):] for name in missing.pytorch_names()
+                  if name.startswith(prefix) and "." not in name[len(prefix):]
+                  and name[len(prefix):] not in dir(module))
+
+
+@pytest.mark.parametrize("module, torch_namespace", NAMESPACES, ids=[ns for _, ns in NAMESPACES])
+def test_a_pytorch_name_tinyattn_lacks_says_so(module, torch_namespace):
+    lacking = names_tinyattn_lacks(module, torch_namespace)
+    assert lacking, f"tinyattn has every name of {torch_namespace}: pick another namespace to test"
+    for name in lacking[:25]:
+        with pytest.raises(AttributeError) as caught:
+            getattr(module, name)
+        message = str(caught.value)
+        assert f"tinyattn does not implement {torch_namespace}.{name} (yet)" in message
+        assert "docs/coverage.md" in message
+        assert caught.value.name == name
+        assert not hasattr(module, name)
+        assert getattr(module, name, "default") == "default"
+
+
+@pytest.mark.parametrize("module, torch_namespace", NAMESPACES, ids=[ns for _, ns in NAMESPACES])
+def test_any_other_name_gets_pythons_usual_message(module, torch_namespace):
+    with pytest.raises(AttributeError, match=rf"module '{module.__name__}' has no attribute 'no_such_name'"):
+        module.no_such_name
+    with pytest.raises(AttributeError, match="has no attribute '__no_such_dunder__'"):
+        module.__no_such_dunder__
+
+
+def test_the_names_tinyattn_has_are_found_as_before():
+    assert tinyattn.tanh is tinyattn.functions.tanh
+    assert nn.Linear.__name__ == "Linear" and F.softmax.__name__ == "softmax"
+    assert optim.AdamW.__name__ == "AdamW"
+
+
+def test_a_tensor_method_tinyattn_lacks_says_so():
+    t = tinyattn.ones(2)
+    name = next(n for n in ["index_fill_", "ormqr", "q_scale", "to_mkldnn", "geqrf"] if not hasattr(type(t), n))
+    with pytest.raises(AttributeError, match=rf"tinyattn does not implement torch.Tensor.{name} \(yet\); see docs/coverage.md"):
+        getattr(t, name)
+    assert not hasattr(t, name)
+    with pytest.raises(AttributeError, match="'Tensor' object has no attribute 'no_such_method'"):
+        t.no_such_method
+    with pytest.raises(AttributeError, match="'Tensor' object has no attribute '_private'"):
+        t._private
+
+
+def test_a_parameter_says_its_own_class_name():
+    p = nn.Parameter(tinyattn.ones(2))
+    with pytest.raises(AttributeError, match="'Parameter' object has no attribute 'no_such_method'"):
+        p.no_such_method
+
+
+def test_copy_and_pickle_still_work():
+    t = tinyattn.arange(3.0).requires_grad_()
+    assert copy.copy(t).tolist() == [0.0, 1.0, 2.0]
+    assert copy.deepcopy(t).tolist() == [0.0, 1.0, 2.0]
+    back = pickle.loads(pickle.dumps(t))
+    assert back.tolist() == [0.0, 1.0, 2.0] and back.requires_grad
+    layer = nn.Linear(2, 3)
+    assert copy.deepcopy(layer).weight.shape == (3, 2)
+
+
+def test_from_import_of_a_missing_name_is_an_import_error():
+    with pytest.raises(ImportError):
+        from tinyattn.nn import NoSuchLayer  # noqa: F401
+
+
+def test_every_name_in_the_list_is_pytorchs_spelling():
+    names = missing.pytorch_names()
+    assert "torch.nn.Linear" in names and "torch.Tensor.view" in names and "torch.optim.AdamW" in names
+    assert all(name.startswith("torch.") for name in names)
+
+
+def test_the_list_matches_pytorch(torch):
+    """The committed list is PyTorch's (rewrite it with tools/make_torch_names.py after an upgrade)."""
+    names = missing.pytorch_names()
+    for namespace, module in [("torch.nn", torch.nn), ("torch.optim", torch.optim),
+                              ("torch.nn.functional", torch.nn.functional)]:
+        public = {f"{namespace}.{n}" for n in dir(module) if not n.startswith("_")}
+        assert public <= names, sorted(public - names)[:10]
+    assert {f"torch.Tensor.{n}" for n in dir(torch.Tensor) if not n.startswith("_")} <= names
