@@ -213,9 +213,9 @@ class RNNBase(Module):
         if hx is None:
             states = [functions.zeros(*shape, dtype=data.dtype, device=data.device) for shape in expected]
         else:
+            if lstm and not (isinstance(hx, (tuple, list)) and len(hx) == 2):
+                raise TypeError(f"{name}: hx must be a pair (h_0, c_0) of tensors, got {type(hx).__name__}")
             states = list(hx) if lstm else [hx]
-            if lstm and len(states) != 2:
-                raise TypeError(f"{name}: hx must be a pair (h_0, c_0), got {len(states)} items")
             for i, s in enumerate(states):
                 F.tensor_argument(s, name, state_names[i])
                 dims = 2 if not packed and not batched else 3
