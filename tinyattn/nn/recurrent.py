@@ -205,6 +205,9 @@ class RNNBase(Module):
             raise ValueError(f"{name}: input dtype ({data.dtype}) does not match weight dtype "
                              f"({self.weight_ih_l0.dtype}). Convert input: input.to({self.weight_ih_l0.dtype}), "
                              f"or convert model: model.to({data.dtype})")
+        if data.shape[0] == 0:
+            raise ValueError(f"{name}: Expected sequence length to be larger than 0 in RNN, got input shape "
+                             f"{list(data.shape)} (batch_first={self.batch_first})")
         if data.shape[-1] != self.input_size:
             raise ShapeError(f"{name}: input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                              f"got {data.shape[-1]} (input shape {list(data.shape)})")
