@@ -455,6 +455,8 @@ def test_clear_errors_of_the_layers():
     raises(tinyattn.ShapeError, "unbatched 2-D input, h_0 should be 2-D", gru, tinyattn.zeros(5, 3),
            tinyattn.zeros(1, 1, 4))
     raises(TypeError, "must be a tinyattn tensor", gru, np.zeros((5, 2, 3), dtype=np.float32))
+    raises(ValueError, r"Expected sequence length to be larger than 0 .*input shape \[0, 2, 3\]", gru,
+           tinyattn.zeros(0, 2, 3))
 
 
 def test_clear_errors_of_the_cells():
