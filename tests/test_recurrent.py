@@ -166,15 +166,19 @@ def test_cell_matches_pytorch(torch, kind, extra, with_hx, batched, bias):
         out = cell(xt, hx)
         outs = list(out) if isinstance(out, tuple) else [out]
         weighted_sum(L, outs, np.random.default_rng(0)).backward()
-        results.append((cell.state_dict(), outs, [xt.grad, *(s.grad for s in st_)],
-                        [p.grad for _, p in cell.named_parameters()]))
-    (sd_a, outs_a, g_a, pg_a), (sd_b, outs_b, g_b, pg_b) = results
-    assert list(sd_a) == list(sd_b)
-    assert all(np.array_equal(host(sd_a[k]), host(sd_b[k])) for k in sd_b)
-    for i, (a, b) in enumerate(zip(outs_a, outs_b, strict=True)):
-        assert_close(a, b, f"output {i}")
-    for i, (a, b) in enumerate(zip(g_a + pg_a, g_b + pg_b, strict=True)):
-        assert_close(a, b, f"gradient {i}")
+        grads = [xt.grad, *(s.grad for s in st_)] + [p.grad for _, p in cell.named_parameters()]
+        results.append((cell.state_dict(), outs, grads))
+    (ours, *our_results), (theirs, *their_results) = results
+    assert list(ours) == list(theirs)
+    assert all(np.array_equal(host(ours[k]), host(theirs[k])) for k in theirs)
+    assert_same_results(our_results, their_results)
+
+
+def assert_same_results(ours, theirs):
+    """(results, gradients) of one library against the other's."""
+    for what, a_list, b_list in zip(("result", "gradient"), ours, theirs):
+        for i, (a, b) in enumerate(zip(a_list, b_list, strict=True)):
+            assert_close(a, b, f"{what} {i}")
 
 
 def test_cells_unrolled_equal_the_layer():
@@ -322,13 +326,9 @@ def test_layer_on_a_packed_batch_matches_pytorch(torch, kind, extra, bidirection
         padded, _ = L.nn.utils.rnn.pad_packed_sequence(output)
         outs = [output.data, padded, *(state if isinstance(state, tuple) else (state,))]
         weighted_sum(L, outs, np.random.default_rng(1)).backward()
-        results.append((outs, [*(s.grad for s in seqs), *(s.grad for s in st_)],
-                        [p.grad for _, p in layer.named_parameters()]))
-    (outs_a, g_a, pg_a), (outs_b, g_b, pg_b) = results
-    for i, (a, b) in enumerate(zip(outs_a, outs_b, strict=True)):
-        assert_close(a, b, f"result {i}")
-    for i, (a, b) in enumerate(zip(g_a + pg_a, g_b + pg_b, strict=True)):
-        assert_close(a, b, f"gradient {i}")
+        grads = [*(s.grad for s in seqs), *(s.grad for s in st_)] + [p.grad for _, p in layer.named_parameters()]
+        results.append((outs, grads))
+    assert_same_results(*results)
 
 
 def test_packed_final_state_is_each_sequences_last_real_step():
