@@ -485,3 +485,29 @@ def test_clear_errors_of_packing():
            [tinyattn.zeros(2, 2), tinyattn.zeros(2, 3)])
     raises(ValueError, "empty list of sequences", trnn.pad_sequence, [])
     raises(ValueError, "padding_side", trnn.pad_sequence, [tinyattn.zeros(2)], padding_side="middle")
+
+
+def test_layers_and_packing_keep_to_the_array_api(xp_backend):
+    """The same numbers on array_api_strict (the stand-in for CuPy) as on NumPy: no host-only call inside."""
+    from tinyattn import backend
+
+    def run():
+        results = []
+        for kind in ("RNN", "LSTM", "GRU"):
+            layer = build(tinyattn, kind, 0, 3, 4, num_layers=2, bidirectional=True, dropout=0.3)
+            x = tinyattn.tensor(np.random.default_rng(0).standard_normal((5, 3, 3)).astype(np.float32),
+                                requires_grad=True)
+            output, _ = layer(trnn.pack_padded_sequence(x, [2, 5, 3], enforce_sorted=False))
+            padded, _ = trnn.pad_packed_sequence(output, total_length=6)
+            (padded.sum() + flatten(layer(x))[0].sum()).backward()
+            cell_state = tinyattn.nn.LSTMCell(3, 4)(x[0])[1]
+            seqs = trnn.unpad_sequence(trnn.pad_sequence([x[:2, 0], x[:4, 1]]), tinyattn.tensor([2, 4]))
+            results += [padded, x.grad, layer.weight_hh_l1_reverse.grad, cell_state, *seqs]
+        return [backend.to_host(t.detach().array) for t in results]
+
+    ours = run()
+    backend.use_array_api_strict(False)
+    reference = run()
+    backend.use_array_api_strict(xp_backend == "array_api_strict")
+    for a, b in zip(ours, reference, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
