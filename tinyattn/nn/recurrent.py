@@ -170,90 +170,58 @@ class RNNBase(Module):
             s += f", bidirectional={self.bidirectional}"
         return s
 
-    def _state_shapes(self, batch):
-        """The expected shapes of h0 (and c0): (num_layers * num_directions, batch, size)."""
-        stacked = self.num_layers * (2 if self.bidirectional else 1)
-        shapes = [(stacked, batch, self.proj_size or self.hidden_size)]
-        if self.mode == "LSTM":
-            shapes.append((stacked, batch, self.hidden_size))
-        return shapes
-
     def forward(self, input, hx=None):
-        name = type(self).__name__
-        lstm = self.mode == "LSTM"
-        state_names = ("h_0", "c_0") if lstm else ("h_0",)
+        """(output, h_n), for the LSTM (output, (h_n, c_n)): see RNN's docstring for the shapes."""
         packed = isinstance(input, PackedSequence)
-        if packed:
-            data, batch_sizes = input.data, [int(n) for n in input.batch_sizes.tolist()]
-            F.tensor_argument(data, name)
+        if packed:  # the real steps only, batch_sizes[t] of them at step t
+            data, batch_sizes, unbatched = input.data, [int(n) for n in input.batch_sizes.tolist()], False
+            F.tensor_argument(data, type(self).__name__)
             if data.ndim != 2:
-                raise ShapeError(f"{name}: a packed input's data must be 2-D (steps, input_size), got shape "
-                                 f"{list(data.shape)}")
+                raise ShapeError(f"{type(self).__name__}: a packed input's data must be 2-D (steps, input_size), "
+                                 f"got shape {list(data.shape)}")
             batch = batch_sizes[0]
         else:
-            F.tensor_argument(input, name)
-            if input.ndim not in (2, 3):
-                raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D tensor instead")
-            batched = input.ndim == 3
-            batch_dim = 0 if self.batch_first else 1
-            if not batched:
-                input = input.unsqueeze(batch_dim)
-            if self.batch_first:
-                input = input.transpose(0, 1)  # (T, B, input_size) from here on
-            data, batch = input, input.shape[1]
-        if data.dtype != self.weight_ih_l0.dtype:
-            raise ValueError(f"{name}: input dtype ({data.dtype}) does not match weight dtype "
-                             f"({self.weight_ih_l0.dtype}). Convert input: input.to({self.weight_ih_l0.dtype}), "
-                             f"or convert model: model.to({data.dtype})")
-        if data.shape[0] == 0:
-            raise ValueError(f"{name}: Expected sequence length to be larger than 0 in RNN, got input shape "
-                             f"{list(data.shape)} (batch_first={self.batch_first})")
-        if data.shape[-1] != self.input_size:
-            raise ShapeError(f"{name}: input.size(-1) must be equal to input_size. Expected {self.input_size}, "
-                             f"got {data.shape[-1]} (input shape {list(data.shape)})")
+            data, unbatched = self._time_major(input)
+            batch_sizes, batch = None, data.shape[1]
+        self._check_data(data)
+        states = self._initial_states(hx, data, batch, unbatched)
+        if packed and input.sorted_indices is not None:  # the states' rows follow the sorted sequences
+            states = [s.index_select(1, input.sorted_indices) for s in states]
 
-        expected = self._state_shapes(batch)
-        if hx is None:
-            states = [functions.zeros(*shape, dtype=data.dtype, device=data.device) for shape in expected]
-        else:
-            if lstm and not (isinstance(hx, (tuple, list)) and len(hx) == 2):
-                raise TypeError(f"{name}: hx must be a pair (h_0, c_0) of tensors, got {type(hx).__name__}")
-            states = list(hx) if lstm else [hx]
-            for i, s in enumerate(states):
-                F.tensor_argument(s, name, state_names[i])
-                dims = 2 if not packed and not batched else 3
-                if s.ndim != dims:
-                    raise ShapeError(f"{name}: for {'unbatched 2-D' if dims == 2 else 'batched 3-D'} input, "
-                                     f"{state_names[i]} should be {dims}-D (input shape {list(data.shape)}) but "
-                                     f"got {s.ndim}-D tensor of shape {list(s.shape)}")
-            if not packed and not batched:
-                states = [s.unsqueeze(1) for s in states]
-            for i, (s, shape) in enumerate(zip(states, expected)):
-                if tuple(s.shape) != shape:
-                    raise ShapeError(f"{name}: Expected hidden{f'[{i}]' if lstm else ''} size {shape} = "
-                                     f"(num_layers * num_directions, batch, {'proj_size' if self.proj_size and i == 0 else 'hidden_size'}), "
-                                     f"got {list(s.shape)} (input shape {list(data.shape)})")
-            if packed and input.sorted_indices is not None:  # the state's rows follow the sorted sequences
-                states = [s.index_select(1, input.sorted_indices) for s in states]
+        output, h_n = self._run_layers(data, states, batch_sizes)
 
-        # the time steps of the first layer's input: (batch, input_size) each, shrinking when packed
         if packed:
-            steps_of = lambda x: x.split(batch_sizes, 0)  # noqa: E731
-            join = lambda outputs: functions.cat(outputs, 0)  # noqa: E731
+            if input.unsorted_indices is not None:  # back to the order of the sequences as given
+                h_n = [h.index_select(1, input.unsorted_indices) for h in h_n]
+            output = PackedSequence(output, input.batch_sizes, input.sorted_indices, input.unsorted_indices)
         else:
-            steps_of = lambda x: x.unbind(0)  # noqa: E731
-            join = lambda outputs: functions.stack(outputs, 0)  # noqa: E731
+            output = output.transpose(0, 1) if self.batch_first else output
+            if unbatched:
+                output = output.squeeze(0 if self.batch_first else 1)
+                h_n = [h.squeeze(1) for h in h_n]
+        return output, (tuple(h_n) if self.mode == "LSTM" else h_n[0])
+
+    def _run_layers(self, data, states, batch_sizes=None):
+        """The loop over layers and directions: the last layer's output and each layer's final states.
+
+        data: (T, B, input_size), or a packed batch's (sum of lengths, input_size) with its batch_sizes.
+        states: h_0 (and c_0), each (num_layers * num_directions, B, size).
+        """
+        if batch_sizes is None:  # the time steps of a projected input: (B, gates) each
+            steps_of, join = (lambda x: x.unbind(0)), (lambda outputs: functions.stack(outputs, 0))
+        else:  # (batch_sizes[t], gates) each
+            steps_of, join = (lambda x: x.split(batch_sizes, 0)), (lambda outputs: functions.cat(outputs, 0))
         step = STEPS[self.mode]
         directions = 2 if self.bidirectional else 1
         layer_input, finals = data, []
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(directions):
-                w_ih, w_hh, *rest = self.all_weights[layer * directions + direction]
+                index = layer * directions + direction
+                w_ih, w_hh, *rest = self.all_weights[index]
                 b_ih, b_hh = rest[:2] if self.bias else (None, None)
                 w_hr = rest[-1:] if self.proj_size else []
                 xw = F.linear(layer_input, w_ih, b_ih)  # all time steps in one matrix product
-                index = layer * directions + direction
                 initial = tuple(s[index] for s in states)
                 outs, final = run_direction(step, steps_of(xw), initial, (w_hh, b_hh, *w_hr), reverse=direction == 1)
                 outputs.append(join(outs))
@@ -261,18 +229,60 @@ class RNNBase(Module):
             layer_input = outputs[0] if directions == 1 else functions.cat(outputs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, True)
-        h_n = [functions.stack([f[i] for f in finals], 0) for i in range(len(expected))]
+        h_n = [functions.stack([final[i] for final in finals], 0) for i in range(len(states))]
+        return layer_input, h_n
 
-        if packed:
-            if input.unsorted_indices is not None:  # back to the order of the sequences as given
-                h_n = [h.index_select(1, input.unsorted_indices) for h in h_n]
-            output = PackedSequence(layer_input, input.batch_sizes, input.sorted_indices, input.unsorted_indices)
-        else:
-            output = layer_input.transpose(0, 1) if self.batch_first else layer_input
-            if not batched:
-                output = output.squeeze(batch_dim)
-                h_n = [h.squeeze(1) for h in h_n]
-        return output, (tuple(h_n) if lstm else h_n[0])
+    def _time_major(self, input):
+        """The input as (T, B, input_size), and whether it came unbatched."""
+        F.tensor_argument(input, type(self).__name__)
+        if input.ndim not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.ndim}D tensor "
+                             "instead")
+        unbatched = input.ndim == 2
+        if unbatched:
+            input = input.unsqueeze(0 if self.batch_first else 1)
+        return (input.transpose(0, 1) if self.batch_first else input), unbatched
+
+    def _check_data(self, data):
+        name, weight = type(self).__name__, self.weight_ih_l0
+        if data.dtype != weight.dtype:
+            raise ValueError(f"{name}: input dtype ({data.dtype}) does not match weight dtype ({weight.dtype}). "
+                             f"Convert input: input.to({weight.dtype}), or convert model: model.to({data.dtype})")
+        if data.shape[0] == 0:
+            raise ValueError(f"{name}: Expected sequence length to be larger than 0 in RNN, got input shape "
+                             f"{list(data.shape)} (batch_first={self.batch_first})")
+        if data.shape[-1] != self.input_size:
+            raise ShapeError(f"{name}: input.size(-1) must be equal to input_size. Expected {self.input_size}, "
+                             f"got {data.shape[-1]} (input shape {list(data.shape)})")
+
+    def _initial_states(self, hx, data, batch, unbatched):
+        """[h_0] or [h_0, c_0], each (num_layers * num_directions, batch, size): zeros, or hx checked."""
+        name, lstm = type(self).__name__, self.mode == "LSTM"
+        stacked = self.num_layers * (2 if self.bidirectional else 1)
+        expected = [(stacked, batch, self.proj_size or self.hidden_size)]
+        if lstm:
+            expected.append((stacked, batch, self.hidden_size))
+        if hx is None:
+            return [functions.zeros(*shape, dtype=data.dtype, device=data.device) for shape in expected]
+        if lstm and not (isinstance(hx, (tuple, list)) and len(hx) == 2):
+            raise TypeError(f"{name}: hx must be a pair (h_0, c_0) of tensors, got {type(hx).__name__}")
+        states = list(hx) if lstm else [hx]
+        dims = 2 if unbatched else 3
+        for state, state_name in zip(states, ("h_0", "c_0")):
+            F.tensor_argument(state, name, state_name)
+            if state.ndim != dims:
+                raise ShapeError(f"{name}: for {'unbatched 2-D' if unbatched else 'batched 3-D'} input, "
+                                 f"{state_name} should be {dims}-D (input shape {list(data.shape)}) but got "
+                                 f"{state.ndim}-D tensor of shape {list(state.shape)}")
+        if unbatched:
+            states = [state.unsqueeze(1) for state in states]
+        for i, (state, shape) in enumerate(zip(states, expected)):
+            if tuple(state.shape) != shape:
+                size = "proj_size" if self.proj_size and i == 0 else "hidden_size"
+                raise ShapeError(f"{name}: Expected hidden{f'[{i}]' if lstm else ''} size {shape} = "
+                                 f"(num_layers * num_directions, batch, {size}), got {list(state.shape)} "
+                                 f"(input shape {list(data.shape)})")
+        return states
 
 
 class RNN(RNNBase):
