@@ -1395,6 +1395,18 @@ TABLE = [
            mha_shape("query"), mha_shape("key"), mha_shape("value"),
            Kw("key_padding_mask", maybe(key_padding_mask)), Kw("need_weights", maybe(st.booleans()))),
           quirk=mha_quirks),
+    # the recurrent layers and cells: (T, B, input_size), (B, T, input_size) or unbatched, any input now and then
+    *[module(name, st.fixed_dictionaries({
+        "input_size": st.integers(1, 3), "hidden_size": st.integers(1, 3), "num_layers": st.integers(1, 2),
+        "bias": st.booleans(), "batch_first": st.booleans(), "bidirectional": st.booleans(), "dropout": DROPOUT,
+        **extra}), T(FLOATS, shape=module_input("input_size")))
+      for name, extra in (("RNN", {"nonlinearity": st.sampled_from(["tanh", "relu"])}), ("GRU", {}),
+                          ("LSTM", {"proj_size": st.sampled_from([0, 0, 1])}))],
+    *[module(name, st.fixed_dictionaries({"input_size": st.integers(0, 3), "hidden_size": st.integers(1, 3),
+                                          "bias": st.booleans(), **extra}),
+             T(FLOATS, shape=module_input("input_size")))
+      for name, extra in (("RNNCell", {"nonlinearity": st.sampled_from(["tanh", "relu"])}), ("GRUCell", {}),
+                          ("LSTMCell", {}))],
     Entry("nn.Sequential", "nn.Sequential", sequential, (SEEDS, st.integers(1, 3), T(FLOATS, shape=(2, 3)))),
     # (no inf and NaN in the attention modules' inputs: the fused attention and the book's chain of ops
     # spread a NaN to different places of the gradients)
@@ -1445,6 +1457,9 @@ NOT_FUZZED = {
                     "checks and helpers that the layers share (run by the F and nn entries)"),
     **dict.fromkeys(["nn.Module", "nn.ModuleList", "nn.ModuleDict", "nn.Parameter"],
                     "containers and the base class: tests/test_nn.py (every nn entry runs through Module)"),
+    **dict.fromkeys(["nn.RNNBase", "nn.RNNCellBase"],
+                    "base classes of the recurrent layers and cells, fuzzed through nn.RNN, nn.LSTM, nn.GRU and "
+                    "the cells; tests/test_recurrent.py"),
     "nn.multihead_from_wrapper": "tinyattn's own: tests/test_attention.py checks it against the wrapper",
     "F.tensor_argument": "the check that a layer's argument is a tensor (run by the F and nn entries)",
     **dict.fromkeys(["F.attention_forward", "F.attention_backward", "F.gelu_forward", "F.gelu_backward",

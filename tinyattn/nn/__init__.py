@@ -1,4 +1,4 @@
-"""`tinyattn.nn`: layers, the attention classes, and `functional` (import it as F)."""
+"""`tinyattn.nn`: layers, the attention classes, the recurrent layers, and `functional` (import it as F)."""
 
 from . import functional, init
 from .attention import (
@@ -29,6 +29,7 @@ from .layers import (
 )
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .multihead_attention import MultiheadAttention
+from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from . import utils  # noqa: E402  (clip_grad_norm_)
 from . import parallel  # noqa: E402  (DataParallel; DistributedDataParallel, which one process cannot run)
 

@@ -1,8 +1,9 @@
-"""`tinyattn.nn.utils`: gradient clipping, as `torch.nn.utils` does it."""
+"""`tinyattn.nn.utils`: gradient clipping, as `torch.nn.utils` does it, and `rnn` (padded and packed sequences)."""
 
-from .. import backend
-from ..autograd import no_grad
-from ..tensor import Tensor
+from ... import backend
+from ...autograd import no_grad
+from ...tensor import Tensor
+from . import rnn  # noqa: F401  (nn.utils.rnn, as in PyTorch)
 
 
 def _grads(parameters):
