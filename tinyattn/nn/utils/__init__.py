@@ -54,6 +54,6 @@ def clip_grad_value_(parameters, clip_value):
         g._version[0] += 1
 
 # a PyTorch name this module lacks says so (tinyattn/missing.py)
-from .. import missing as _missing  # noqa: E402
+from ... import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)

@@ -205,3 +205,9 @@ def unpack_sequence(packed_sequences):
     """Undo `pack_sequence`: the list of sequences in their original order."""
     padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
     return unpad_sequence(padded, lengths, batch_first=True)
+
+
+# a PyTorch name this module lacks says so (tinyattn/missing.py)
+from ... import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr(__name__)
