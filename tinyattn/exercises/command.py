@@ -141,9 +141,13 @@ def check(directory, names=(), examples=checker.EXAMPLES):
     if examples < 0:
         raise UsageError(f"--examples must be 0 or more, got {examples}")
     selected = [_get(name) for name in names] if names else list(_exercises())
-    random_cases = f"{examples} random cases" if examples else "no random cases"
-    _say(f"checking {directory}: {len(selected)} exercise{'s' * (len(selected) != 1)} (float64 finite "
-         f"differences, {random_cases})")
+    # never claim random cases that do not run: without Hypothesis only the fixed cases are checked
+    missing = bool(examples) and not checker.hypothesis_installed()
+    if missing:
+        random_cases = f"the fixed cases only: no random cases, {checker.HYPOTHESIS_MISSING}"
+    else:
+        random_cases = f"fixed cases and {plural(examples, 'random case')} each" if examples else "no random cases"
+    _say(f"checking {directory}: {plural(len(selected), 'exercise')} (float64 finite differences, {random_cases})")
     for line in report.table_header():
         print(line)
     results = []
@@ -154,20 +158,23 @@ def check(directory, names=(), examples=checker.EXAMPLES):
             results.append(result)
             print(report.table_row(result), flush=True)
     except KeyboardInterrupt:  # Ctrl-C: the reports of the exercises checked so far, then stop
-        _print_reports(results)
+        _print_reports(results, missing)
         raise
-    _print_reports(results)
+    _print_reports(results, missing)
     return 0 if all(result.passed for result in results) else 1
 
 
-def _print_reports(results):
+def _print_reports(results, hypothesis_missing=False):
     for result in results:
         if result.passed or result.status == "not done yet":
             continue
         print()
         print("\n".join(report.block(result)))
     print()
-    print(report.summary(results))
+    summary = report.summary(results)
+    if hypothesis_missing:
+        summary += f" (the fixed cases only, no random cases: {checker.HYPOTHESIS_MISSING})"
+    _say(summary)
 
 
 def hint(name):

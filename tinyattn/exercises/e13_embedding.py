@@ -81,6 +81,12 @@ def example():
     return {"ids": np.array([[0, 3, 6], [4, 1, 2]]), "weight": rng.standard_normal((7, 3))}
 
 
+def edge_cases():
+    # ids that repeat (row 2 three times, row 5 twice), as in any real text
+    rng = np.random.default_rng(14)
+    return [{"ids": np.array([[2, 5, 2], [0, 2, 5]]), "weight": rng.standard_normal((7, 3))}]
+
+
 def random_case(draw, s):
     rows, dim = draw(s.size(1, 5)), draw(s.size(1, 3))
     ids = draw(s.ints(draw(s.shape(1, 2, high=3)), 0, rows - 1))
@@ -128,8 +134,9 @@ EXERCISE = Exercise(
                 "Token t's gradient belongs to row ids[t], not to row t.", _by_position),
     ),
     edge=edge,
+    edge_cases=edge_cases,
     mistakes=(
-        Mistake(assigned, "assignment", found_by="hypothesis"),
+        Mistake(assigned, "assignment", found_by="edge case"),
         Mistake(rows_by_position, "wrong-rows"),
     ),
 )
