@@ -9,6 +9,8 @@
 Bad input (a missing data file, a prompt with unknown characters, a corrupt checkpoint, an unknown
 option) exits with status 2 and a one-line message on stderr. Ctrl-C keeps what was done (a checkpoint,
 the text generated so far, the figures measured), says so in one line and exits with status 130.
+Every command stops quietly with status 141 when the reader of its output goes away (`| head -5`);
+a training run saves its checkpoint first.
 """
 
 import argparse
@@ -20,7 +22,8 @@ import pathlib
 import sys
 
 from .checkpoint import CheckpointError
-from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, add_threads_option, fit, plural, positive_int
+from .console import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, add_threads_option, fit, plural,
+                      positive_int, stdout_closed)
 from .data import DataError
 from .training import GPT_ONLY, MODEL_DEFAULTS, TrainConfig, TrainingDiverged
 
@@ -312,6 +315,11 @@ def command_train(args):
     if changed:  # never silently: the rest of the run differs from what the checkpoint was trained with
         print(fit(f"changed from the checkpoint's settings: {', '.join(changed)}"), flush=True)
     result = train(config, text, out=out, resume=resume, data_source=source, quiet=quiet)
+    if result.output_closed:  # the checkpoint is saved; main() ends the command as for any closed pipe
+        print(fit(f"tinyattn train: the output was closed: stopped at step {result.step} of {config.steps}; the "
+                  f"checkpoint is in {out / 'ckpt'}. Continue with: tinyattn train --resume --out {out}",
+                  sys.stderr), file=sys.stderr)
+        raise BrokenPipeError
     if result.interrupted:
         print("\n" + fit(f"stopped at step {result.step} of {config.steps}; the checkpoint is in {out / 'ckpt'}. "
                          f"Continue with: tinyattn train --resume --out {out}", sys.stderr), file=sys.stderr)
@@ -410,6 +418,17 @@ def _delegate(module_name, argv):
 
 
 def main(argv=None):
+    """Run a `tinyattn` command; its exit status. The one place where a closed output ends a command."""
+    try:
+        try:
+            return _run(argv)
+        finally:  # also after --help's SystemExit
+            sys.stdout.flush()  # a reader gone at the very end shows here, where it can still be handled
+    except BrokenPipeError:
+        return stdout_closed()
+
+
+def _run(argv):
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     # the delegated commands parse their own options, so pass everything after the name through

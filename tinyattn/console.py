@@ -7,6 +7,8 @@
   `fill(pieces, width)`: wrap a table cell between its pieces; `fit(text)`: a long message wrapped
   to the terminal.
 - `EXIT_INTERRUPTED`: 130 (128 + SIGINT), the status a shell reports for a program stopped by Ctrl-C.
+- `stdout_closed()`: what every command does when the reader of its output goes away
+  (`tinyattn demo | head -5`): no traceback, stdout pointed at /dev/null, exit status 141.
 - `add_threads_option(parser, help_text)`: the `--threads N` of the commands that compute.
 
 The progress bar and the status line that say what a command is doing are in `progress.py`.
@@ -20,6 +22,24 @@ import textwrap
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for `yes | head -1`'s yes
+
+
+def stdout_closed():
+    """After a BrokenPipeError on stdout: the reader (`head`, `less` quit early) is gone, so stop quietly.
+
+    Python ignores SIGPIPE and raises BrokenPipeError instead; its documentation ("Note on SIGPIPE",
+    in the signal module) recommends pointing stdout at /dev/null, so that the flush at exit cannot
+    fail a second time, and exiting. The status is the one a shell reports for a C tool that SIGPIPE
+    stopped (141), so `set -o pipefail` scripts see the same as with `yes | head -1`.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):  # stdout is not a file (a test's capture): nothing to flush
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 def plural(count, word, many=None):

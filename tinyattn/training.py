@@ -128,6 +128,7 @@ class TrainResult:
     losses: list  # the training loss of every step
     interrupted: bool = False
     seconds: float = 0.0  # time spent in this call
+    output_closed: bool = False  # stopped (with a checkpoint) because the reader of the output went away
 
 
 def check_text(config, text):
@@ -245,7 +246,17 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
         elapsed_before = 0.0
 
     bar = ProgressBar(config.steps, start=step, stream=stream, enabled=not quiet)
-    say = log or bar.write
+    write = log or bar.write
+    output_closed = False
+
+    def say(text):
+        nonlocal output_closed
+        if output_closed:
+            return
+        try:
+            write(text)
+        except BrokenPipeError:  # `tinyattn train | head`: the reader is gone; save, then stop
+            output_closed = True
     splits = {"train": train_data, "val": val_data}
     data_info = {"source": data_source, "sha256": text_fingerprint(text), "chars": len(text)}
 
@@ -315,16 +326,17 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
             if step % config.eval_interval == 0 or step == config.steps:
                 evaluate()
                 save()
-            elif interrupt.requested or step == stop_at:
+            elif interrupt.requested or output_closed or step == stop_at:
                 save()
-            if interrupt.requested or step == stop_at:
+            if interrupt.requested or output_closed or step == stop_at:
                 interrupted = step < config.steps
                 break
-    bar.close()
+    if not output_closed:
+        bar.close()
     if out is not None:
         plot_losses(history, losses, pathlib.Path(out) / "loss.png")
     return TrainResult(model, tokenizer, optimizer, config, step, history, losses, interrupted,
-                       time.perf_counter() - started)
+                       time.perf_counter() - started, output_closed)
 
 
 
