@@ -51,6 +51,20 @@ def test_interleaved_runs_every_contender_every_round_and_returns_medians(monkey
     assert calls == ["a", "b"] * 3  # turn by turn, so that a slow moment of the machine hits both
 
 
+def test_the_cost_per_op_does_not_pause_between_contenders(monkeypatch):
+    """(c) times 4x4 ops, which start no thread pool: no settling pause (they made six rows take 1.5
+    minutes); the larger parts keep theirs."""
+    monkeypatch.setattr(bench, "SAMPLE_SECONDS", 0.001)
+    pauses = []
+    monkeypatch.setattr(bench.time, "sleep", pauses.append)
+    rows = dict(bench.overhead_contenders(None, rounds=2))
+    assert set(rows) >= {"add", "matmul", "softmax", "add+backward"} and all(rows[op]["tinyattn"] > 0 for op in rows)
+    assert pauses and set(pauses) == {0.0}
+    pauses.clear()
+    bench.interleaved({"a": lambda: 1.0}, rounds=1, warmup=0)
+    assert pauses == [bench.SETTLE_SECONDS] and bench.SETTLE_SECONDS > 0
+
+
 def test_a_quick_benchmark_run_writes_its_table_and_json(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(bench, "SETTLE_SECONDS", 0.0)  # no pauses and short samples: this checks the report
     monkeypatch.setattr(bench, "SAMPLE_SECONDS", 0.001)

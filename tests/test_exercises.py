@@ -437,6 +437,18 @@ def test_the_notebook_and_the_command_print_the_same_report(capsys, tmp_path):
 def test_usage_errors_exit_2(capsys, tmp_path):
     code, _, err = run(capsys, "check", tmp_path / "nowhere")
     assert code == 2 and "there is no folder" in err and len(err.strip().splitlines()) == 1
+    readme = tmp_path / "README.md"
+    readme.write_text("# notes")
+    code, _, err = run(capsys, "check", readme)
+    assert code == 2 and f"{str(readme)!r} is a file, not a folder of exercises" in err
+    assert "there is no folder" not in err and f"start {readme}" not in err
+    assert "`tinyattn exercises start DIR` writes them to a new folder DIR" in err
+    run(capsys, "start", tmp_path / "course")
+    code, _, err = run(capsys, "check", tmp_path / "course" / "13_embedding.py")
+    suggested = f"tinyattn exercises check {tmp_path / 'course'} embedding"
+    assert code == 2 and f"`{suggested}`" in err
+    code, out, _ = run(capsys, *suggested.split()[2:])  # what it suggests works
+    assert code == 1 and "13  embedding             not done yet" in out
     code, _, err = run(capsys, "hint", "convolution")
     assert code == 2 and "no exercise 'convolution'" in err
     code, _, err = run(capsys, "check", tmp_path, "--examples", "-1")

@@ -47,21 +47,23 @@ GPT_CONFIG = dict(block_size=64, batch_size=12, n_layer=4, n_head=4, n_embd=128,
 SETTLE_SECONDS = 0.3
 
 
-def interleaved(contenders, rounds, warmup=2, on_round=None, samples=None):
+def interleaved(contenders, rounds, warmup=2, on_round=None, samples=None, settle=None):
     """Median seconds per contender: every round runs each contender once, in turn.
 
-    Between two contenders the process sleeps briefly (untimed): OpenBLAS's and PyTorch's thread
-    pools spin for a while after their work (OpenBLAS for about 0.1 s), and a pool still spinning steals
-    the cores of the next contender (PyTorch's GPT step measured 3x slower without the pause).
+    Between two contenders the process sleeps `settle` seconds (untimed; default SETTLE_SECONDS):
+    OpenBLAS's and PyTorch's thread pools spin for a while after their work (OpenBLAS for about 0.1 s),
+    and a pool still spinning steals the cores of the next contender (PyTorch's GPT step measured 3x
+    slower without the pause).
     `on_round(text)` is told each round as it starts ("warm-up 1/2", "round 3/15"); `samples`, a dict,
     receives every round's seconds per contender (for `ratio_spread`).
     """
+    settle = SETTLE_SECONDS if settle is None else settle
     for i in range(warmup):
         if on_round is not None:
             on_round(f"warm-up {i + 1}/{warmup}")
         for run in contenders.values():
             run()
-            time.sleep(SETTLE_SECONDS)
+            time.sleep(settle)
     samples = {} if samples is None else samples
     samples.update({name: [] for name in contenders})
     for i in range(rounds):
@@ -69,7 +71,7 @@ def interleaved(contenders, rounds, warmup=2, on_round=None, samples=None):
             on_round(f"round {i + 1}/{rounds}")
         for name, run in contenders.items():
             samples[name].append(run())
-            time.sleep(SETTLE_SECONDS)
+            time.sleep(settle)
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
@@ -292,7 +294,9 @@ def gpt_contenders(device, torch):
 def overhead_contenders(torch, rounds=15, on_round=None):
     """Median seconds per call of each tiny op: {op: {contender: seconds}}, filled op by op.
 
-    `on_round(op, text)` is told each round as it starts.
+    `on_round(op, text)` is told each round as it starts. No pause between contenders: on 4x4
+    tensors neither OpenBLAS nor PyTorch starts a thread pool (PyTorch splits an op only above 32,768
+    elements), so there is no spinning pool to wait for, and the six rows take seconds, not minutes.
     """
     import tinyattn
 
@@ -320,7 +324,7 @@ def overhead_contenders(torch, rounds=15, on_round=None):
             contenders["numpy"] = cpu_timer(numpy_version)
         if torch is not None:
             contenders["torch"] = cpu_timer(torch_cases[name])
-        yield name, interleaved(contenders, rounds=rounds,
+        yield name, interleaved(contenders, rounds=rounds, settle=0.0,
                                 on_round=None if on_round is None else lambda text: on_round(name, text))
 
 
@@ -679,6 +683,14 @@ def _check_json_path(parser, path):
         parser.error(f"--json {path!r}: the file cannot be written")
 
 
+# the parts of the benchmark: --what name -> (its letter in the output, what it measures)
+SECTIONS = {"mha": ("a", "the causal MultiHeadAttention forward + backward"),
+            "gpt": ("b", "one GPT training step"),
+            "overhead": ("c", "the cost per op on 4x4 tensors"),
+            "memory": ("d", "peak memory of (a) at one size"),
+            "contended": ("e", "the step of (b) beside a busy process")}
+
+
 def _print_line(text):
     print(fit(text), flush=True)  # each row as soon as it is measured, also into a pipe or a file
 
@@ -688,13 +700,16 @@ def main(argv=None):
                             epilog="Progress (what is being measured) is shown on stderr when it is a "
                                    "terminal. Ctrl-C stops the run and keeps the figures measured so far.")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--what", nargs="+", default=["mha", "gpt", "overhead", "memory", "contended"],
-                        choices=["mha", "gpt", "overhead", "memory", "contended"], help="which benchmarks to run")
+    parser.add_argument("--what", nargs="+", default=list(SECTIONS), choices=list(SECTIONS), metavar="PART",
+                        help="which parts to run (default: all): "
+                             + "; ".join(f"{name} ({letter}) {text}" for name, (letter, text) in SECTIONS.items()))
     parser.add_argument("--sizes", nargs=4, type=int, action="append", metavar=("B", "T", "D", "H"),
-                        help="an MHA size to time (repeatable); default: the standard list")
-    parser.add_argument("--memory-size", nargs=4, type=int, default=list(MHA_SIZES[-1]), metavar=("B", "T", "D", "H"))
+                        help="an MHA size for (a) mha to time (repeatable); default: the standard list")
+    parser.add_argument("--memory-size", nargs=4, type=int, default=list(MHA_SIZES[-1]), metavar=("B", "T", "D", "H"),
+                        help=f"the MHA size of (d) memory (default: {' '.join(map(str, MHA_SIZES[-1]))})")
     parser.add_argument("--rounds", type=int, default=None,
-                        help="timed rounds for every measurement (default: by duration for (a) and (b), 15 for (c))")
+                        help="timed rounds for every measurement (default: by duration for (a) mha and (b) gpt, "
+                             "15 for (c) overhead)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON (a file name)")
     parser.add_argument("--no-torch", action="store_true", help="do not compare with PyTorch")
     add_threads_option(parser, "threads for both libraries (default: every core this process may use, "

@@ -1,7 +1,8 @@
 """What the `tinyattn` commands share on a terminal: one-line errors, plurals, the width, Ctrl-C.
 
 - `ArgumentParser`: argparse's, except that a bad option is one line on stderr
-  (`tinyattn bench: error: unrecognized arguments: --frob (see tinyattn bench --help)`), exit status 2.
+  (`tinyattn bench: error: unrecognized arguments: --frob (see tinyattn bench --help)`), exit status 2;
+  `error_text(prog, message)`: every command's error line, wrapped at words on a narrow terminal.
 - `plural(1, "step")` is "1 step", `plural(3, "step")` "3 steps".
 - `terminal_width()`: the columns of the terminal stdout writes to, or None when it is not one;
   `fill(pieces, width)`: wrap a table cell between its pieces; `fit(text)`: a long message wrapped
@@ -16,6 +17,7 @@ The progress bar and the status line that say what a command is doing are in `pr
 
 import argparse
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -47,11 +49,33 @@ def plural(count, word, many=None):
     return f"{count:,} {word if count == 1 else (many or word + 's')}"
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help, wrapped only at spaces: an option name (--eval-interval) or a URL stays whole."""
+
+    def _split_lines(self, text, width):
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text, width, indent):
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False, break_long_words=False)
+
+
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with one-line errors: the message and where to find the usage, exit status 2."""
+    """argparse with one-line errors: the message and where to find the usage, exit status 2; help
+    wrapped by HelpFormatter."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(EXIT_BAD_INPUT, error_text(self.prog, f"{message} (see {self.prog} --help)") + "\n")
+
+
+def error_text(prog, message):
+    """'tinyattn train: error: ...': one line into a file or a pipe, wrapped at words (option names and
+    paths kept whole) to the width of the terminal that stderr writes to."""
+    return fit(f"{prog}: error: {message}", sys.stderr)
 
 
 def is_terminal(stream):
@@ -84,13 +108,21 @@ def fill(pieces, width):
     return lines
 
 
+_WHOLE = re.compile(r"`[^`]*`|\(see [^()]*\)")  # a command to type, "(see tinyattn train --help)"
+_KEPT_SPACE = "\x00"
+
+
 def fit(text, stream=None):
     """`text` wrapped to the terminal's width, later lines indented by two, when `stream` (default
-    stdout) is a terminal too narrow for it; unchanged otherwise."""
+    stdout) is a terminal too narrow for it; unchanged otherwise. Lines break at spaces only, never
+    inside a word, a path, an option name, a `command in backticks` or a "(see ... --help)"."""
     width = terminal_width(stream)
     if width is None or len(text) < width:
         return text
-    return textwrap.fill(text, width - 1, subsequent_indent="  ", break_on_hyphens=False)
+    kept = _WHOLE.sub(lambda match: match.group().replace(" ", _KEPT_SPACE), text)
+    wrapped = textwrap.fill(kept, width - 1, subsequent_indent="  ", break_on_hyphens=False,
+                            break_long_words=False)
+    return wrapped.replace(_KEPT_SPACE, " ")
 
 
 def positive_int(text):

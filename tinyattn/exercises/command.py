@@ -12,7 +12,7 @@ import pathlib
 import sys
 import textwrap
 
-from ..console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, plural
+from ..console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, error_text, plural
 from . import checker, report
 
 
@@ -64,7 +64,7 @@ def main(argv=None):
             return check(args.dir, args.names, args.examples)
         return hint(args.name)
     except UsageError as error:
-        print(f"tinyattn exercises {args.action}: error: {error}", file=sys.stderr)
+        print(error_text(f"tinyattn exercises {args.action}", error), file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:  # check has printed what it had checked
         print("tinyattn exercises: interrupted", file=sys.stderr)
@@ -136,6 +136,8 @@ def _range(names):
 
 def check(directory, names=(), examples=checker.EXAMPLES):
     path = pathlib.Path(directory)
+    if path.exists() and not path.is_dir():
+        raise UsageError(_a_file_not_a_folder(path))
     if not path.is_dir():
         raise UsageError(f"there is no folder {directory!r}: `tinyattn exercises start {directory}` makes one")
     if examples < 0:
@@ -162,6 +164,16 @@ def check(directory, names=(), examples=checker.EXAMPLES):
         raise
     _print_reports(results, missing)
     return 0 if all(result.passed for result in results) else 1
+
+
+def _a_file_not_a_folder(path):
+    """What to say when `check` is given a file: the command that checks it, if it is an exercise's."""
+    exercise = next((e for e in _exercises() if e.file_name == path.name), None)
+    if exercise is not None:
+        return (f"{str(path)!r} is a file: check takes the folder and the exercise's name: "
+                f"`tinyattn exercises check {path.parent} {exercise.name}`")
+    return (f"{str(path)!r} is a file, not a folder of exercises: `tinyattn exercises start DIR` writes them to "
+            "a new folder DIR, then `tinyattn exercises check DIR` checks them")
 
 
 def _print_reports(results, hypothesis_missing=False):
