@@ -348,12 +348,15 @@ def test_a_mistyped_option_points_to_the_commands_own_help(capsys, terminal_80):
     assert "(see tinyattn --help)" in err
 
 
-def test_generate_names_a_file_as_a_file(capsys, tmp_path):
+def test_generate_names_a_file_as_a_file(capsys, tmp_path, corpus):
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes")
     err = bad_input(capsys, "generate", "--ckpt", notes)
     assert f"{str(notes)!r} is a file, not a checkpoint" in err and "notes.txt/ckpt" not in err
     assert "`tinyattn train --out DIR` writes (pass DIR, or DIR/ckpt)" in err
+    assert run(capsys, "train", "--data", corpus, "--steps", 1, "--out", tmp_path / "out", *SMALL)[0] == 0
+    err = bad_input(capsys, "generate", "--ckpt", tmp_path / "out" / "ckpt" / "model.npz")
+    assert f"is a file of a checkpoint: pass the checkpoint, its directory {str(tmp_path / 'out' / 'ckpt')!r}" in err
 
 
 def test_generate_samples_other_text_on_each_run_unless_given_a_seed(capsys, tmp_path, corpus):

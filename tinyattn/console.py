@@ -5,8 +5,9 @@
   `error_text(prog, message)`: every command's error line, wrapped at words on a narrow terminal.
 - `plural(1, "step")` is "1 step", `plural(3, "step")` "3 steps".
 - `terminal_width()`: the columns of the terminal stdout writes to, or None when it is not one;
-  `fill(pieces, width)`: wrap a table cell between its pieces; `fit(text)`: a long message wrapped
-  to the terminal.
+  `fill(pieces, width)`: wrap a table cell between its pieces; `wrap(text, width)`: wrap at spaces
+  only (paths, option names, URLs and `commands` whole); `fit(text)`: a long message wrapped to the
+  terminal.
 - `EXIT_INTERRUPTED`: 130 (128 + SIGINT), the status a shell reports for a program stopped by Ctrl-C.
 - `stdout_closed()`: what every command does when the reader of its output goes away
   (`tinyattn demo | head -5`): no traceback, stdout pointed at /dev/null, exit status 141.
@@ -50,14 +51,13 @@ def plural(count, word, many=None):
 
 
 class HelpFormatter(argparse.HelpFormatter):
-    """argparse's help, wrapped only at spaces: an option name (--eval-interval) or a URL stays whole."""
+    """argparse's help, wrapped by `wrap`: an option name (--eval-interval), a URL or a `command` stays whole."""
 
     def _split_lines(self, text, width):
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+        return wrap(" ".join(text.split()), width)
 
     def _fill_text(self, text, width, indent):
-        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
-                             break_on_hyphens=False, break_long_words=False)
+        return "\n".join(wrap(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent))
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -112,17 +112,21 @@ _WHOLE = re.compile(r"`[^`]*`|\(see [^()]*\)")  # a command to type, "(see tinya
 _KEPT_SPACE = "\x00"
 
 
+def wrap(text, width, **options):
+    """textwrap.wrap breaking at spaces only: never inside a word, a path, an option name, a URL, a
+    `command in backticks` or a "(see ... --help)" (a piece longer than `width` gets a line of its own)."""
+    kept = _WHOLE.sub(lambda match: match.group().replace(" ", _KEPT_SPACE), text)
+    lines = textwrap.wrap(kept, width, break_on_hyphens=False, break_long_words=False, **options)
+    return [line.replace(_KEPT_SPACE, " ") for line in lines]
+
+
 def fit(text, stream=None):
-    """`text` wrapped to the terminal's width, later lines indented by two, when `stream` (default
-    stdout) is a terminal too narrow for it; unchanged otherwise. Lines break at spaces only, never
-    inside a word, a path, an option name, a `command in backticks` or a "(see ... --help)"."""
+    """`text` wrapped (by `wrap`) to the terminal's width, later lines indented by two, when `stream`
+    (default stdout) is a terminal too narrow for it; unchanged otherwise."""
     width = terminal_width(stream)
     if width is None or len(text) < width:
         return text
-    kept = _WHOLE.sub(lambda match: match.group().replace(" ", _KEPT_SPACE), text)
-    wrapped = textwrap.fill(kept, width - 1, subsequent_indent="  ", break_on_hyphens=False,
-                            break_long_words=False)
-    return wrapped.replace(_KEPT_SPACE, " ")
+    return "\n".join(wrap(text, width - 1, subsequent_indent="  "))
 
 
 def positive_int(text):

@@ -12,7 +12,7 @@ import pathlib
 import sys
 import textwrap
 
-from ..console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, error_text, plural
+from ..console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, error_text, plural, wrap
 from . import checker, report
 
 
@@ -127,7 +127,7 @@ def start(directory, solutions=False):
 
 
 def _say(text):
-    print("\n".join(textwrap.wrap(text, 78, break_on_hyphens=False)))
+    print("\n".join(wrap(text, 78)))
 
 
 def _range(names):
