@@ -291,12 +291,21 @@ def gpt_contenders(device, torch):
 # (c) per-op overhead on tiny tensors
 
 
-def overhead_contenders(torch, rounds=15, on_round=None):
+OVERHEAD_ROUNDS = 9  # timed rounds of (c) per op (each sample repeats the op for SAMPLE_SECONDS)
+OVERHEAD_SETTLE_SECONDS = 0.05  # after each PyTorch sample of (c): its OpenMP threads stop spinning
+
+
+def overhead_contenders(torch, rounds=OVERHEAD_ROUNDS, on_round=None):
     """Median seconds per call of each tiny op: {op: {contender: seconds}}, filled op by op.
 
-    `on_round(op, text)` is told each round as it starts. No pause between contenders: on 4x4
-    tensors neither OpenBLAS nor PyTorch starts a thread pool (PyTorch splits an op only above 32,768
-    elements), so there is no spinning pool to wait for, and the six rows take seconds, not minutes.
+    `on_round(op, text)` is told each round as it starts. Only PyTorch gets a settling pause: on 4x4
+    tensors NumPy and tinyattn compute on one thread (NumPy's elementwise ops never use more, and
+    OpenBLAS's matmul stays on one below its size threshold), but PyTorch's softmax wakes its OpenMP
+    pool even there, and a pool still spinning slows the contender after it (tinyattn's softmax
+    measured 49-62 us instead of 33 us without any pause). PyTorch's OpenMP is GNU libgomp, whose
+    idle threads spin 300,000 times (GOMP_SPINCOUNT's default: milliseconds) before they sleep, so
+    OVERHEAD_SETTLE_SECONDS covers it; the 0.3 s of SETTLE_SECONDS after every contender made the six
+    rows take 1.5 minutes.
     """
     import tinyattn
 
@@ -323,9 +332,19 @@ def overhead_contenders(torch, rounds=15, on_round=None):
         if numpy_version is not None:
             contenders["numpy"] = cpu_timer(numpy_version)
         if torch is not None:
-            contenders["torch"] = cpu_timer(torch_cases[name])
+            contenders["torch"] = _settling(cpu_timer(torch_cases[name]))
         yield name, interleaved(contenders, rounds=rounds, settle=0.0,
                                 on_round=None if on_round is None else lambda text: on_round(name, text))
+
+
+def _settling(timer):
+    """The timer, then a pause of OVERHEAD_SETTLE_SECONDS (untimed) for the thread pool it may have woken."""
+    def run():
+        seconds = timer()
+        time.sleep(OVERHEAD_SETTLE_SECONDS)
+        return seconds
+
+    return run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -620,7 +639,7 @@ def run(args, torch=None, report=None, emit=print, status=None):
         emit(f"{'op':<14} {'tinyattn':>10} {'numpy':>10} {'torch':>10} {'ta/torch':>9}")
         report["overhead"] = {}
         doing("(c) cost per op: setting up")
-        for name, row in overhead_contenders(torch, rounds=args.rounds or 15,
+        for name, row in overhead_contenders(torch, rounds=args.rounds or OVERHEAD_ROUNDS,
                                              on_round=lambda op, text: doing(f"(c) cost per op, {op}: {text}")):
             report["overhead"][name] = row
             emit(f"{name:<14} {_fmt_time(row.get('tinyattn')):>10} {_fmt_time(row.get('numpy')):>10} "
@@ -709,7 +728,7 @@ def main(argv=None):
                         help=f"the MHA size of (d) memory (default: {' '.join(map(str, MHA_SIZES[-1]))})")
     parser.add_argument("--rounds", type=int, default=None,
                         help="timed rounds for every measurement (default: by duration for (a) mha and (b) gpt, "
-                             "15 for (c) overhead)")
+                             f"{OVERHEAD_ROUNDS} for (c) overhead)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON (a file name)")
     parser.add_argument("--no-torch", action="store_true", help="do not compare with PyTorch")
     add_threads_option(parser, "threads for both libraries (default: every core this process may use, "

@@ -19,8 +19,8 @@ sign flipped, off by a factor of 2 or 1/sqrt(d), a missing sum over broadcast di
 its cross terms, a missing mask, ...), probes float32 with large inputs, and tries random shapes with
 Hypothesis, reporting the smallest case that fails. The fixed cases alone (the example and each
 exercise's edge cases: repeated ids, stretched size-1 dims, ignored targets) catch every mistake the
-exercises plant; without Hypothesis the random cases do not run, and the report says so. `tinyattn exercises start DIR --solutions`
-writes the reference solutions instead.
+exercises plant; without Hypothesis the random cases do not run, and the report says so.
+`tinyattn exercises start DIR --solutions` writes the reference solutions instead.
 """
 
 from . import (e01_add, e02_mul, e03_sum, e04_mean, e05_matmul, e06_exp_log, e07_relu, e08_gelu, e09_softmax,
