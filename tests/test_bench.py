@@ -51,6 +51,26 @@ def test_interleaved_runs_every_contender_every_round_and_returns_medians(monkey
     assert calls == ["a", "b"] * 3  # turn by turn, so that a slow moment of the machine hits both
 
 
+def test_the_cost_per_op_pauses_only_after_pytorch(monkeypatch, torch):
+    """(c) times 4x4 ops: NumPy and tinyattn start no thread pool there, so they get no settling pause
+    (a pause after every contender made six rows take 1.5 minutes); PyTorch's softmax wakes its
+    OpenMP pool, so each PyTorch sample is followed by a short one. The larger parts keep theirs."""
+    monkeypatch.setattr(bench, "SAMPLE_SECONDS", 0.001)
+    pauses = []
+    monkeypatch.setattr(bench.time, "sleep", pauses.append)
+    rows = dict(bench.overhead_contenders(None, rounds=2))
+    assert set(rows) >= {"add", "matmul", "softmax", "add+backward"} and all(rows[op]["tinyattn"] > 0 for op in rows)
+    assert pauses and set(pauses) == {0.0}
+    pauses.clear()
+    rows = dict(bench.overhead_contenders(torch, rounds=2))
+    samples = len(rows) * (2 + 2)  # a PyTorch sample per warm-up and per round, for each op
+    assert pauses.count(bench.OVERHEAD_SETTLE_SECONDS) == samples
+    assert set(pauses) == {0.0, bench.OVERHEAD_SETTLE_SECONDS}
+    pauses.clear()
+    bench.interleaved({"a": lambda: 1.0}, rounds=1, warmup=0)
+    assert pauses == [bench.SETTLE_SECONDS] and bench.SETTLE_SECONDS > 0
+
+
 def test_a_quick_benchmark_run_writes_its_table_and_json(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(bench, "SETTLE_SECONDS", 0.0)  # no pauses and short samples: this checks the report
     monkeypatch.setattr(bench, "SAMPLE_SECONDS", 0.001)

@@ -1,6 +1,7 @@
 """The `tinyattn` command: train, resume, generate, and clear one-line messages for bad input."""
 
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -81,7 +82,9 @@ def test_train_without_data_uses_the_bundled_sonnets(capsys, tmp_path, monkeypat
     (None, "does not exist"),
     (b"", "is empty"),
     ("caf\xe9".encode("latin-1"), "is not UTF-8 text"),
-    (b"short text", "has 9 characters but each training example needs block_size + 1 = 17"),
+    (b"short text", "the text has 10 characters: the training part (9 characters) and the validation part (the "
+                    "last 10%: 1 character) each need block_size + 1 = 17, so the text needs at least 161 "
+                    "characters. Use a longer text or a smaller --block-size"),
 ])
 def test_bad_data_files(capsys, tmp_path, content, message):
     path = tmp_path / "data.txt"
@@ -287,3 +290,116 @@ def test_generate_needs_no_optimizer_state_and_tampering_is_one_line(capsys, tmp
     for field, value, message in (("step", -50, "recorded in manifest.json"), ("losses", None, "recorded in manifest.json")):
         meta_path.write_text(json.dumps({**meta, field: value}, indent=1))
         assert_bad_input(capsys, ["generate", "--ckpt", out_dir], message)
+
+
+# ---------------------------------------------------------------------------------------------
+# messages: 80 columns on a terminal, the right --help, the thing passed named for what it is
+
+
+@pytest.fixture
+def terminal_80(monkeypatch):
+    """stdout and stderr as an 80-column terminal (what `fit` and argparse look at)."""
+    from tinyattn import console
+
+    monkeypatch.setattr(console, "is_terminal", lambda stream: True)
+    monkeypatch.setenv("COLUMNS", "80")
+
+
+def one_message(err, prog):
+    """The error on stderr, wrapped to 80 columns on a terminal: its lines, and the message as one line."""
+    lines = err.rstrip("\n").splitlines()
+    assert lines[0].startswith(f"{prog}: error: ") and all(line.startswith("  ") for line in lines[1:]), err
+    assert all(len(line) <= 80 for line in lines), err
+    return " ".join(line.strip() for line in lines)
+
+
+def bad_input(capsys, *argv):
+    try:
+        code = cli.main([str(a) for a in argv])
+    except SystemExit as exit:
+        code = exit.code
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and "Traceback" not in err, (out, err)
+    return err
+
+
+def test_errors_fit_80_columns_at_words_on_a_terminal(capsys, tmp_path, corpus, terminal_80, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a path as short as a user's (a path longer than a line gets a line of its own)
+    out_dir = pathlib.Path("a-run-directory-with-a-long-name") / "out"
+    assert run(capsys, "train", "--data", corpus, "--steps", 2, "--out", out_dir, *SMALL)[0] == 0
+    err = bad_input(capsys, "train", "--data", corpus, "--out", out_dir, *SMALL)
+    message = one_message(err, "tinyattn train")
+    assert message == (f"tinyattn train: error: {str(out_dir)!r} already holds a checkpoint: pass --resume to "
+                       "continue it, --force to replace it, or --out DIR for a new run")
+    assert len(err.splitlines()) > 1  # it was wrapped, each path and option whole on its line
+    for whole in (repr(str(out_dir)), "--resume", "--force", "--out"):
+        assert any(whole in line for line in err.splitlines()), (whole, err)
+    short = bad_input(capsys, "train", "--x")  # 78 characters
+    assert len(short.splitlines()) == 1  # a message that fits stays on one line
+
+
+def test_a_mistyped_option_points_to_the_commands_own_help(capsys, terminal_80):
+    for command in ("train", "generate"):
+        err = bad_input(capsys, command, "--stpes", "3")
+        assert one_message(err, f"tinyattn {command}") == (
+            f"tinyattn {command}: error: unrecognized arguments: --stpes 3 (see tinyattn {command} --help)")
+        assert f"(see tinyattn {command} --help)" in err  # never cut between its words
+    err = bad_input(capsys, "--stpes")
+    assert "(see tinyattn --help)" in err
+
+
+def test_generate_names_a_file_as_a_file(capsys, tmp_path, corpus):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    err = bad_input(capsys, "generate", "--ckpt", notes)
+    assert f"{str(notes)!r} is a file, not a checkpoint" in err and "notes.txt/ckpt" not in err
+    assert "`tinyattn train --out DIR` writes (pass DIR, or DIR/ckpt)" in err
+    assert run(capsys, "train", "--data", corpus, "--steps", 1, "--out", tmp_path / "out", *SMALL)[0] == 0
+    err = bad_input(capsys, "generate", "--ckpt", tmp_path / "out" / "ckpt" / "model.npz")
+    assert f"is a file of a checkpoint: pass the checkpoint, its directory {str(tmp_path / 'out' / 'ckpt')!r}" in err
+
+
+def test_generate_samples_other_text_on_each_run_unless_given_a_seed(capsys, tmp_path, corpus):
+    out_dir = tmp_path / "out"
+    assert run(capsys, "train", "--data", corpus, "--steps", 2, "--out", out_dir, *SMALL)[0] == 0
+    texts = [run(capsys, "generate", "--ckpt", out_dir, "--tokens", 200)[1] for _ in range(2)]
+    assert texts[0] != texts[1]  # 200 characters drawn twice alike by chance: odds far below 1e-50
+    seeded = [run(capsys, "generate", "--ckpt", out_dir, "--tokens", 200, "--seed", 7)[1] for _ in range(2)]
+    assert seeded[0] == seeded[1]
+    help_text = " ".join(cli.build_parser().commands["generate"].format_help().split())
+    assert "the same seed gives the same text (default: a new seed each run" in help_text
+
+
+def test_a_tiny_data_file_gets_both_limits_in_one_message(capsys, tmp_path):
+    tiny = tmp_path / "tiny.txt"
+    tiny.write_text("abc")
+    for block, shortest in ((64, 641), (1, 11)):
+        assert_bad_input(capsys, ["train", "--data", tiny, "--block-size", block, "--out", tmp_path / "o"],
+                         f"the text has 3 characters: the training part (2 characters) and the validation part "
+                         f"(the last 10%: 1 character) each need block_size + 1 = {block + 1}, so the text needs "
+                         f"at least {shortest} characters")
+    text = "x" * 640
+    assert_bad_input(capsys, ["train", "--data", tiny, "--out", tmp_path / "o"], "at least 641 characters")
+    tiny.write_text(text + "y")
+    code, _, err = run(capsys, "train", "--data", tiny, "--out", tmp_path / "o", "--steps", 1, "--quiet",
+                       "--sample-tokens", 0, "--n-layer", 1, "--n-embd", 16, "--n-head", 2, "--eval-iters", 1)
+    assert code == 0, err  # the shortest text it names is long enough
+
+
+def test_help_wraps_at_spaces_within_80_columns():
+    env = {**os.environ, "COLUMNS": "80"}
+    for argv in (["train", "--help"], ["generate", "--help"], ["--help"], ["bench", "--help"],
+                 ["exercises", "check", "--help"], ["gradcheck", "--help"], ["demo", "--help"]):
+        text = subprocess.run([sys.executable, "-m", "tinyattn", *argv], capture_output=True, text=True,
+                              env=env).stdout
+        assert text and all(len(line) <= 80 for line in text.splitlines()), (argv, text)
+        if argv[0] == "train":
+            lines = text.splitlines()
+            assert any("--eval-interval 250" in line for line in lines)
+            url = "https://github.com/karpathy/char-rnn/blob/master/data/tinyshakespeare/input.txt"
+            assert url in lines
+        if argv[0] == "bench":
+            flat = " ".join(text.split())
+            for name, letter in (("mha", "a"), ("gpt", "b"), ("overhead", "c"), ("memory", "d"),
+                                 ("contended", "e")):
+                assert f"{name} ({letter}) " in flat

@@ -157,3 +157,44 @@ def test_the_help_lists_the_commands_tested():
                                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
     assert listed_commands(help_text) == COMMANDS
     assert set(RUNS) <= set(COMMANDS)
+
+
+# ---------------------------------------------------------------------------------------------
+# into a pipe whose reader goes away (`tinyattn ... | head -1`)
+
+
+def train_saved_before_it_stopped(folder, err):
+    from tinyattn import checkpoint
+    from tinyattn.models import build_model
+
+    saved = checkpoint.load_checkpoint(folder / "piped")  # complete, and it loads
+    model = build_model(saved.meta["model"]["kind"], **saved.meta["model"]["config"])
+    checkpoint.load_model_state(saved, model)
+    assert saved.step >= 1  # the step it was at when a line could not be written
+    assert f"the output was closed: stopped at step {saved.step} of 100000; the checkpoint is in" in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+PIPED = {"train": ["--data", "input.txt", "--out", "piped", "--steps", "100000", "--eval-interval", "5", *SMALL]}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_into_a_closed_pipe_stops_quietly(command, workspace):
+    """As `tinyattn COMMAND | head -1`: the reader takes one line and goes away. The command ends
+    with 141 (128 + SIGPIPE, as a C tool stopped by SIGPIPE), or 0 if it had nothing more to write,
+    with no traceback; a training run saves its checkpoint first."""
+    argv = PIPED.get(command, RUNS.get(command, ([],))[0])
+    process = subprocess.Popen([sys.executable, "-m", "tinyattn", command, *argv], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=workspace,
+                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    first = process.stdout.readline()
+    process.stdout.close()
+    err = process.stderr.read().decode("utf-8", "replace")
+    code = process.wait(timeout=300)
+    assert first.endswith(b"\n"), err  # a line came through before the reader went away
+    assert "Traceback" not in err and "Error" not in err, err
+    assert code == 141, (code, err)
+    if command == "train":
+        train_saved_before_it_stopped(workspace, err)
+    else:
+        assert err == ""

@@ -1,8 +1,11 @@
 """The gradient-check exercises: every solution passes the checker, every planted mistake is named,
 the checker never blames a correct backward, and the `tinyattn exercises` command."""
 
+import dataclasses
 import json
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -15,7 +18,7 @@ from tinyattn.exercises.exercise import SKELETON_RAISE, SOLUTION_MARKER
 from tinyattn.exercises.strategies import Strategies
 
 MISTAKES = [(exercise, mistake) for exercise in EXERCISES for mistake in exercise.mistakes]
-PHASE = {"example": "example", "hypothesis": "random case", "float32": "float32"}
+PHASE = {"example": "example", "edge case": "edge case", "float32": "float32"}
 STRATEGIES = Strategies()
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -85,18 +88,94 @@ def test_solution_passes_the_checker(exercise, tmp_path):
     assert result.finding is None and "random cases" in result.checked
 
 
+@pytest.mark.parametrize("examples", [0, checker.EXAMPLES], ids=["fixed-cases-only", "with-random-cases"])
 @pytest.mark.parametrize("exercise, mistake", MISTAKES, ids=ids(MISTAKES))
-def test_planted_mistake_is_named(exercise, mistake):
-    result = checker.check(exercise, exercise.make(mistake.backward))
+def test_planted_mistake_is_named(exercise, mistake, examples):
+    """The fixed cases alone catch every planted mistake: --examples 0 (and a missing Hypothesis) never
+    turn one into a pass."""
+    result = checker.check(exercise, exercise.make(mistake.backward), examples=examples)
     text = report.block(result)
     assert result.status == "FAIL", text
     assert result.finding.id == mistake.finding, text
     assert result.phase == PHASE[mistake.found_by], text
     fits(text + [report.table_row(result)])
     assert "Traceback" not in "\n".join(text)
-    if mistake.found_by == "hypothesis":
-        assert "The example passes, but this case fails" in text[1]
-        assert "smallest Hypothesis found" in " ".join(" ".join(text).split())
+    if mistake.found_by == "edge case":
+        assert "The example passes, but this fixed case fails" in text[1]
+
+
+def test_every_exercise_plants_no_mistake_that_only_random_cases_catch():
+    assert {mistake.found_by for _, mistake in MISTAKES} <= set(PHASE)
+
+
+def mistake_folders(tmp_path):
+    """Folders of learners' files, each exercise's file in folder k holding its k-th planted mistake
+    (the reference file with its backward replaced); {folder: [(exercise, mistake)]}."""
+    folders = {}
+    for exercise in EXERCISES:
+        for k, mistake in enumerate(exercise.mistakes):
+            folder = tmp_path / f"mistakes{k}"
+            folder.mkdir(exist_ok=True)
+            module = mistake.backward.__module__
+            (folder / exercise.file_name).write_text(
+                exercise.file_source(solution=True)
+                + f"\n\nfrom {module} import {mistake.name}\n\n"
+                + f"{exercise.class_name}.backward = staticmethod({mistake.name})\n")
+            folders.setdefault(folder, []).append((exercise, mistake))
+    return folders
+
+
+HIDE_HYPOTHESIS = ("import sys; sys.modules['hypothesis'] = None; from tinyattn import cli; "
+                   "sys.exit(cli.main(sys.argv[1:]))")
+
+
+@pytest.mark.parametrize("hypothesis", ["hidden", "installed"])
+def test_the_command_names_every_planted_mistake_with_examples_0_and_without_hypothesis(tmp_path, hypothesis):
+    """`tinyattn exercises check DIR` on learners' files that hold the planted mistakes: every one is
+    named, in a child process where `import hypothesis` fails (random cases on, as by default) and in
+    one where it works (--examples 0); the header and the summary say what ran."""
+    for folder, planted in mistake_folders(tmp_path).items():
+        names = [exercise.name for exercise, _ in planted]
+        if hypothesis == "hidden":
+            argv = [sys.executable, "-c", HIDE_HYPOTHESIS, "exercises", "check", str(folder), *names]
+        else:
+            argv = [sys.executable, "-m", "tinyattn", "exercises", "check", str(folder), *names, "--examples", "0"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        out = done.stdout
+        assert done.returncode == 1 and done.stderr == "" and "Traceback" not in out, out + done.stderr
+        for exercise, mistake in planted:
+            expected = checker.check(exercise, exercise.make(mistake.backward), examples=0)
+            assert expected.finding.id == mistake.finding
+            assert report.table_row(expected) in out.splitlines(), (mistake.name, out)
+        flat = " ".join(out.split())
+        counts = f"0 of {len(planted)} pass, {len(planted)} fail"  # and nothing else: no error, none missing
+        assert f"{counts} (" in flat or flat.endswith(counts), flat
+        if hypothesis == "hidden":
+            assert "random cases each" not in flat and "20 random cases" not in flat
+            assert "(float64 finite differences, the fixed cases only: no random cases, Hypothesis is not " \
+                   "installed (pip install hypothesis))" in flat
+            assert flat.endswith(f"{len(planted)} fail (the fixed cases only, no "
+                                 "random cases: Hypothesis is not installed (pip install hypothesis))")
+        else:
+            assert "(float64 finite differences, no random cases)" in flat and "Hypothesis" not in flat
+        fits(out.splitlines())
+
+
+def test_without_hypothesis_a_pass_says_the_random_cases_did_not_run(tmp_path):
+    run_folder = tmp_path / "course"
+    cli.main(["exercises", "start", str(run_folder), "--solutions"])
+    argv = [sys.executable, "-c", HIDE_HYPOTHESIS, "exercises", "check", str(run_folder), "embedding"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    flat = " ".join(done.stdout.split())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "random cases each" not in flat and "the fixed cases only: no random cases" in flat
+    assert flat.endswith("1 of 1 pass (the fixed cases only, no random cases: Hypothesis is not installed "
+                         "(pip install hypothesis))")
+    script = ("import sys; sys.modules['hypothesis'] = None; from tinyattn import exercises; "
+              "exercises.check(exercises.solution('embedding'))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.stdout == ("13 embedding: pass (the example and 1 edge case, no random cases: Hypothesis is not "
+                           "installed (pip install hypothesis))\n"), done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
@@ -179,16 +258,18 @@ def test_right_numbers_in_the_wrong_shape():
 
 
 def test_the_shrunk_counterexample_is_shown_and_reproducible():
-    embedding = exercises.get("embedding")
+    # without its edge case, only a random case shows the embedding's assignment mistake
+    embedding = dataclasses.replace(exercises.get("embedding"), edge_cases=None)
     wrong = embedding.make(embedding.mistakes[0].backward)
     first, second = checker.check(embedding, wrong), checker.check(embedding, wrong)
     assert checker.format_case(first.case, embedding.args) == checker.format_case(second.case, embedding.args)
     text = " ".join(" ".join(report.block(first)).split())
     assert "(repeated ids: " in text and "the smallest Hypothesis found: ids (" in text
     assert "keeps only the last token's gradient in a row whose id repeats" in text
+    assert first.phase == "random case" and "The example passes, but this case fails" in text
     entropy = exercises.get("cross_entropy")
     text = block("cross_entropy", entropy.mistakes[0].backward)
-    assert "target equal to ignore_index" in text and "ignore_index = -100" in text
+    assert "this fixed case fails (2 targets equal to ignore_index)" in text and "ignore_index = -100" in text
 
 
 def test_float32_instability_is_told_apart_from_a_wrong_gradient():
@@ -253,7 +334,8 @@ def test_without_hypothesis_the_random_stage_is_skipped(monkeypatch):
     monkeypatch.setattr(checker, "search", missing)
     relu = exercises.get("relu")
     result = checker.check(relu, relu.function)
-    assert result.passed and "pip install hypothesis" in result.checked
+    assert result.passed and result.checked == ("the example, no random cases: Hypothesis is not installed "
+                                                "(pip install hypothesis)")
 
 
 def test_the_checker_leaves_the_random_state_alone():
@@ -355,6 +437,18 @@ def test_the_notebook_and_the_command_print_the_same_report(capsys, tmp_path):
 def test_usage_errors_exit_2(capsys, tmp_path):
     code, _, err = run(capsys, "check", tmp_path / "nowhere")
     assert code == 2 and "there is no folder" in err and len(err.strip().splitlines()) == 1
+    readme = tmp_path / "README.md"
+    readme.write_text("# notes")
+    code, _, err = run(capsys, "check", readme)
+    assert code == 2 and f"{str(readme)!r} is a file, not a folder of exercises" in err
+    assert "there is no folder" not in err and f"start {readme}" not in err
+    assert "`tinyattn exercises start DIR` writes them to a new folder DIR" in err
+    run(capsys, "start", tmp_path / "course")
+    code, _, err = run(capsys, "check", tmp_path / "course" / "13_embedding.py")
+    suggested = f"tinyattn exercises check {tmp_path / 'course'} embedding"
+    assert code == 2 and f"`{suggested}`" in err
+    code, out, _ = run(capsys, *suggested.split()[2:])  # what it suggests works
+    assert code == 1 and "13  embedding             not done yet" in out
     code, _, err = run(capsys, "hint", "convolution")
     assert code == 2 and "no exercise 'convolution'" in err
     code, _, err = run(capsys, "check", tmp_path, "--examples", "-1")

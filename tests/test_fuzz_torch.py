@@ -765,6 +765,17 @@ def no_classes_and_more_dims(input, *rest):
     return "no classes, more dims" if input.ndim > 2 and input.shape[1] == 0 else None
 
 
+def one_sample_and_a_target_of_shape_1(input, target, *rest):
+    """For the logits (C,) of one sample, PyTorch's nll_loss and cross_entropy take a target of shape
+    [1] in the forward and fail in the backward ("size mismatch (got input: [5], target: [1])");
+    tinyattn refuses it in the forward (its target is 0-d)."""
+    return "one sample, a target of shape [1]" if input.ndim == 1 and target.shape == (1,) else None
+
+
+def loss_quirks(*args):
+    return no_classes_and_more_dims(*args) or one_sample_and_a_target_of_shape_1(*args)
+
+
 def non_finite_ends(start, end, *rest):
     """PyTorch's linspace between inf or NaN ends puts inf and NaN in places of its own arithmetic."""
     return "non-finite ends" if not math.isfinite(start + end) else None
@@ -1346,9 +1357,9 @@ TABLE = [
                maybe(T(FLOATS, shape=normalized, specials=False)),
                Kw("eps", maybe(st.sampled_from([1e-5, 0.1, 0.0])))),
     functional("cross_entropy", XF, class_targets(), Kw("reduction", maybe(REDUCTION)), Kw("ignore_index", maybe(
-        st.sampled_from([-100, 0, -1]))), quirk=no_classes_and_more_dims, differs=probability_targets),
+        st.sampled_from([-100, 0, -1]))), quirk=loss_quirks, differs=probability_targets),
     functional("nll_loss", XF, class_targets(), Kw("reduction", maybe(REDUCTION)), Kw("ignore_index", maybe(
-        st.sampled_from([-100, 0, -1]))), quirk=no_classes_and_more_dims),
+        st.sampled_from([-100, 0, -1]))), quirk=loss_quirks),
     functional("mse_loss", XF, T(FLOATS, like=0), Kw("reduction", maybe(REDUCTION))),
     functional("one_hot", T(("int64", "int64", "int32"), low=-1, high=4), Kw("num_classes", maybe(st.integers(-1, 4)))),
     functional("scaled_dot_product_attention", FINITE_QUERY, FINITE_KEYS, FINITE_VALUES, Kw("attn_mask", maybe(one_of(
@@ -1771,9 +1782,9 @@ def test_every_public_callable_is_in_the_table():
 # edges the fuzz found, pinned: each runs in both libraries as a table entry does
 
 
-def pinned(name, call, *args):
+def pinned(name, call, *args, quirk=None):
     """A case that failed before: `call(L, *tensors)` with these fixed arguments."""
-    return pytest.param(Entry(name, "", call, (None,) * len(args)), list(args), id=name)
+    return pytest.param(Entry(name, "", call, (None,) * len(args), quirk=quirk), list(args), id=name)
 
 
 def array(*shape, dtype="float32", grad=True, fill=None):
@@ -1858,7 +1869,41 @@ PINNED = [
            array(3, 2, dtype="int32")),
     pinned("F.pad in reflect mode with no pads is an error", lambda L, x: L.F.pad(x, (), mode="reflect"), array(3)),
     pinned("F.pad of integers writes 1.5 as 1", lambda L, x: L.F.pad(x, (1, 1), value=1.5), array(3, dtype="int64")),
+    # the last findings: a clear error of tinyattn's own, never NumPy's
+    pinned("nll_loss of one sample with a target of shape [1] is refused",
+           lambda L, x, t: L.F.nll_loss(x, t, reduction="none"), array(5), array(1, dtype="int64", fill=1),
+           quirk=one_sample_and_a_target_of_shape_1),
+    pinned("cross_entropy of one sample with a target of shape [1] is refused",
+           lambda L, x, t: L.F.cross_entropy(x, t), array(5), array(1, dtype="int64", fill=1),
+           quirk=one_sample_and_a_target_of_shape_1),
+    pinned("nll_loss of one sample with a 0-d target", lambda L, x, t: L.F.nll_loss(x, t, reduction="none"),
+           array(5), array(dtype="int64", fill=1)),
+    pinned("tensor of a number beside a list is a TypeError", lambda L: L.tensor([[1], 2])),
+    pinned("tensor of rows of other lengths is a ValueError", lambda L: L.tensor([[1, 2], [3]])),
+    pinned("layer_norm of int64 is not implemented", lambda L, x: L.F.layer_norm(x, [3]),
+           array(2, 3, dtype="int64")),
+    pinned("layer_norm of bools is not implemented", lambda L, x: L.F.layer_norm(x, [3]), array(2, 3, dtype="bool")),
 ]
+
+
+def test_the_last_findings_raise_what_pytorch_raises(torch):
+    """The exception types PyTorch code catches: the same as torch's, with tinyattn's own messages."""
+    for data, kind in (([[1], 2], TypeError), ([[1, 2], [3]], ValueError), ([[[1]], [2]], TypeError)):
+        with pytest.raises(kind):
+            torch.tensor(data)
+        with pytest.raises(kind, match=r"tensor\(data\): .* at dim \d"):
+            tinyattn.tensor(data)
+    for dtype in ("int64", "int32", "bool"):
+        with pytest.raises(NotImplementedError):
+            torch.nn.functional.layer_norm(torch.ones(2, 3, dtype=getattr(torch, dtype)), [3])
+        with pytest.raises(NotImplementedError, match=f"layer_norm is not implemented for tinyattn.{dtype}"):
+            tF.layer_norm(tinyattn.ones(2, 3, dtype=getattr(tinyattn, dtype)), [3])
+    logits = torch.randn(5, requires_grad=True)
+    loss = torch.nn.functional.nll_loss(logits, torch.tensor([1]), reduction="none")
+    with pytest.raises(RuntimeError, match="size mismatch"):  # PyTorch refuses it, in the backward
+        loss.backward()
+    with pytest.raises(RuntimeError, match=r"needs a 0-d target \(one class index\), got shape \[1\]: pass t"):
+        tF.nll_loss(tinyattn.randn(5, requires_grad=True), tinyattn.tensor([1]), reduction="none")
 
 
 @pytest.mark.parametrize("entry, drawn", PINNED)

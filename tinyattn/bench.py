@@ -47,21 +47,23 @@ GPT_CONFIG = dict(block_size=64, batch_size=12, n_layer=4, n_head=4, n_embd=128,
 SETTLE_SECONDS = 0.3
 
 
-def interleaved(contenders, rounds, warmup=2, on_round=None, samples=None):
+def interleaved(contenders, rounds, warmup=2, on_round=None, samples=None, settle=None):
     """Median seconds per contender: every round runs each contender once, in turn.
 
-    Between two contenders the process sleeps briefly (untimed): OpenBLAS's and PyTorch's thread
-    pools spin for a while after their work (OpenBLAS for about 0.1 s), and a pool still spinning steals
-    the cores of the next contender (PyTorch's GPT step measured 3x slower without the pause).
+    Between two contenders the process sleeps `settle` seconds (untimed; default SETTLE_SECONDS):
+    OpenBLAS's and PyTorch's thread pools spin for a while after their work (OpenBLAS for about 0.1 s),
+    and a pool still spinning steals the cores of the next contender (PyTorch's GPT step measured 3x
+    slower without the pause).
     `on_round(text)` is told each round as it starts ("warm-up 1/2", "round 3/15"); `samples`, a dict,
     receives every round's seconds per contender (for `ratio_spread`).
     """
+    settle = SETTLE_SECONDS if settle is None else settle
     for i in range(warmup):
         if on_round is not None:
             on_round(f"warm-up {i + 1}/{warmup}")
         for run in contenders.values():
             run()
-            time.sleep(SETTLE_SECONDS)
+            time.sleep(settle)
     samples = {} if samples is None else samples
     samples.update({name: [] for name in contenders})
     for i in range(rounds):
@@ -69,7 +71,7 @@ def interleaved(contenders, rounds, warmup=2, on_round=None, samples=None):
             on_round(f"round {i + 1}/{rounds}")
         for name, run in contenders.items():
             samples[name].append(run())
-            time.sleep(SETTLE_SECONDS)
+            time.sleep(settle)
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
@@ -289,10 +291,21 @@ def gpt_contenders(device, torch):
 # (c) per-op overhead on tiny tensors
 
 
-def overhead_contenders(torch, rounds=15, on_round=None):
+OVERHEAD_ROUNDS = 9  # timed rounds of (c) per op (each sample repeats the op for SAMPLE_SECONDS)
+OVERHEAD_SETTLE_SECONDS = 0.05  # after each PyTorch sample of (c): its OpenMP threads stop spinning
+
+
+def overhead_contenders(torch, rounds=OVERHEAD_ROUNDS, on_round=None):
     """Median seconds per call of each tiny op: {op: {contender: seconds}}, filled op by op.
 
-    `on_round(op, text)` is told each round as it starts.
+    `on_round(op, text)` is told each round as it starts. Only PyTorch gets a settling pause: on 4x4
+    tensors NumPy and tinyattn compute on one thread (NumPy's elementwise ops never use more, and
+    OpenBLAS's matmul stays on one below its size threshold), but PyTorch's softmax wakes its OpenMP
+    pool even there, and a pool still spinning slows the contender after it (tinyattn's softmax
+    measured 49-62 us instead of 33 us without any pause). PyTorch's OpenMP is GNU libgomp, whose
+    idle threads spin 300,000 times (GOMP_SPINCOUNT's default: milliseconds) before they sleep, so
+    OVERHEAD_SETTLE_SECONDS covers it; the 0.3 s of SETTLE_SECONDS after every contender made the six
+    rows take 1.5 minutes.
     """
     import tinyattn
 
@@ -319,9 +332,19 @@ def overhead_contenders(torch, rounds=15, on_round=None):
         if numpy_version is not None:
             contenders["numpy"] = cpu_timer(numpy_version)
         if torch is not None:
-            contenders["torch"] = cpu_timer(torch_cases[name])
-        yield name, interleaved(contenders, rounds=rounds,
+            contenders["torch"] = _settling(cpu_timer(torch_cases[name]))
+        yield name, interleaved(contenders, rounds=rounds, settle=0.0,
                                 on_round=None if on_round is None else lambda text: on_round(name, text))
+
+
+def _settling(timer):
+    """The timer, then a pause of OVERHEAD_SETTLE_SECONDS (untimed) for the thread pool it may have woken."""
+    def run():
+        seconds = timer()
+        time.sleep(OVERHEAD_SETTLE_SECONDS)
+        return seconds
+
+    return run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -616,7 +639,7 @@ def run(args, torch=None, report=None, emit=print, status=None):
         emit(f"{'op':<14} {'tinyattn':>10} {'numpy':>10} {'torch':>10} {'ta/torch':>9}")
         report["overhead"] = {}
         doing("(c) cost per op: setting up")
-        for name, row in overhead_contenders(torch, rounds=args.rounds or 15,
+        for name, row in overhead_contenders(torch, rounds=args.rounds or OVERHEAD_ROUNDS,
                                              on_round=lambda op, text: doing(f"(c) cost per op, {op}: {text}")):
             report["overhead"][name] = row
             emit(f"{name:<14} {_fmt_time(row.get('tinyattn')):>10} {_fmt_time(row.get('numpy')):>10} "
@@ -679,6 +702,14 @@ def _check_json_path(parser, path):
         parser.error(f"--json {path!r}: the file cannot be written")
 
 
+# the parts of the benchmark: --what name -> (its letter in the output, what it measures)
+SECTIONS = {"mha": ("a", "the causal MultiHeadAttention forward + backward"),
+            "gpt": ("b", "one GPT training step"),
+            "overhead": ("c", "the cost per op on 4x4 tensors"),
+            "memory": ("d", "peak memory of (a) at one size"),
+            "contended": ("e", "the step of (b) beside a busy process")}
+
+
 def _print_line(text):
     print(fit(text), flush=True)  # each row as soon as it is measured, also into a pipe or a file
 
@@ -688,13 +719,16 @@ def main(argv=None):
                             epilog="Progress (what is being measured) is shown on stderr when it is a "
                                    "terminal. Ctrl-C stops the run and keeps the figures measured so far.")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--what", nargs="+", default=["mha", "gpt", "overhead", "memory", "contended"],
-                        choices=["mha", "gpt", "overhead", "memory", "contended"], help="which benchmarks to run")
+    parser.add_argument("--what", nargs="+", default=list(SECTIONS), choices=list(SECTIONS), metavar="PART",
+                        help="which parts to run (default: all): "
+                             + "; ".join(f"{name} ({letter}) {text}" for name, (letter, text) in SECTIONS.items()))
     parser.add_argument("--sizes", nargs=4, type=int, action="append", metavar=("B", "T", "D", "H"),
-                        help="an MHA size to time (repeatable); default: the standard list")
-    parser.add_argument("--memory-size", nargs=4, type=int, default=list(MHA_SIZES[-1]), metavar=("B", "T", "D", "H"))
+                        help="an MHA size for (a) mha to time (repeatable); default: the standard list")
+    parser.add_argument("--memory-size", nargs=4, type=int, default=list(MHA_SIZES[-1]), metavar=("B", "T", "D", "H"),
+                        help=f"the MHA size of (d) memory (default: {' '.join(map(str, MHA_SIZES[-1]))})")
     parser.add_argument("--rounds", type=int, default=None,
-                        help="timed rounds for every measurement (default: by duration for (a) and (b), 15 for (c))")
+                        help="timed rounds for every measurement (default: by duration for (a) mha and (b) gpt, "
+                             f"{OVERHEAD_ROUNDS} for (c) overhead)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON (a file name)")
     parser.add_argument("--no-torch", action="store_true", help="do not compare with PyTorch")
     add_threads_option(parser, "threads for both libraries (default: every core this process may use, "

@@ -198,6 +198,12 @@ def find_checkpoint(path):
             return directory, candidates
     if not path.exists():
         raise CheckpointError(f"checkpoint {str(path)!r} does not exist: train a model first (tinyattn train --out DIR)")
+    if not path.is_dir():
+        if _candidates(path.parent):  # one of a checkpoint's files
+            raise CheckpointError(f"{str(path)!r} is a file of a checkpoint: pass the checkpoint, its directory "
+                                  f"{str(path.parent)!r}")
+        raise CheckpointError(f"{str(path)!r} is a file, not a checkpoint: a checkpoint is the directory that "
+                              "`tinyattn train --out DIR` writes (pass DIR, or DIR/ckpt)")
     raise CheckpointError(
         f"{str(path)!r} is not a checkpoint: it has no {MANIFEST_FILE} (nor has {str(path / 'ckpt')!r}); "
         "pass the --out directory of a training run"

@@ -9,6 +9,8 @@
 Bad input (a missing data file, a prompt with unknown characters, a corrupt checkpoint, an unknown
 option) exits with status 2 and a one-line message on stderr. Ctrl-C keeps what was done (a checkpoint,
 the text generated so far, the figures measured), says so in one line and exits with status 130.
+Every command stops quietly with status 141 when the reader of its output goes away (`| head -5`);
+a training run saves its checkpoint first.
 """
 
 import argparse
@@ -20,7 +22,8 @@ import pathlib
 import sys
 
 from .checkpoint import CheckpointError
-from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, add_threads_option, fit, plural, positive_int
+from .console import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, add_threads_option, error_text, fit,
+                      plural, positive_int, stdout_closed)
 from .data import DataError
 from .training import GPT_ONLY, MODEL_DEFAULTS, TrainConfig, TrainingDiverged
 
@@ -123,8 +126,8 @@ def build_parser():
                     "bigram's those of the 'Let's build GPT' lecture's bigram.py.",
         epilog="nanoGPT's CPU run: tinyattn train --data input.txt --steps 2000 --eval-interval 250 "
                "(the defaults are its model: block 64, batch 12, 4 layers, 4 heads, 128 embedding). "
-               "Tiny Shakespeare (input.txt): https://raw.githubusercontent.com/karpathy/char-rnn/master/"
-               "data/tinyshakespeare/input.txt")
+               "Tiny Shakespeare (input.txt, 1.1 MB; the page's Download button saves it): "
+               "https://github.com/karpathy/char-rnn/blob/master/data/tinyshakespeare/input.txt")
     def option(flag, text, **kwargs):
         """A training option whose defaults (shown in --help) are TRAIN_DEFAULTS' and the bigram's."""
         name = flag[2:].replace("-", "_")
@@ -172,13 +175,15 @@ def build_parser():
     g.add_argument("--tokens", type=int, default=500, help="characters to generate (default 500)")
     g.add_argument("--temperature", type=float, default=1.0, help="< 1 safer, > 1 more surprising (default 1.0)")
     g.add_argument("--top-k", type=positive_int, help="sample only among the k most likely characters")
-    g.add_argument("--seed", type=_seed, help="random seed (the same seed gives the same text)")
+    g.add_argument("--seed", type=_seed, help="random seed: the same seed gives the same text (default: a new "
+                                              "seed each run, so each run samples other text)")
     g.add_argument("--device", default="cpu", help="'cpu' or 'cuda' (default cpu)")
     add_threads_option(g, THREADS_HELP)
 
     # listed in --help; main() hands their arguments to the module that owns them
     for name, text in DELEGATED_HELP.items():
         commands.add_parser(name, help=text, add_help=False)
+    parser.commands = {"train": t, "generate": g}
     return parser
 
 
@@ -312,6 +317,11 @@ def command_train(args):
     if changed:  # never silently: the rest of the run differs from what the checkpoint was trained with
         print(fit(f"changed from the checkpoint's settings: {', '.join(changed)}"), flush=True)
     result = train(config, text, out=out, resume=resume, data_source=source, quiet=quiet)
+    if result.output_closed:  # the checkpoint is saved; main() ends the command as for any closed pipe
+        print(fit(f"tinyattn train: the output was closed: stopped at step {result.step} of {config.steps}; the "
+                  f"checkpoint is in {out / 'ckpt'}. Continue with: tinyattn train --resume --out {out}",
+                  sys.stderr), file=sys.stderr)
+        raise BrokenPipeError
     if result.interrupted:
         print("\n" + fit(f"stopped at step {result.step} of {config.steps}; the checkpoint is in {out / 'ckpt'}. "
                          f"Continue with: tinyattn train --resume --out {out}", sys.stderr), file=sys.stderr)
@@ -333,8 +343,8 @@ def command_train(args):
 
 def _note_recovery(checkpoint):
     if checkpoint.path.name.startswith("."):
-        print(f"note: using {str(checkpoint.path)!r}, the newest complete checkpoint, left by an interrupted save",
-              file=sys.stderr)
+        print(fit(f"note: using {str(checkpoint.path)!r}, the newest complete checkpoint, left by an interrupted "
+                  "save", sys.stderr), file=sys.stderr)
 
 
 def _stream(pieces):
@@ -382,8 +392,10 @@ def command_generate(args):
         model.to(args.device)
     except Exception as error:
         raise UsageError(f"device {args.device!r} is not available: {error}") from None
+    # sampling is drawing: without --seed each run draws other text (as `train`'s sample, a given seed repeats)
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(8), "little")
     _stream(sample_stream(model, tokenizer, prompt=args.prompt, tokens=args.tokens, temperature=args.temperature,
-                          top_k=args.top_k, seed=args.seed))
+                          top_k=args.top_k, seed=seed))
     return 0
 
 
@@ -398,8 +410,8 @@ def _delegate(module_name, argv):
         if error.name != module_name:
             raise
         command = module_name.rsplit(".", 1)[-1]
-        print(f"tinyattn {command}: error: this installation lacks the module {module_name} that the "
-              f"command needs (reinstall tinyattn, or use `tinyattn train` / `tinyattn generate`)",
+        print(error_text(f"tinyattn {command}", f"this installation lacks the module {module_name} that the "
+                         "command needs (reinstall tinyattn, or use `tinyattn train` / `tinyattn generate`)"),
               file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
@@ -410,12 +422,25 @@ def _delegate(module_name, argv):
 
 
 def main(argv=None):
+    """Run a `tinyattn` command; its exit status. The one place where a closed output ends a command."""
+    try:
+        try:
+            return _run(argv)
+        finally:  # also after --help's SystemExit
+            sys.stdout.flush()  # a reader gone at the very end shows here, where it can still be handled
+    except BrokenPipeError:
+        return stdout_closed()
+
+
+def _run(argv):
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     # the delegated commands parse their own options, so pass everything after the name through
     if argv and argv[0] in DELEGATED:
         return _delegate(DELEGATED[argv[0]], argv[1:])
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser, so that the message points to `tinyattn train --help`
+        parser.commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
@@ -431,10 +456,10 @@ def main(argv=None):
                 return command_train(args)
             return command_generate(args)
     except (UsageError, DataError, CheckpointError) as error:
-        print(f"tinyattn {args.command}: error: {error}", file=sys.stderr)
+        print(error_text(f"tinyattn {args.command}", error), file=sys.stderr)
         return EXIT_BAD_INPUT
     except TrainingDiverged as error:
-        print(f"tinyattn {args.command}: error: {error}", file=sys.stderr)
+        print(error_text(f"tinyattn {args.command}", error), file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # what was printed (the text generated so far, a checkpoint's path) stays
         sys.stdout.write("\n")

@@ -1,12 +1,16 @@
 """What the `tinyattn` commands share on a terminal: one-line errors, plurals, the width, Ctrl-C.
 
 - `ArgumentParser`: argparse's, except that a bad option is one line on stderr
-  (`tinyattn bench: error: unrecognized arguments: --frob (see tinyattn bench --help)`), exit status 2.
+  (`tinyattn bench: error: unrecognized arguments: --frob (see tinyattn bench --help)`), exit status 2;
+  `error_text(prog, message)`: every command's error line, wrapped at words on a narrow terminal.
 - `plural(1, "step")` is "1 step", `plural(3, "step")` "3 steps".
 - `terminal_width()`: the columns of the terminal stdout writes to, or None when it is not one;
-  `fill(pieces, width)`: wrap a table cell between its pieces; `fit(text)`: a long message wrapped
-  to the terminal.
+  `fill(pieces, width)`: wrap a table cell between its pieces; `wrap(text, width)`: wrap at spaces
+  only (paths, option names, URLs and `commands` whole); `fit(text)`: a long message wrapped to the
+  terminal.
 - `EXIT_INTERRUPTED`: 130 (128 + SIGINT), the status a shell reports for a program stopped by Ctrl-C.
+- `stdout_closed()`: what every command does when the reader of its output goes away
+  (`tinyattn demo | head -5`): no traceback, stdout pointed at /dev/null, exit status 141.
 - `add_threads_option(parser, help_text)`: the `--threads N` of the commands that compute.
 
 The progress bar and the status line that say what a command is doing are in `progress.py`.
@@ -14,12 +18,31 @@ The progress bar and the status line that say what a command is doing are in `pr
 
 import argparse
 import os
+import re
 import shutil
 import sys
 import textwrap
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for `yes | head -1`'s yes
+
+
+def stdout_closed():
+    """After a BrokenPipeError on stdout: the reader (`head`, `less` quit early) is gone, so stop quietly.
+
+    Python ignores SIGPIPE and raises BrokenPipeError instead; its documentation ("Note on SIGPIPE",
+    in the signal module) recommends pointing stdout at /dev/null, so that the flush at exit cannot
+    fail a second time, and exiting. The status is the one a shell reports for a C tool that SIGPIPE
+    stopped (141), so `set -o pipefail` scripts see the same as with `yes | head -1`.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):  # stdout is not a file (a test's capture): nothing to flush
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 def plural(count, word, many=None):
@@ -27,11 +50,32 @@ def plural(count, word, many=None):
     return f"{count:,} {word if count == 1 else (many or word + 's')}"
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help, wrapped by `wrap`: an option name (--eval-interval), a URL or a `command` stays whole."""
+
+    def _split_lines(self, text, width):
+        return wrap(" ".join(text.split()), width)
+
+    def _fill_text(self, text, width, indent):
+        return "\n".join(wrap(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent))
+
+
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with one-line errors: the message and where to find the usage, exit status 2."""
+    """argparse with one-line errors: the message and where to find the usage, exit status 2; help
+    wrapped by HelpFormatter."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(EXIT_BAD_INPUT, error_text(self.prog, f"{message} (see {self.prog} --help)") + "\n")
+
+
+def error_text(prog, message):
+    """'tinyattn train: error: ...': one line into a file or a pipe, wrapped at words (option names and
+    paths kept whole) to the width of the terminal that stderr writes to."""
+    return fit(f"{prog}: error: {message}", sys.stderr)
 
 
 def is_terminal(stream):
@@ -64,13 +108,25 @@ def fill(pieces, width):
     return lines
 
 
+_WHOLE = re.compile(r"`[^`]*`|\(see [^()]*\)")  # a command to type, "(see tinyattn train --help)"
+_KEPT_SPACE = "\x00"
+
+
+def wrap(text, width, **options):
+    """textwrap.wrap breaking at spaces only: never inside a word, a path, an option name, a URL, a
+    `command in backticks` or a "(see ... --help)" (a piece longer than `width` gets a line of its own)."""
+    kept = _WHOLE.sub(lambda match: match.group().replace(" ", _KEPT_SPACE), text)
+    lines = textwrap.wrap(kept, width, break_on_hyphens=False, break_long_words=False, **options)
+    return [line.replace(_KEPT_SPACE, " ") for line in lines]
+
+
 def fit(text, stream=None):
-    """`text` wrapped to the terminal's width, later lines indented by two, when `stream` (default
-    stdout) is a terminal too narrow for it; unchanged otherwise."""
+    """`text` wrapped (by `wrap`) to the terminal's width, later lines indented by two, when `stream`
+    (default stdout) is a terminal too narrow for it; unchanged otherwise."""
     width = terminal_width(stream)
     if width is None or len(text) < width:
         return text
-    return textwrap.fill(text, width - 1, subsequent_indent="  ", break_on_hyphens=False)
+    return "\n".join(wrap(text, width - 1, subsequent_indent="  "))
 
 
 def positive_int(text):

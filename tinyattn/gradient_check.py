@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 
 from . import autograd, backend, dtypes, functions, linalg, models, nn, random
-from .console import EXIT_INTERRUPTED, ArgumentParser, fill, plural, terminal_width
+from .console import EXIT_INTERRUPTED, ArgumentParser, fill, fit, plural, terminal_width
 from .errors import BackwardError, GradcheckError
 from .nn import functional as F
 from .tensor import Tensor
@@ -860,8 +860,8 @@ def main(argv=None):
         print(f"{done} of {plural(len(checks), 'check')} passed ({settings}; {elapsed:.1f} s)")
     if interrupted is not None:
         sys.stdout.flush()
-        print(f"tinyattn gradcheck: interrupted during the check {interrupted!r}, after {done} of "
-              f"{plural(len(checks), 'check')}", file=sys.stderr)
+        print(fit(f"tinyattn gradcheck: interrupted during the check {interrupted!r}, after {done} of "
+                  f"{plural(len(checks), 'check')}", sys.stderr), file=sys.stderr)
         return EXIT_INTERRUPTED
     return 1 if failures else 0
 

@@ -138,10 +138,48 @@ def _host_values(data, dtype=None):
     if backend.is_cupy_array(data):
         data = backend.to_host(data)  # its values, then treated as NumPy data (float64 stays float64)
     inferred = _inferred_dtype(data)  # also refuses data that is not numbers
-    values = np.array(data)  # Python floats become float64 and Python ints int64: nothing rounded yet
+    try:
+        values = np.array(data)  # Python floats become float64 and Python ints int64: nothing rounded yet
+    except ValueError:  # NumPy's "inhomogeneous shape": say where, as PyTorch does
+        _check_grid(data, _grid_shape(data))
+        raise
     target = dtypes.computable(dtype or inferred)
     _check_fits(values, target)
     return values.astype(target.name, copy=False)
+
+
+def _is_sequence(item):
+    return isinstance(item, (list, tuple)) or (isinstance(item, (np.ndarray, Tensor)) and item.ndim > 0)
+
+
+def _grid_shape(data):
+    """The shape nested sequences claim, read along their first entries (PyTorch's way)."""
+    shape = []
+    while _is_sequence(data):
+        shape.append(len(data))
+        if not len(data):
+            break
+        data = data[0]
+    return shape
+
+
+def _check_grid(data, shape, dim=0):
+    """PyTorch's errors for nested sequences that are not a grid: a number where the first entry has a
+    sequence is a TypeError, a sequence of another length a ValueError; both say the dim."""
+    if dim == len(shape):
+        if _is_sequence(data):
+            raise TypeError(f"tensor(data): the data is not a grid of numbers: at dim {dim} an entry is a sequence "
+                            f"where the first ones are numbers (shape {shape} so far): give every entry the same shape")
+        return
+    if not _is_sequence(data):
+        raise TypeError(f"tensor(data): the data is not a grid of numbers: at dim {dim} an entry is a number "
+                        f"({data!r}) where the first ones are sequences of length {shape[dim]}: give every entry "
+                        "the same shape")
+    if len(data) != shape[dim]:
+        raise ValueError(f"tensor(data): expected a sequence of length {shape[dim]} at dim {dim} (as the first one), "
+                         f"got {len(data)}: give every entry the same shape")
+    for item in data:
+        _check_grid(item, shape, dim + 1)
 
 
 class Tensor:

@@ -15,6 +15,7 @@ from that checkpoint, but its masks differ from those the first run went on to d
 
 import dataclasses
 import hashlib
+import itertools
 import math
 import pathlib
 import signal
@@ -27,7 +28,8 @@ from . import checkpoint as ckpt
 from . import dtypes, functions
 from . import random as trandom
 from .autograd import no_grad
-from .data import CharTokenizer, DataError, check_length, get_batch, train_val_split
+from .console import plural
+from .data import CharTokenizer, DataError, get_batch, train_val_split
 from .models import GPTConfig, build_model, parameter_groups
 from .nn.utils import clip_grad_norm_
 from .optim import AdamW
@@ -128,14 +130,25 @@ class TrainResult:
     losses: list  # the training loss of every step
     interrupted: bool = False
     seconds: float = 0.0  # time spent in this call
+    output_closed: bool = False  # stopped (with a checkpoint) because the reader of the output went away
 
 
 def check_text(config, text):
-    """A DataError unless both the training and the validation part hold a block plus one character."""
+    """A DataError unless both the training and the validation part hold a block plus one character;
+    one message states both limits (and the shortest text that meets them)."""
     train_part, val_part = train_val_split(text, config.train_fraction)
-    check_length(train_part, config.block_size, "the training part of the text")
-    check_length(val_part, config.block_size,
-                 f"the validation part of the text (the last {1 - config.train_fraction:.0%})")
+    need = config.block_size + 1
+    if len(train_part) >= need and len(val_part) >= need:
+        return
+    parts = (f"the training part ({plural(len(train_part), 'character')}) and the validation part (the last "
+             f"{1 - config.train_fraction:.0%}: {plural(len(val_part), 'character')}) each need block_size + 1 = "
+             f"{need}")
+    if config.train_fraction < 1:
+        shortest = next(n for n in itertools.count(2 * need) if all(len(part) >= need for part in
+                                                                    train_val_split(range(n), config.train_fraction)))
+        parts += f", so the text needs at least {plural(shortest, 'character')}"
+    raise DataError(f"the text has {plural(len(text), 'character')}: {parts}. Use a longer text or a smaller "
+                    "--block-size")
 
 
 def text_fingerprint(text):
@@ -245,7 +258,17 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
         elapsed_before = 0.0
 
     bar = ProgressBar(config.steps, start=step, stream=stream, enabled=not quiet)
-    say = log or bar.write
+    write = log or bar.write
+    output_closed = False
+
+    def say(text):
+        nonlocal output_closed
+        if output_closed:
+            return
+        try:
+            write(text)
+        except BrokenPipeError:  # `tinyattn train | head`: the reader is gone; save, then stop
+            output_closed = True
     splits = {"train": train_data, "val": val_data}
     data_info = {"source": data_source, "sha256": text_fingerprint(text), "chars": len(text)}
 
@@ -315,16 +338,17 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
             if step % config.eval_interval == 0 or step == config.steps:
                 evaluate()
                 save()
-            elif interrupt.requested or step == stop_at:
+            elif interrupt.requested or output_closed or step == stop_at:
                 save()
-            if interrupt.requested or step == stop_at:
+            if interrupt.requested or output_closed or step == stop_at:
                 interrupted = step < config.steps
                 break
-    bar.close()
+    if not output_closed:
+        bar.close()
     if out is not None:
         plot_losses(history, losses, pathlib.Path(out) / "loss.png")
     return TrainResult(model, tokenizer, optimizer, config, step, history, losses, interrupted,
-                       time.perf_counter() - started)
+                       time.perf_counter() - started, output_closed)
 
 
 

@@ -17,8 +17,10 @@ From Python (a notebook), on a class you wrote:
 The checker compares your Jacobian with central differences, names the usual mistakes (transposed,
 sign flipped, off by a factor of 2 or 1/sqrt(d), a missing sum over broadcast dims, softmax without
 its cross terms, a missing mask, ...), probes float32 with large inputs, and tries random shapes with
-Hypothesis, reporting the smallest case that fails. `tinyattn exercises start DIR --solutions`
-writes the reference solutions instead.
+Hypothesis, reporting the smallest case that fails. The fixed cases alone (the example and each
+exercise's edge cases: repeated ids, stretched size-1 dims, ignored targets) catch every mistake the
+exercises plant; without Hypothesis the random cases do not run, and the report says so.
+`tinyattn exercises start DIR --solutions` writes the reference solutions instead.
 """
 
 from . import (e01_add, e02_mul, e03_sum, e04_mean, e05_matmul, e06_exp_log, e07_relu, e08_gelu, e09_softmax,
@@ -54,7 +56,7 @@ def check(function, exercise=None, examples=EXAMPLES, verbose=True):
     """Check a Function you wrote for an exercise: print the report, return the Result.
 
     function: your class (its name says which exercise it is, or pass `exercise`).
-    examples: how many random cases Hypothesis tries after the example (0: none).
+    examples: how many random cases Hypothesis tries after the fixed cases (0: none).
     """
     from . import checker
 

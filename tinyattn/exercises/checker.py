@@ -2,9 +2,10 @@
 
 `check(exercise, function)` goes through three stages and stops at the first failure:
 
-1. the example: the learner's Jacobian (their backward, once per output element, with a one-hot
+1. the fixed cases (the example, then the exercise's edge cases: repeated ids, a stretched size-1
+   dim, an ignored target, ...): the learner's Jacobian (their backward, once per output element, with a one-hot
    grad_output) against central differences of the forward, in float64, as `gradcheck` does; a
-   mismatch is diagnosed (see diagnosis.py);
+   mismatch is diagnosed (see diagnosis.py); these alone catch every planted mistake;
 2. large inputs in float32, for the exercises where a backward can be right in float64 and overflow
    in float32 (softmax without the shift by the row max);
 3. random cases drawn by Hypothesis (other shapes, size-1 dims, repeated ids, ignored targets),
@@ -25,6 +26,7 @@ import traceback
 import numpy as np
 
 from .. import autograd, backend, dtypes, functions, random
+from ..console import plural
 from ..gradient_check import numerical_jacobian
 from ..tensor import Tensor
 from . import diagnosis
@@ -35,6 +37,7 @@ SEED = 0  # a random exercise's forward runs right after seeding with it (dropou
 EPS = 1e-6  # the finite-difference step
 ATOL, RTOL = 1e-5, 1e-3  # gradcheck's tolerances
 EXAMPLES = 20  # random cases per exercise
+HYPOTHESIS_MISSING = "Hypothesis is not installed (pip install hypothesis)"
 SHRINK_CALLS = 200  # how many more cases Hypothesis may try while shrinking a failing one
 
 
@@ -45,7 +48,7 @@ class Result:
     status: "pass", "FAIL", "not done yet", "error" (the file does not load) or "missing".
     finding: what is wrong (None for a pass).
     lines: the evidence, one paragraph each.
-    phase: where it failed: "example", "large inputs", "float32" or "random case".
+    phase: where it failed: "example", "edge case", "large inputs", "float32" or "random case".
     case: the case it failed on (the shrunk counterexample for "random case").
     checked: for a pass, what was checked.
     """
@@ -81,10 +84,14 @@ class _Verdict(Exception):
 
 def check(exercise, function, examples=EXAMPLES, shrink_calls=SHRINK_CALLS):
     """Check `function` (the exercise's Function with the learner's backward); return a Result."""
-    result = analyse(exercise, function, exercise.example())
-    if not result.passed:
-        return result
-    checked = ["the example"]
+    cases = exercise.fixed_cases()
+    for number, case in enumerate(cases):
+        result = analyse(exercise, function, case)
+        if not result.passed:
+            if number:
+                result.phase = "edge case"
+            return result
+    checked = ["the example" if len(cases) == 1 else f"the example and {plural(len(cases) - 1, 'edge case')}"]
     if exercise.large_case is not None:
         failed = _float32_probe(exercise, function)
         if failed is not None:
@@ -94,7 +101,7 @@ def check(exercise, function, examples=EXAMPLES, shrink_calls=SHRINK_CALLS):
         try:
             counterexample = search(exercise, function, examples, shrink_calls)
         except ImportError:
-            checked.append("no random cases: pip install hypothesis to check them")
+            checked.append(f"no random cases: {HYPOTHESIS_MISSING}")
         else:
             if counterexample is not None:
                 failed = analyse(exercise, function, counterexample)
@@ -411,6 +418,16 @@ def _float32_probe(exercise, function):
 
 # ---------------------------------------------------------------------------------------------
 # random cases: Hypothesis
+
+
+def hypothesis_installed():
+    """Whether the random stage can run (Hypothesis is an install requirement, but may be removed)."""
+    try:
+        import hypothesis  # noqa: F401
+        from hypothesis.extra import numpy  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def search(exercise, function, examples=EXAMPLES, shrink_calls=SHRINK_CALLS):

@@ -12,7 +12,7 @@ import pathlib
 import sys
 import textwrap
 
-from ..console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, plural
+from ..console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, error_text, plural, wrap
 from . import checker, report
 
 
@@ -64,7 +64,7 @@ def main(argv=None):
             return check(args.dir, args.names, args.examples)
         return hint(args.name)
     except UsageError as error:
-        print(f"tinyattn exercises {args.action}: error: {error}", file=sys.stderr)
+        print(error_text(f"tinyattn exercises {args.action}", error), file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:  # check has printed what it had checked
         print("tinyattn exercises: interrupted", file=sys.stderr)
@@ -127,7 +127,7 @@ def start(directory, solutions=False):
 
 
 def _say(text):
-    print("\n".join(textwrap.wrap(text, 78, break_on_hyphens=False)))
+    print("\n".join(wrap(text, 78)))
 
 
 def _range(names):
@@ -136,14 +136,20 @@ def _range(names):
 
 def check(directory, names=(), examples=checker.EXAMPLES):
     path = pathlib.Path(directory)
+    if path.exists() and not path.is_dir():
+        raise UsageError(_a_file_not_a_folder(path))
     if not path.is_dir():
         raise UsageError(f"there is no folder {directory!r}: `tinyattn exercises start {directory}` makes one")
     if examples < 0:
         raise UsageError(f"--examples must be 0 or more, got {examples}")
     selected = [_get(name) for name in names] if names else list(_exercises())
-    random_cases = f"{examples} random cases" if examples else "no random cases"
-    _say(f"checking {directory}: {len(selected)} exercise{'s' * (len(selected) != 1)} (float64 finite "
-         f"differences, {random_cases})")
+    # never claim random cases that do not run: without Hypothesis only the fixed cases are checked
+    missing = bool(examples) and not checker.hypothesis_installed()
+    if missing:
+        random_cases = f"the fixed cases only: no random cases, {checker.HYPOTHESIS_MISSING}"
+    else:
+        random_cases = f"fixed cases and {plural(examples, 'random case')} each" if examples else "no random cases"
+    _say(f"checking {directory}: {plural(len(selected), 'exercise')} (float64 finite differences, {random_cases})")
     for line in report.table_header():
         print(line)
     results = []
@@ -154,20 +160,33 @@ def check(directory, names=(), examples=checker.EXAMPLES):
             results.append(result)
             print(report.table_row(result), flush=True)
     except KeyboardInterrupt:  # Ctrl-C: the reports of the exercises checked so far, then stop
-        _print_reports(results)
+        _print_reports(results, missing)
         raise
-    _print_reports(results)
+    _print_reports(results, missing)
     return 0 if all(result.passed for result in results) else 1
 
 
-def _print_reports(results):
+def _a_file_not_a_folder(path):
+    """What to say when `check` is given a file: the command that checks it, if it is an exercise's."""
+    exercise = next((e for e in _exercises() if e.file_name == path.name), None)
+    if exercise is not None:
+        return (f"{str(path)!r} is a file: check takes the folder and the exercise's name: "
+                f"`tinyattn exercises check {path.parent} {exercise.name}`")
+    return (f"{str(path)!r} is a file, not a folder of exercises: `tinyattn exercises start DIR` writes them to "
+            "a new folder DIR, then `tinyattn exercises check DIR` checks them")
+
+
+def _print_reports(results, hypothesis_missing=False):
     for result in results:
         if result.passed or result.status == "not done yet":
             continue
         print()
         print("\n".join(report.block(result)))
     print()
-    print(report.summary(results))
+    summary = report.summary(results)
+    if hypothesis_missing:
+        summary += f" (the fixed cases only, no random cases: {checker.HYPOTHESIS_MISSING})"
+    _say(summary)
 
 
 def hint(name):

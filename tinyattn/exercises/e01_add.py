@@ -61,6 +61,11 @@ def example():
     return example_values(1, x=(2, 3, 4), y=(3, 4))
 
 
+def edge_cases():
+    # a size-1 dim that broadcasting stretches, in y and then in x (not only missing leading dims)
+    return [example_values(2, x=(2, 3), y=(1, 3)), example_values(3, x=(2, 1), y=(3,))]
+
+
 def random_case(draw, s):
     shapes = draw(s.broadcastable(2))
     return {"x": draw(s.floats(shapes.input_shapes[0])), "y": draw(s.floats(shapes.input_shapes[1]))}
@@ -101,9 +106,10 @@ EXERCISE = Exercise(
     reference=lambda x, y: x + y,
     expanded=expanded,
     edge=broadcast_edge,
+    edge_cases=edge_cases,
     mistakes=(
         Mistake(no_sum, "missing-broadcast-sum"),
-        Mistake(leading_dims_only, "missing-broadcast-sum", found_by="hypothesis"),
+        Mistake(leading_dims_only, "missing-broadcast-sum", found_by="edge case"),
         Mistake(last_dim_summed, "wrong-axis-sum"),
     ),
 )

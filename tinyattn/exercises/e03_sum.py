@@ -39,6 +39,11 @@ def example():
     return {**example_values(3, x=(2, 3, 4)), "dim": 1, "keepdim": False}
 
 
+def edge_cases():
+    # keepdim=True (the summed dim is still in grad_out), with a negative dim
+    return [{**example_values(4, x=(2, 3)), "dim": -1, "keepdim": True}]
+
+
 def random_case(draw, s):
     x = draw(s.floats(draw(s.shape(1, 3))))
     return {"x": x, "dim": draw(s.one_of(range(-x.ndim, x.ndim))), "keepdim": draw(s.booleans())}
@@ -71,8 +76,9 @@ EXERCISE = Exercise(
     random_case=random_case,
     reference=lambda x, dim, keepdim: x.sum(dim=dim, keepdim=keepdim),
     edge=reduction_edge,
+    edge_cases=edge_cases,
     mistakes=(
         Mistake(not_expanded, "output-shape"),
-        Mistake(keepdim_ignored, "error", found_by="hypothesis"),
+        Mistake(keepdim_ignored, "error", found_by="edge case"),
     ),
 )

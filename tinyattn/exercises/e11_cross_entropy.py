@@ -115,6 +115,12 @@ def example():
     return {"logits": rng.standard_normal((5, 3)), "target": np.array([2, 0, 1, 1, 0]), "ignore_index": IGNORE}
 
 
+def edge_cases():
+    # two rows whose target is ignore_index: they get no gradient, and the mean is over the other three
+    case = example()
+    return [{**case, "target": np.array([2, IGNORE, 1, IGNORE, 0])}]
+
+
 def large_case():
     case = example()
     return {**case, "logits": 10 * case["logits"] + 100}
@@ -171,6 +177,7 @@ EXERCISE = Exercise(
     random_case=random_case,
     reference=lambda logits, target, ignore_index: F.cross_entropy(logits, target, ignore_index=ignore_index),
     factors=factors,
+    edge_cases=edge_cases,
     suspects=(
         Suspect("ignored-rows", "ignored rows get a gradient",
                 "A row whose target is ignore_index adds nothing to the loss, so its gradient is 0: "
@@ -187,8 +194,8 @@ EXERCISE = Exercise(
     ),
     edge=edge,
     mistakes=(
-        Mistake(ignored_rows_kept, "ignored-rows", found_by="hypothesis"),
-        Mistake(mean_over_all_rows, "wrong-denominator", found_by="hypothesis"),
+        Mistake(ignored_rows_kept, "ignored-rows", found_by="edge case"),
+        Mistake(mean_over_all_rows, "wrong-denominator", found_by="edge case"),
         Mistake(no_max_shift, "unstable-float32", found_by="float32"),
         Mistake(sum_not_mean, "constant-factor"),
         Mistake(grad_loss_forgotten, "not-linear"),

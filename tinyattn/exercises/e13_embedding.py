@@ -81,6 +81,11 @@ def example():
     return {"ids": np.array([[0, 3, 6], [4, 1, 2]]), "weight": rng.standard_normal((7, 3))}
 
 
+def edge_cases():
+    # ids that repeat (row 2 three times, row 0 twice), as in any real text
+    return [{"ids": np.array([[2, 0, 2], [1, 2, 0]]), "weight": np.array([[0.5, -1.0], [1.5, 0.25], [-0.75, 2.0]])}]
+
+
 def random_case(draw, s):
     rows, dim = draw(s.size(1, 5)), draw(s.size(1, 3))
     ids = draw(s.ints(draw(s.shape(1, 2, high=3)), 0, rows - 1))
@@ -128,8 +133,9 @@ EXERCISE = Exercise(
                 "Token t's gradient belongs to row ids[t], not to row t.", _by_position),
     ),
     edge=edge,
+    edge_cases=edge_cases,
     mistakes=(
-        Mistake(assigned, "assignment", found_by="hypothesis"),
+        Mistake(assigned, "assignment", found_by="edge case"),
         Mistake(rows_by_position, "wrong-rows"),
     ),
 )

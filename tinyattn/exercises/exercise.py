@@ -39,8 +39,10 @@ class Mistake:
     """A wrong backward that learners write, and what the checker must say about it.
 
     finding: the id of the finding the checker names (see diagnosis.FINDINGS).
-    found_by: where the checker catches it: "example" (the fixed example), "float32" (the
-        large-input probe in float32), or "hypothesis" (only a random case shows it).
+    found_by: where the checker catches it: "example" (the first fixed example), "edge case" (one
+        of the exercise's further fixed examples), or "float32" (the large-input probe in float32).
+        Every planted mistake is caught by the fixed cases alone: a check without Hypothesis, or
+        with --examples 0, never passes one.
     """
 
     backward: Callable
@@ -90,7 +92,7 @@ class Exercise:
     todo: str  # the skeleton's comment: "return grad_x (the shape of x)"
     args: tuple  # forward's arguments, in order
     grads: tuple  # the arguments that get a gradient
-    example: Callable  # () -> case
+    example: Callable  # () -> case: the first case checked, the one the statement's shapes describe
     random_case: Callable  # (draw, strategies) -> case, for Hypothesis
     reference: Callable  # (*args as tensors) -> output(s): the library's computation of the forward
     outputs: tuple = ("out",)  # names of forward's outputs, for the reports
@@ -103,6 +105,7 @@ class Exercise:
     unstable_explanation: str = ""  # what usually makes this backward fail in float32
     edge: Callable = None  # case -> what is special about a failing random case ("repeated ids")
     mistakes: tuple = ()
+    edge_cases: Callable = None  # () -> [case]: fixed cases with the edges the example lacks (repeated ids, ...)
 
     @property
     def label(self):
@@ -152,6 +155,10 @@ class Exercise:
     def make(self, backward):
         """The Function with another backward (a learner's or a planted mistake)."""
         return type(self.class_name, (self.function,), {"backward": staticmethod(backward)})
+
+    def fixed_cases(self):
+        """The example, then the edge cases: what the checker tries before any random case."""
+        return [self.example()] + (list(self.edge_cases()) if self.edge_cases else [])
 
     # --- inputs -----------------------------------------------------------------------------
 

@@ -42,6 +42,11 @@ def details(result):
         found = f" ({special})" if special else ""
         paragraphs.append(f"The example passes, but this case fails{found}, the smallest Hypothesis found: "
                           f"{format_case(result.case, exercise.args)}")
+    elif result.phase == "edge case":
+        special = exercise.edge(result.case) if exercise.edge else ""
+        found = f" ({special})" if special else ""
+        paragraphs.append(f"The example passes, but this fixed case fails{found}: "
+                          f"{format_case(result.case, exercise.args)}")
     elif result.phase == "large inputs":
         paragraphs.append(f"The example passes, but large inputs ({exercise.large_case_text}) fail, in float64.")
     if result.finding.explanation:

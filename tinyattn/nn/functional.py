@@ -264,6 +264,9 @@ def layer_norm_rows_backward(xp, grad_rows, normalized, inv_std, weight, average
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     tensor_argument(input, "layer_norm")
+    if not input.dtype.is_floating_point:  # (NumPy would fail deep inside, casting the mean into integers)
+        raise NotImplementedError(f"layer_norm is not implemented for {input.dtype} input (nor is PyTorch's): "
+                                  "normalise floating-point numbers, e.g. input.float()")
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if not shape:
         raise ShapeError("layer_norm needs a normalized_shape of at least one dim (the last dims to normalise "
@@ -629,7 +632,7 @@ def class_rows(name, input, target, ignore_index):
     """PyTorch's checks of a classification loss's arguments, shared by cross_entropy and nll_loss.
 
     `input` is (C,), (N, C) or (N, C, d...) with the classes in dim 1, `target` the class indices:
-    () or (1,), (N,) or (N, d...). Returns the input as rows (rows, C), the targets as (rows,), and
+    (), (N,) or (N, d...). Returns the input as rows (rows, C), the targets as (rows,), and
     the shape of the per-element losses (what reduction='none' gives).
     """
     if not input.dtype.is_floating_point:
@@ -645,11 +648,15 @@ def class_rows(name, input, target, ignore_index):
         raise TypeError(f"cross_entropy: a target of the input's shape {list(input.shape)} holds class "
                         "probabilities, which are not supported: give class indices, of the input's shape without "
                         "the class dim")
-    if input.ndim == 1:  # one sample: its target is a single class
+    if input.ndim == 1:  # one sample: its target is a single class, a 0-d tensor
         expected = ()
-        if tuple(target.shape) not in ((), (1,)):
-            raise ShapeError(f"{name}: an input of shape {list(input.shape)} (one sample) needs a single target "
-                             f"(shape [] or [1]), got shape {list(target.shape)}")
+        if tuple(target.shape) == (1,):  # PyTorch's forward takes it, its backward fails ("size mismatch")
+            raise ShapeError(f"{name}: an input of shape {list(input.shape)} (one sample) needs a 0-d target "
+                             "(one class index), got shape [1]: pass target[0], or input.unsqueeze(0) for a batch "
+                             "of one")
+        if tuple(target.shape) != ():
+            raise ShapeError(f"{name}: an input of shape {list(input.shape)} (one sample) needs a 0-d target "
+                             f"(one class index), got shape {list(target.shape)}")
     else:
         expected = tuple(input.shape[:1]) + tuple(input.shape[2:])
         if tuple(target.shape) != expected:
