@@ -13,7 +13,7 @@ import weakref
 
 import numpy as np
 
-from . import backend, dtypes, printing
+from . import backend, dtypes, numpy_names, printing
 from .errors import BackwardError, ShapeError
 
 
@@ -672,11 +672,15 @@ class Tensor:
     def isfinite(self):
         return Tensor._wrap(backend.namespace(self.array).isfinite(self.array))
 
-    def any(self, dim=None, keepdim=False):
+    def any(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("any", dim, keepdim, axis, keepdims)
         xp = backend.namespace(self.array)
         return Tensor._wrap(xp.any(self.array, axis=_dims_or_none(dim, self.ndim), keepdims=keepdim))
 
-    def all(self, dim=None, keepdim=False):
+    def all(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("all", dim, keepdim, axis, keepdims)
         xp = backend.namespace(self.array)
         return Tensor._wrap(xp.all(self.array, axis=_dims_or_none(dim, self.ndim), keepdims=keepdim))
 
@@ -805,7 +809,9 @@ class Tensor:
 
     # --- reductions ---
 
-    def sum(self, dim=None, keepdim=False, dtype=None):
+    def sum(self, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("sum", dim, keepdim, axis, keepdims)
         _check_differentiable_dtype(self, dtype, "sum")
         x = self if dtype is None else self.to(dtype)
         if x.dtype is dtypes.bool_:
@@ -815,7 +821,9 @@ class Tensor:
             total = total != 0 if dtype is dtypes.bool_ else total.to(dtype)
         return total
 
-    def mean(self, dim=None, keepdim=False, dtype=None):
+    def mean(self, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("mean", dim, keepdim, axis, keepdims)
         x = self if dtype is None else self.to(dtype)
         if not x.dtype.is_floating_point:
             raise TypeError(
@@ -824,7 +832,9 @@ class Tensor:
             )
         return ops.Mean.apply(x, _all_dims_if_empty(dim), keepdim)
 
-    def cumsum(self, dim, dtype=None):
+    def cumsum(self, dim=None, dtype=None, *, axis=None):
+        if dim is None or axis is not None:
+            dim = numpy_names.required_dim("cumsum", dim, axis)
         _check_differentiable_dtype(self, dtype, "cumsum")
         x = self if dtype is None else self.to(dtype)
         if x.dtype is dtypes.bool_ and dtype is not None and x.ndim:
@@ -836,10 +846,16 @@ class Tensor:
             return ops.Cumsum.apply(x.reshape(1), 0).reshape(())
         return ops.Cumsum.apply(x, _dim(dim, x.ndim))
 
-    def logsumexp(self, dim, keepdim=False):
+    def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("logsumexp", dim, keepdim, axis, keepdims)
+        if dim is None:
+            dim = numpy_names.required_dim("logsumexp", dim, axis)
         return ops.LogSumExp.apply(_floating(self), _all_dims_if_empty(dim), keepdim)
 
-    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("var", dim, keepdim, axis, keepdims)
         return self._spread(ops.Var, dim, unbiased, keepdim, correction)
 
     def _spread(self, op, dim, unbiased, keepdim, correction):
@@ -856,15 +872,21 @@ class Tensor:
             raise TypeError(f"var() and std() need a floating point tensor, got {self.dtype}: use .float().var()")
         return op.apply(self, _all_dims_if_empty(dim), correction, keepdim)
 
-    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("std", dim, keepdim, axis, keepdims)
         return self._spread(ops.Std, dim, unbiased, keepdim, correction)
 
-    def max(self, dim=None, keepdim=False):
+    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("max", dim, keepdim, axis, keepdims)
         if isinstance(dim, Tensor):
             return self.maximum(dim)
         return self._extreme(dim, keepdim, False, "max")
 
-    def min(self, dim=None, keepdim=False):
+    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("min", dim, keepdim, axis, keepdims)
         if isinstance(dim, Tensor):
             return self.minimum(dim)
         return self._extreme(dim, keepdim, True, "min")
@@ -879,14 +901,20 @@ class Tensor:
             return (MinResult if take_min else MaxResult)(values, indices)
         return (MinResult if take_min else MaxResult)(*ops.MaxAlongDim.apply(self, dim, keepdim, take_min))
 
-    def argmax(self, dim=None, keepdim=False):
+    def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("argmax", dim, keepdim, axis, keepdims)
         return _argext(self, dim, keepdim, "argmax")
 
-    def argmin(self, dim=None, keepdim=False):
+    def argmin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("argmin", dim, keepdim, axis, keepdims)
         return _argext(self, dim, keepdim, "argmin")
 
-    def topk(self, k, dim=-1, largest=True, sorted=True):
+    def topk(self, k, dim=-1, largest=True, sorted=True, *, axis=None):
         """The k largest (or smallest) entries along `dim` and their indices; differentiable."""
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("topk", dim, axis, -1)
         xp = backend.namespace(self.array)
         axis = _dim(dim, self.ndim)
         if self.ndim == 0:  # one number: k is 0 or 1 and both give it, as in PyTorch
@@ -902,13 +930,17 @@ class Tensor:
         indices = Tensor._wrap(order[backend.index_key(xp, key, order.ndim)])
         return TopkResult(self.gather(axis, indices), indices)
 
-    def softmax(self, dim):
+    def softmax(self, dim=None, *, axis=None):
+        if dim is None or axis is not None:
+            dim = numpy_names.required_dim("softmax", dim, axis)
         _check_floating(self, "softmax")
         if self.ndim == 0:  # a single number (dim 0 or -1, as in PyTorch): as a vector of one
             return self.reshape(1).softmax(dim).reshape(())
         return ops.Softmax.apply(self, dim)
 
-    def log_softmax(self, dim):
+    def log_softmax(self, dim=None, *, axis=None):
+        if dim is None or axis is not None:
+            dim = numpy_names.required_dim("log_softmax", dim, axis)
         _check_floating(self, "log_softmax")
         if self.ndim == 0:
             return self.reshape(1).log_softmax(dim).reshape(())
@@ -987,11 +1019,15 @@ class Tensor:
     def mT(self):
         return self.transpose(-2, -1)
 
-    def unsqueeze(self, dim):
+    def unsqueeze(self, dim=None, *, axis=None):
+        if dim is None or axis is not None:
+            dim = numpy_names.required_dim("unsqueeze", dim, axis)
         axis = _dim(dim, self.ndim + 1)
         return ops.Reshape.apply(self, self.array.shape[:axis] + (1,) + self.array.shape[axis:])
 
-    def squeeze(self, dim=None):
+    def squeeze(self, dim=None, *, axis=None):
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("squeeze", dim, axis)
         shape = self.array.shape
         if dim is None:
             axes = [i for i, n in enumerate(shape) if n == 1]
@@ -1390,7 +1426,9 @@ class Tensor:
 
     # --- more reductions ---
 
-    def prod(self, dim=None, keepdim=False, dtype=None):
+    def prod(self, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("prod", dim, keepdim, axis, keepdims)
         if dim is not None and not isinstance(dim, (int, np.integer)):
             raise TypeError(f"prod takes one dim (an int), got {dim!r}: for several dims, call prod once per dim")
         _check_differentiable_dtype(self, dtype, "prod")
@@ -1402,7 +1440,9 @@ class Tensor:
             product = product != 0 if dtype is dtypes.bool_ else product.to(dtype)
         return product
 
-    def cumprod(self, dim, *, dtype=None):
+    def cumprod(self, dim=None, *, dtype=None, axis=None):
+        if dim is None or axis is not None:
+            dim = numpy_names.required_dim("cumprod", dim, axis)
         _check_differentiable_dtype(self, dtype, "cumprod")
         if dtype is dtypes.bool_ and self.ndim:  # (a 0-d tensor is its own running product, as in PyTorch)
             raise TypeError("cumprod(dtype=tinyattn.bool) is not defined: use dtype=tinyattn.int64")
@@ -1414,10 +1454,14 @@ class Tensor:
             return ops.Cumprod.apply(x.reshape(1), 0).reshape(()).to(x.dtype)
         return ops.Cumprod.apply(x, _dim(dim, x.ndim))
 
-    def amax(self, dim=(), keepdim=False):
+    def amax(self, dim=(), keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("amax", dim, keepdim, axis, keepdims, ())
         return _amax(self, dim, keepdim, False, "amax")
 
-    def amin(self, dim=(), keepdim=False):
+    def amin(self, dim=(), keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("amin", dim, keepdim, axis, keepdims, ())
         return _amax(self, dim, keepdim, True, "amin")
 
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
@@ -1459,9 +1503,11 @@ class Tensor:
 
     # --- sorting, selecting, scattering ---
 
-    def sort(self, dim=-1, descending=False, *, stable=False):
+    def sort(self, dim=-1, descending=False, *, stable=False, axis=None):
         """(values, indices) along `dim`. Always stable (equal values keep their order), which
         stable=False allows; NaN sorts as the largest value, as in PyTorch."""
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("sort", dim, axis, -1)
         if self.ndim == 0:
             _dim(dim, 0)
             values, indices = self.reshape(1).sort(0, descending)
@@ -1469,7 +1515,9 @@ class Tensor:
         values, indices = ops.Sort.apply(self, _dim(dim, self.ndim), descending)
         return SortResult(values, indices.detach())  # indices are no part of the graph
 
-    def argsort(self, dim=-1, descending=False, *, stable=False):
+    def argsort(self, dim=-1, descending=False, *, stable=False, axis=None):
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("argsort", dim, axis, -1)
         if self.ndim == 0:
             _dim(dim, 0)
             return self.reshape(1).argsort(0, descending).reshape(())
