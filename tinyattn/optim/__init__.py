@@ -1,4 +1,5 @@
-"""`tinyattn.optim`: SGD, Adam and AdamW (PyTorch's names and defaults) and learning-rate schedules.
+"""`tinyattn.optim`: SGD, Adam, AdamW, RMSprop and Adagrad (PyTorch's names and defaults) and learning-rate
+schedules (`tinyattn.optim.lr_scheduler`).
 
     optimizer = tinyattn.optim.AdamW(model.parameters(), lr=1e-3)
     for step in range(steps):
@@ -9,6 +10,6 @@
 """
 
 from . import lr_scheduler
-from .optimizer import SGD, Adam, AdamW, Optimizer
+from .optimizer import SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]
