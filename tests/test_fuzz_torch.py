@@ -1248,6 +1248,10 @@ TABLE = [
                                    "is_contiguous", "__len__", "__bool__", "__float__", "__int__", "__index__")],
     method("size", X, Kw("dim", maybe(DIM))),
     method("to", X, dtype_name()),
+    # (floats into the small integers without inf, NaN and, for uint8, negative numbers: C++ leaves those undefined)
+    method("byte", T(low=0, specials=False)), method("char", T(specials=False)), method("short", T(specials=False)),
+    method("type", T(specials=False), maybe(one_of(dtype_name(), st.sampled_from(
+        ["torch.FloatTensor", "torch.LongTensor", "torch.ShortTensor", "torch.BoolTensor", "torch.float32"])))),
     method("type_as", X, Y),
     method("__array__", T(grad=False)),
     Entry("Tensor.__iter__", "Tensor.__iter__", lambda L, x: list(x), (X,)),
@@ -1454,6 +1458,9 @@ NOT_FUZZED = {
                     "a process setting, no op: tests/test_threads.py"),
     **dict.fromkeys(["tinyattn.save", "tinyattn.load"],
                     "files, not ops: tests/test_serialization.py reads and writes PyTorch's format both ways"),
+    **dict.fromkeys([f"tinyattn.{name}" for name in ("FloatTensor", "DoubleTensor", "LongTensor", "IntTensor",
+                                                      "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor")],
+                    "legacy constructors (sizes or data, not tensors): tests/test_dtypes_more.py against PyTorch's"),
     **dict.fromkeys(["tinyattn.autocast", "tinyattn.is_autocast_enabled", "tinyattn.compile",
                      "tinyattn.get_float32_matmul_precision", "tinyattn.set_float32_matmul_precision"],
                     "names accepted for compatibility, no ops: tests/test_compat.py against PyTorch's"),

@@ -26,6 +26,9 @@ float = _dtypes.float32
 double = _dtypes.float64
 int = _dtypes.int32
 long = _dtypes.int64
+uint8 = _dtypes.uint8
+int8 = _dtypes.int8
+int16 = short = _dtypes.int16
 dtype = _dtypes.dtype
 float16 = half = _dtypes.float16  # names only: tinyattn refuses half-precision tensors (dtypes.computable)
 bfloat16 = _dtypes.bfloat16
@@ -55,6 +58,10 @@ from .gradient_check import gradcheck, numerical_grad, numerical_jacobian  # noq
 from .tracing import AnomalyError, detect_anomaly, draw_graph, trace  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .threads import get_num_threads, set_num_threads  # noqa: E402  (NumPy's BLAS threads, as torch's)
+
+from .legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, IntTensor,  # noqa: E402
+                     LongTensor, ShortTensor, Variable as _Variable)
+autograd.Variable = _Variable  # torch.autograd.Variable: the old name of a tensor that records gradients
 
 # PyTorch spells these torch.autograd.gradcheck and torch.autograd.detect_anomaly: the same objects
 # there too, set here because tinyattn.autograd is imported by the modules that define them

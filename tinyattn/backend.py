@@ -153,7 +153,7 @@ class _Namespaces:
         self.cpu_device = None  # array_api_strict's device object when strict mode is on
         self.cuda = None  # array_api_compat.cupy, imported on first use
         self.by_type = {np.ndarray: numpy_xp}
-        for scalar in (np.float32, np.float64, np.int32, np.int64, np.bool_):
+        for scalar in (np.float32, np.float64, np.int32, np.int64, np.bool_, np.uint8, np.int8, np.int16):
             self.by_type[scalar] = numpy_xp  # NumPy returns scalars from 0-d operations
 
 

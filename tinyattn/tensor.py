@@ -43,7 +43,7 @@ MinResult = collections.namedtuple("min", ["values", "indices"])
 TopkResult = collections.namedtuple("topk", ["values", "indices"])
 SortResult = collections.namedtuple("sort", ["values", "indices"])
 
-_NUMPY_SCALARS = {np.float32, np.float64, np.int32, np.int64, np.bool_}
+_NUMPY_SCALARS = {np.float32, np.float64, np.int32, np.int64, np.bool_, np.uint8, np.int8, np.int16}
 
 
 def _data_device(data):
@@ -59,10 +59,13 @@ def _numpy_dtype(numpy_dtype):
         return dtypes.bool_
     if numpy_dtype.kind == "f":  # float16 has no tinyattn dtype: float32 holds it exactly
         return dtypes.float64 if numpy_dtype.itemsize >= 8 else dtypes.float32
-    if numpy_dtype.kind in "iu":
-        return dtypes.int32 if numpy_dtype == np.int32 else dtypes.int64
+    if numpy_dtype.kind in "iu":  # uint16, uint32 and uint64 (which PyTorch barely computes with) as int64
+        return _SMALL_INTEGERS.get(numpy_dtype.name, dtypes.int64)
     raise TypeError(f"cannot make a tensor from NumPy data of dtype {numpy_dtype}: tinyattn has "
-                    "float32, float64, int64, int32 and bool")
+                    "float32, float64, int64, int32, int16, int8, uint8 and bool")
+
+
+_SMALL_INTEGERS = {"int32": dtypes.int32, "int16": dtypes.int16, "int8": dtypes.int8, "uint8": dtypes.uint8}
 
 
 _PYTHON_NUMBER_DTYPES = {float: lambda: dtypes.default_float, int: lambda: dtypes.int64, bool: lambda: dtypes.bool_}
@@ -417,6 +420,36 @@ class Tensor:
 
     def bool(self):
         return self.to(dtypes.bool_)
+
+    def byte(self):
+        return self.to(dtypes.uint8)
+
+    def char(self):
+        return self.to(dtypes.int8)
+
+    def short(self):
+        return self.to(dtypes.int16)
+
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """With no dtype, PyTorch's name of the tensor's type ("torch.FloatTensor", "torch.cuda.LongTensor"),
+        spelled as PyTorch spells it so that programs comparing it with those strings keep working.
+        With a dtype (tinyattn.int64), a legacy type (tinyattn.LongTensor) or such a name, the tensor
+        converted to it (itself when it has that type already)."""
+        if dtype is None:
+            where = "torch.cuda." if self.device.type == "cuda" else "torch."
+            return where + dtypes.LEGACY_NAMES[self.dtype]
+        if isinstance(dtype, str):
+            prefix, _, name = dtype.rpartition(".")
+            if prefix not in ("torch", "tinyattn", "torch.cuda", "tinyattn.cuda") or name not in dtypes.BY_LEGACY_NAME:
+                raise ValueError(f"invalid type: {dtype!r} (a type name is spelled 'torch.LongTensor')")
+            device = "cuda" if prefix.endswith("cuda") else "cpu"
+            return self.to(device, dtypes.BY_LEGACY_NAME[name])
+        if not isinstance(dtype, dtypes.dtype):
+            dtype = getattr(dtype, "dtype", None)  # a legacy type: tinyattn.LongTensor
+            if not isinstance(dtype, dtypes.dtype):
+                raise TypeError("type() takes a dtype (tinyattn.int64), a legacy type (tinyattn.LongTensor) or "
+                                "its name ('torch.LongTensor')")
+        return self.to(dtype)
 
     def type_as(self, other):
         return self.to(other.dtype)
@@ -814,8 +847,8 @@ class Tensor:
             dim, keepdim = numpy_names.dim_and_keepdim("sum", dim, keepdim, axis, keepdims)
         _check_differentiable_dtype(self, dtype, "sum")
         x = self if dtype is None else self.to(dtype)
-        if x.dtype is dtypes.bool_:
-            x = x.long()
+        if x.dtype is not dtypes.int64 and dtypes.sums_as_int64(x.dtype):
+            x = x.long()  # PyTorch's sums of bools and integers are int64
         total = ops.Sum.apply(x, _all_dims_if_empty(dim), keepdim)
         if dtype is not None and total.dtype is not dtype:  # the array library sums int32 as int64
             total = total != 0 if dtype is dtypes.bool_ else total.to(dtype)
@@ -839,7 +872,7 @@ class Tensor:
         x = self if dtype is None else self.to(dtype)
         if x.dtype is dtypes.bool_ and dtype is not None and x.ndim:
             raise TypeError("cumsum(dtype=tinyattn.bool) is not defined: running sums count, use dtype=tinyattn.int64")
-        if dtype is None and x.dtype in (dtypes.bool_, dtypes.int32):
+        if dtype is None and dtypes.sums_as_int64(x.dtype):
             x = x.long()  # PyTorch's running sums of integers are int64
         if x.ndim == 0:
             _dim(dim, 0)
@@ -1433,7 +1466,7 @@ class Tensor:
             raise TypeError(f"prod takes one dim (an int), got {dim!r}: for several dims, call prod once per dim")
         _check_differentiable_dtype(self, dtype, "prod")
         x = self if dtype is None else self.to(dtype)
-        if x.dtype in (dtypes.bool_, dtypes.int32):
+        if dtypes.sums_as_int64(x.dtype):
             x = x.long()  # PyTorch's products of integers are int64 (unless a dtype is asked for)
         product = ops.Prod.apply(x, None if dim is None else int(dim), keepdim)
         if dtype is not None and product.dtype is not dtype:
@@ -1447,7 +1480,7 @@ class Tensor:
         if dtype is dtypes.bool_ and self.ndim:  # (a 0-d tensor is its own running product, as in PyTorch)
             raise TypeError("cumprod(dtype=tinyattn.bool) is not defined: use dtype=tinyattn.int64")
         x = self if dtype is None else self.to(dtype)
-        if dtype is None and x.dtype in (dtypes.bool_, dtypes.int32):
+        if dtype is None and dtypes.sums_as_int64(x.dtype):
             x = x.long()  # PyTorch's running products of integers are int64 (unless a dtype is asked for)
         if x.ndim == 0:
             _dim(dim, 0)
@@ -1481,7 +1514,7 @@ class Tensor:
         if self.ndim != 2:
             raise ShapeError(f"trace expects a matrix (2 dims), got shape {list(self.shape)}")
         _check_not_bool(self, "trace")
-        x = self.long() if self.dtype is dtypes.int32 else self  # PyTorch's sums of integers are int64
+        x = self.long() if dtypes.sums_as_int64(self.dtype) else self  # PyTorch's sums of integers are int64
         n = min(x.shape)  # the diagonal of a non-square matrix: as long as its shorter side
         plan = ops.EinsumPlan((("i", "i"),), (), {"i": n}, name="Trace")
         return ops.Einsum.apply(plan, x[:n, :n])
@@ -1990,7 +2023,19 @@ def _promote(a, b, true_division=False, subtraction=False):
         a = a.to(target)
     if isinstance(b, Tensor) and b.dtype is not target:
         b = b.to(target)
+    if target.itemsize < 8 and not target.is_floating_point and target is not dtypes.bool_:
+        a, b = _wrapped_int(a, target), _wrapped_int(b, target)
     return a, b
+
+
+def _wrapped_int(value, target):
+    """A Python int outside the range of an integer dtype, wrapped around into it (uint8: 300 -> 44), as
+    PyTorch converts it before computing; NumPy would refuse it."""
+    if type(value) is not int:
+        return value
+    span = 1 << (8 * target.itemsize)
+    low = 0 if target is dtypes.uint8 else -(span >> 1)
+    return value if low <= value < low + span else (value - low) % span + low
 
 
 def _binary(function, a, b):
