@@ -15,6 +15,7 @@ from .backend import Device as device
 from .errors import BackwardError, CheckpointError, DeviceError, GradcheckError, ShapeError
 from .functions import *  # noqa: F401,F403  (creation functions and the torch.* function forms)
 from .functions import Generator, Size, Tensor, manual_seed, tensor
+from .counting import bincount, histc, histogram
 from .printing import get_printoptions, set_printoptions
 
 float32 = _dtypes.float32

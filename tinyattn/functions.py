@@ -819,6 +819,10 @@ def _sublist_equation(args):
 
 # sorting, selecting, scattering
 
+def index_fill(input, dim, index, value):
+    return input.index_fill(dim, index, value)
+
+
 def sort(input, dim=-1, descending=False, *, stable=False, axis=None):
     return input.sort(dim, descending, stable=stable, axis=axis)
 

@@ -1233,6 +1233,23 @@ class Tensor:
             return self.copy_(where(mask, value.to(self.dtype), self))  # the value receives its gradient
         return self._inplace(ops.MaskedFill, _mask_array(mask, self), _value_to_write(self, _scalar(value)), True)
 
+    def histogram(self, bins, *, range=None, weight=None, density=False):
+        return counting.histogram(self, bins, range=range, weight=weight, density=density)
+
+    def histc(self, bins=100, min=0, max=0):
+        return counting.histc(self, bins, min, max)
+
+    def bincount(self, weights=None, minlength=0):
+        return counting.bincount(self, weights, minlength)
+
+    def index_fill(self, dim, index, value):
+        """A copy with `value` written at positions `index` (int64, 1-D or 0-d) along `dim`; differentiable
+        in the tensor (zero gradient where filled) and in a 0-d tensor value (the sum of those places')."""
+        return self.masked_fill(_index_mask(self, dim, index, value), value)
+
+    def index_fill_(self, dim, index, value):
+        return self.masked_fill_(_index_mask(self, dim, index, value), value)
+
     def where(self, condition, other):
         return where(condition, self, other)
 
@@ -1916,6 +1933,30 @@ def _index_vector(index, like, name):
     return index.reshape(-1).long()
 
 
+def _index_mask(x, dim, index, value):
+    """index_fill's places as a bool mask that broadcasts with x: True at `index` along `dim`."""
+    axis = _dim(dim, x.ndim)
+    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index (a tinyattn.long tensor of positions)")
+    if index.ndim > 1:
+        raise ShapeError(f"index_fill: the index has to be a vector or a single number, got shape {list(index.shape)}")
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise ShapeError(f"index_fill only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
+                         "dimension(s): use value.squeeze() or a number")
+    backend.same_device([x.array, index.array])
+    size = x.shape[axis] if x.ndim else 1
+    positions = index.reshape(-1)
+    xp = backend.namespace(x.array)
+    if positions.numel():  # negative indices count from the end, as in PyTorch
+        low, high = int(xp.min(positions.array)), int(xp.max(positions.array))
+        if low < -size or high >= size:
+            raise IndexError(f"index_fill: index {high if high >= size else low} is out of range for dim {axis} "
+                             f"with size {size} (valid indices are {-size} to {size - 1})")
+    places = xp.arange(size, **backend.creation_kwargs(xp))
+    hit = xp.any(places[:, None] == (positions.array[None, :] % size), axis=1)  # (size,): filled or not
+    return Tensor._wrap(xp.reshape(hit, tuple(size if d == axis else 1 for d in range(x.ndim))))
+
+
 def _check_index_range(index, size, message):
     """Indices must lie in [0, size): checked here, as CuPy would wrap them around."""
     if index.numel():
@@ -2387,4 +2428,4 @@ def where(condition, input, other):
     return ops.Where.apply(condition.array, a, b)
 
 
-from . import autograd, functions, ops  # noqa: E402  (these modules use Tensor)
+from . import autograd, counting, functions, ops  # noqa: E402  (these modules use Tensor)
