@@ -12,6 +12,7 @@ from tinyattn import nn
 from tinyattn.optim import lr_scheduler
 
 from test_optim import SHAPES, draw, ours, step_both
+from test_optim import test_steps_match_torch as steps_match_torch
 
 CASES = [
     ("RMSprop", dict()),
@@ -28,13 +29,7 @@ CASES = [
 @pytest.mark.parametrize("name, options", CASES, ids=[f"{n}-{sorted(o.items())}" for n, o in CASES])
 def test_steps_match_torch(torch, name, options):
     """Ten steps with the same gradients give the same parameters (float32 rounding apart)."""
-    rng = np.random.default_rng(0)
-    start = draw(rng, SHAPES)
-    theirs = [torch.nn.Parameter(torch.from_numpy(a.copy())) for a in start]
-    mine = ours(start)
-    torch_opt = getattr(torch.optim, name)(theirs, **options)
-    our_opt = getattr(tinyattn.optim, name)(mine, **options)
-    step_both(torch, torch_opt, theirs, our_opt, mine, rng, steps=10)
+    steps_match_torch(torch, name, options)
 
 
 @pytest.mark.parametrize("name", ["RMSprop", "Adagrad"])
@@ -253,3 +248,16 @@ def test_scheduler_state_dict_resumes_the_schedule():
         resumed.step()
         got.append(resumed.get_last_lr())
     assert got == expected
+
+
+@pytest.mark.parametrize("name, options", [("RMSprop", dict(momentum=0.5, centered=True, weight_decay=0.1)),
+                                           ("Adagrad", dict(initial_accumulator_value=0.1, lr_decay=0.01))])
+def test_new_optimizers_on_the_strict_array_backend(xp_backend, name, options):
+    p = nn.Parameter(tinyattn.tensor([1.0, -2.0, 3.0]))
+    reference = nn.Parameter(tinyattn.tensor([1.0, -2.0, 3.0]))
+    opt = getattr(tinyattn.optim, name)([p], lr=0.1, **options)
+    for _ in range(3):
+        p.grad = tinyattn.tensor([0.5, 0.5, -0.5])
+        opt.step()
+    assert p.shape == (3,) and not np.allclose(p.detach().numpy(), reference.detach().numpy())
+    assert p.detach().numpy().dtype == np.float32
