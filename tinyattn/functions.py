@@ -475,12 +475,12 @@ def split(tensor, split_size_or_sections, dim=0):
     return tensor.split(split_size_or_sections, dim)
 
 
-def chunk(input, chunks, dim=0):
-    return input.chunk(chunks, dim)
+def chunk(input, chunks, dim=0, *, axis=None):
+    return input.chunk(chunks, dim, axis=axis)
 
 
-def unbind(input, dim=0):
-    return input.unbind(dim)
+def unbind(input, dim=0, *, axis=None):
+    return input.unbind(dim, axis=axis)
 
 
 def masked_fill(input, mask, value):
@@ -843,12 +843,12 @@ def masked_select(input, mask):
     return input.masked_select(mask)
 
 
-def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None, axis=None):
     """input's elements repeated; repeat_interleave(counts) alone gives 0, 1, ... repeated counts times."""
     if repeats is None:  # torch.repeat_interleave(repeats)
         counts = input
         return arange(counts.numel(), device=counts.device).repeat_interleave(counts, output_size=output_size)
-    return input.repeat_interleave(repeats, dim, output_size=output_size)
+    return input.repeat_interleave(repeats, dim, output_size=output_size, axis=axis)
 
 
 def roll(input, shifts, dims=None):

@@ -210,7 +210,9 @@ class Tensor:
     def shape(self):
         return Size(self.array.shape)
 
-    def size(self, dim=None):
+    def size(self, dim=None, *, axis=None):
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("size", dim, axis)
         if dim is None:
             return Size(self.array.shape)
         if self.ndim == 0:
@@ -1133,7 +1135,9 @@ class Tensor:
             start += size
         return tuple(pieces)
 
-    def chunk(self, chunks, dim=0):
+    def chunk(self, chunks, dim=0, *, axis=None):
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("chunk", dim, axis, 0)
         if chunks <= 0:
             raise ValueError(f"chunk expects chunks to be greater than 0, got {chunks}")
         _check_not_0d(self, "chunk")
@@ -1142,7 +1146,9 @@ class Tensor:
             return self.split([0] * chunks, dim)
         return self.split(-(-length // chunks), dim)
 
-    def unbind(self, dim=0):
+    def unbind(self, dim=0, *, axis=None):
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("unbind", dim, axis, 0)
         if self.ndim == 0:
             raise IndexError("unbind: a 0-d tensor has no dim to unbind (it is a single number)")
         axis = _dim(dim, self.ndim)
@@ -1618,9 +1624,11 @@ class Tensor:
                              f"tensor's {list(self.shape)}")
         return ops.MaskedSelect.apply(self, mask.array)
 
-    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None, axis=None):
         """Each element (each slice along `dim`) repeated `repeats` times, or repeats[i] times for
         element i; with dim=None, of the flattened tensor."""
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("repeat_interleave", dim, axis)
         if dim is not None and self.ndim == 0:
             raise IndexError(f"repeat_interleave: a 0-d tensor has no dim {dim} to repeat along: leave dim out "
                              "(it repeats the flattened tensor)")
