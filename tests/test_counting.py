@@ -167,3 +167,57 @@ def test_index_fill_gradient(xp_backend, data):
     check(lambda x, v: x.index_fill(dim, positions, v), leaf(x), value)
     check(lambda x: x.index_fill(dim, positions, 0.5), leaf(x))
     check(lambda x: x.clone().index_fill_(dim, positions, 0.5) * x, leaf(x))
+
+
+# --- narrow and the deprecated range (rarely used names of the corpus) ---
+
+NARROWS = ["X.narrow(1, 1, 2)", "X.narrow(0, -2, 2)", "L.narrow(X, 1, L.tensor(1), 2)", "X.narrow(1, 4, 0)",
+           "X.narrow(dim=1, start=0, length=1)", "X.narrow(-1, 3, 1)"]
+
+
+@pytest.mark.parametrize("call", NARROWS)
+def test_narrow_is_pytorchs(torch, call):
+    same(*(eval(call, {"L": L, "X": L.arange(12.0).reshape(3, 4)}) for L in (tinyattn, torch)))
+
+
+def test_narrow_is_a_view_and_differentiable(torch):
+    x = tinyattn.arange(12.0).reshape(3, 4)
+    x.narrow(1, 1, 2)[0, 0] = 100.0
+    assert x[0, 1].item() == 100.0
+    check(lambda x: x.narrow(1, 1, 2) * 2, leaf(np.arange(12.0).reshape(3, 4)))
+
+
+@pytest.mark.parametrize("call, error, message", [
+    ("X.narrow(1, 3, 2)", IndexError, "exceeds dimension size"),
+    ("X.narrow(1, 5, 0)", IndexError, "start 5 is out of range"),
+    ("X.narrow(1, -5, 1)", IndexError, "start -5 is out of range"),
+    ("X.narrow(1, 1, -1)", ValueError, "length must be non-negative"),
+    ("L.tensor(3.0).narrow(0, 0, 1)", ShapeError, "0-dim"),
+    ("X.narrow(1, 1.5, 1)", TypeError, "start must be an int"),
+])
+def test_narrow_refuses_what_pytorch_refuses(torch, call, error, message):
+    with pytest.raises(error, match=message):
+        eval(call, {"L": tinyattn, "X": tinyattn.arange(12.0).reshape(3, 4)})
+    with pytest.raises(Exception):
+        eval(call, {"L": torch, "X": torch.arange(12.0).reshape(3, 4)})
+
+
+@pytest.mark.parametrize("args", ["(1, 4)", "(0, 1, 0.25)", "(1, 4, 1, L.long)", "(0, 1, 0.3)", "(4, 1, -1)",
+                                  "(0.0, 0.9, 0.1)", "(-3, 5, 2, L.int32)", "(0, 1, 0.1, L.float64)"])
+def test_range_is_pytorchs_with_its_warning(torch, args):
+    results = []
+    for L in (tinyattn, torch):
+        *bounds, = eval(args, {"L": L})
+        dtype = bounds.pop() if not isinstance(bounds[-1], (int, float)) else None
+        with pytest.warns(UserWarning, match="range is deprecated"):
+            results.append(L.range(*bounds, dtype=dtype))
+    same(*results)
+
+
+@pytest.mark.parametrize("args, message", [((4, 1), "inconsistent with step sign"), ((1, 4, 0), "step must be nonzero"),
+                                           ((0, float("inf")), "bounds must be finite")])
+def test_range_refuses_what_pytorch_refuses(torch, args, message):
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match=message):
+        tinyattn.range(*args)
+    with pytest.warns(UserWarning), pytest.raises(Exception):
+        torch.range(*args)

@@ -1177,6 +1177,7 @@ TABLE = [
     method("repeat", X, size_list(low=0, high=2)),
     *both("split", X, one_of(st.integers(-1, 3), st.lists(st.integers(0, 3), max_size=3)), Kw("dim", maybe(DIM))),
     *both("chunk", X, st.integers(-1, 4), Kw("dim", maybe(DIM))),
+    *both("narrow", X, DIM, one_of(st.integers(-4, 4), T(("int64",), shape=())), st.integers(-1, 4)),
     *both("unbind", X, Kw("dim", maybe(DIM))),
     *both("tril", X, Kw("diagonal", maybe(st.integers(-3, 3)))),
     *both("triu", X, Kw("diagonal", maybe(st.integers(-3, 3)))),
@@ -1223,6 +1224,10 @@ TABLE = [
     function("from_numpy", data_of(X, "numpy")),
     function("Tensor", data_of(T(min_dims=1)), id="Tensor(data)"),  # (a number is a size)
     Entry("tinyattn.Tensor(*sizes)", "tinyattn.Tensor", lambda L, sizes: L.Tensor(*sizes), (SIZES,), values=False),
+    # (deprecated in PyTorch, with a warning in both: `end` included, float32 even for integer bounds; float
+    # dtypes only: PyTorch's integer range of a fractional step divides by zero and kills the process)
+    function("range", ARANGE_BOUND, ARANGE_BOUND, maybe(number(("int", "float"), -2, 2, coarse=True)),
+             Kw("dtype", maybe(dtype_name(FLOATS)))),
     function("is_tensor", one_of(X, NUMBER)),
     function("numel", X),
     *[method(f"new_{name}", X, SIZES, Kw("dtype", maybe(dtype_name())), values=name != "empty")

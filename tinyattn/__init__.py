@@ -61,7 +61,7 @@ from .serialization import load, save  # noqa: E402
 from .threads import get_num_threads, set_num_threads  # noqa: E402  (NumPy's BLAS threads, as torch's)
 
 from .legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, IntTensor,  # noqa: E402
-                     LongTensor, ShortTensor, Variable as _Variable)
+                     LongTensor, ShortTensor, Variable as _Variable, range)
 autograd.Variable = _Variable  # torch.autograd.Variable: the old name of a tensor that records gradients
 
 # PyTorch spells these torch.autograd.gradcheck and torch.autograd.detect_anomaly: the same objects

@@ -479,6 +479,10 @@ def chunk(input, chunks, dim=0, *, axis=None):
     return input.chunk(chunks, dim, axis=axis)
 
 
+def narrow(input, dim, start, length):
+    return input.narrow(dim, start, length)
+
+
 def unbind(input, dim=0, *, axis=None):
     return input.unbind(dim, axis=axis)
 

@@ -8,10 +8,13 @@
 Nothing here is on the engine's path: each name is a small door onto `tinyattn.tensor` and `empty`.
 """
 
+import math
 import warnings
 
+import numpy as np
+
 from . import dtypes
-from .functions import Size, Tensor, empty, tensor
+from .functions import Size, Tensor, _from_host, empty, tensor
 
 
 class TensorType(type):
@@ -78,3 +81,23 @@ class Variable(metaclass=_VariableType):
             warnings.warn("volatile was removed and now has no effect. Use `with tinyattn.no_grad():` instead.",
                           UserWarning, stacklevel=2)
         return data.detach().requires_grad_(requires_grad)
+
+
+def range(start, end, step=1, dtype=None, device=None, requires_grad=False):  # noqa: A001  (PyTorch's name)
+    """Deprecated in PyTorch: start, start + step, ... up to `end` *included*, float32 by default (even for
+    integer bounds). Use tinyattn.arange, which leaves `end` out, as Python's range does."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior is "
+                  "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
+                  "[start, end).", UserWarning, stacklevel=2)
+    if dtype is dtypes.bool_:
+        raise TypeError("range makes numbers, not bools: use a number dtype")
+    if not (math.isfinite(start) and math.isfinite(end)) or math.isnan(step):
+        raise ValueError(f"range: unsupported range from {start} to {end} by {step}: the bounds must be finite")
+    if step == 0:
+        raise ValueError("range: step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError(f"range: upper bound and lower bound inconsistent with step sign (from {start} to {end} "
+                         f"by {step})")
+    count = math.floor((end - start) / step) + 1
+    values = start + np.arange(count, dtype=np.float64) * step  # in float64, then the dtype (as PyTorch)
+    return _from_host(values, dtype or dtypes.default_float, device, requires_grad)

@@ -1146,6 +1146,24 @@ class Tensor:
             return self.split([0] * chunks, dim)
         return self.split(-(-length // chunks), dim)
 
+    def narrow(self, dim, start, length):
+        """The `length` slices from `start` along `dim` (a negative start counts from the end): a view."""
+        if self.ndim == 0:
+            raise ShapeError("narrow() cannot be applied to a 0-dim tensor (a single number)")
+        axis = _dim(dim, self.ndim)
+        start, size = _scalar(start, "start"), self.shape[axis]
+        if not isinstance(start, (int, np.integer)) or isinstance(start, bool):
+            raise TypeError(f"narrow: start must be an int (or a 0-d integer tensor), got {start!r}")
+        if not -size <= start <= size:
+            raise IndexError(f"narrow: start {start} is out of range for dim {axis} of size {size} "
+                             f"(expected to be in [{-size}, {size}])")
+        start = start % size if start < 0 else start
+        if length < 0:
+            raise ValueError(f"narrow: length must be non-negative, got {length}")
+        if start + length > size:
+            raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension size ({size}) of dim {axis}")
+        return self[(slice(None),) * axis + (slice(start, start + length),)]
+
     def unbind(self, dim=0, *, axis=None):
         if axis is not None:
             dim = numpy_names.dim_or_axis("unbind", dim, axis, 0)
