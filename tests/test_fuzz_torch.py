@@ -1460,6 +1460,7 @@ NOT_FUZZED = {
                     "autograd itself: every entry runs backward; hooks are in tests/test_autograd.py"),
     **dict.fromkeys(["Tensor.__repr__", "Tensor.__str__"], "printing: tests/test_printing.py against PyTorch's"),
     "Tensor.__hash__": "identity, as in PyTorch",
+    "Tensor.data_ptr": "a memory address, not comparable across libraries: tests/test_accelerator_and_data_ptr.py",
     "Tensor.__array_ufunc__": "None: it makes NumPy hand `np.float64(2) * t` to the tensor",
     "Tensor.__rmatmul__": "reached only from a non-tensor left operand, which matmul refuses; `@` is __matmul__",
     **dict.fromkeys(["F.check_dropout_p", "F.check_reduction", "F.class_rows", "F.dropout_mask"],

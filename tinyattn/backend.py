@@ -587,6 +587,15 @@ def shares_elements(array):
     return any(stride == 0 and n > 1 for stride, n in zip(inner.strides, inner.shape))
 
 
+def data_pointer(array):
+    """The address of the array's first element (a tensor's data_ptr()): equal for arrays sharing memory."""
+    xp = namespace(array)
+    if xp is _ns.cuda:
+        return array.data.ptr
+    inner = array if xp is numpy_xp else array._array  # array_api_strict's NumPy array
+    return inner.__array_interface__["data"][0]
+
+
 def is_read_only(array):
     """Whether NumPy refuses writes to `array`: a view into an expand()ed array is read-only there."""
     xp = namespace(array)

@@ -385,6 +385,10 @@ class Tensor:
             result = self.clone()
         return result
 
+    def data_ptr(self):
+        """The memory address of the first element: two tensors sharing their numbers have the same one."""
+        return backend.data_pointer(self.array)
+
     def pin_memory(self):
         """PyTorch pins host memory for faster copies to a GPU. tinyattn has no pinned memory (CuPy
         copies from ordinary memory, to the same values): with a GPU this returns the tensor itself;
