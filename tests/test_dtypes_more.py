@@ -207,3 +207,22 @@ def test_variable_volatile_warns_and_bad_data_is_refused(torch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         tinyattn.autograd.Variable(tinyattn.ones(2))
+
+
+@pytest.mark.parametrize("a", ALL)
+def test_promote_types_and_result_type_are_pytorchs(torch, a):
+    for b in ALL:
+        assert name_of(tinyattn.promote_types(getattr(tinyattn, a), getattr(tinyattn, b))) == name_of(
+            torch.promote_types(getattr(torch, a), getattr(torch, b)))
+        for other in (3, 2.5, True, "0-d", "1-d"):
+            def operand(L, dtype=b):
+                if other == "0-d":
+                    return L.tensor(1, dtype=getattr(L, dtype))
+                return L.tensor([1], dtype=getattr(L, dtype)) if other == "1-d" else other
+            ours = tinyattn.result_type(tinyattn.tensor([1], dtype=getattr(tinyattn, a)), operand(tinyattn))
+            theirs = torch.result_type(torch.tensor([1], dtype=getattr(torch, a)), operand(torch))
+            assert name_of(ours) == name_of(theirs), (a, b, other)
+    with pytest.raises(TypeError, match="promote_types takes two dtypes"):
+        tinyattn.promote_types(tinyattn.int8, "int8")
+    with pytest.raises(TypeError, match="result_type takes tensors and numbers"):
+        tinyattn.result_type(tinyattn.ones(1), [1])

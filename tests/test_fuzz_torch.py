@@ -1229,6 +1229,11 @@ TABLE = [
     function("range", ARANGE_BOUND, ARANGE_BOUND, maybe(number(("int", "float"), -2, 2, coarse=True)),
              Kw("dtype", maybe(dtype_name(FLOATS)))),
     function("is_tensor", one_of(X, NUMBER)),
+    # (dtypes compared by name: each library has its own dtype objects)
+    Entry("tinyattn.result_type", "tinyattn.result_type",
+          lambda L, a, b: str(L.result_type(a, b)).rpartition(".")[2], (one_of(X, NUMBER), one_of(X, NUMBER))),
+    Entry("tinyattn.promote_types", "tinyattn.promote_types",
+          lambda L, a, b: str(L.promote_types(a, b)).rpartition(".")[2], (dtype_name(), dtype_name())),
     function("numel", X),
     *[method(f"new_{name}", X, SIZES, Kw("dtype", maybe(dtype_name())), values=name != "empty")
       for name in ("zeros", "ones", "empty")],

@@ -15,7 +15,7 @@ from . import backend, dtypes, numpy_names, ops, random
 from .errors import ShapeError
 from .ops import Cat, Stack
 from .ops import normalize_dim as _normalize_dim
-from .tensor import matmul as _matmul, where as _where
+from .tensor import matmul as _matmul, result_dtype as _result_dtype, where as _where
 from .tensor import Size, Tensor, _shape_arg  # noqa: F401  (re-exported)
 from .tensor import _check_fits
 
@@ -822,6 +822,22 @@ def _sublist_equation(args):
 
 
 # sorting, selecting, scattering
+
+def result_type(tensor1, tensor2):
+    """The dtype of an arithmetic op between these two (tensors or Python numbers), by PyTorch's promotion."""
+    for operand in (tensor1, tensor2):
+        if not isinstance(operand, (Tensor, numbers.Number)):
+            raise TypeError(f"result_type takes tensors and numbers, got {type(operand).__name__}")
+    return _result_dtype(tensor1, tensor2)
+
+
+def promote_types(type1, type2):
+    """The smallest dtype of the higher kind that holds both dtypes' values (uint8 and int8: int16)."""
+    for d in (type1, type2):
+        if not isinstance(d, dtypes.dtype):
+            raise TypeError(f"promote_types takes two dtypes (tinyattn.float32, ...), got {type(d).__name__}")
+    return dtypes.promote(type1, type2)
+
 
 def index_fill(input, dim, index, value):
     return input.index_fill(dim, index, value)
