@@ -1106,6 +1106,7 @@ TABLE = [
     function("clip", X, Kw("min", maybe(NUMBER)), Kw("max", maybe(NUMBER))),
     method("clip", X, Kw("min", maybe(NUMBER)), Kw("max", maybe(NUMBER))),
     *both("maximum", X, Y),
+    *both("fmod", X, one_of(Y, NUMBER)),
     *both("minimum", X, Y),
     *both("isnan", X), *both("isinf", X), *both("isfinite", X),
     method("logical_not", X),

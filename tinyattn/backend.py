@@ -587,6 +587,16 @@ def shares_elements(array):
     return any(stride == 0 and n > 1 for stride, n in zip(inner.strides, inner.shape))
 
 
+@quiet_float_errors
+def fmod(a, b):
+    """C's fmod (the remainder of a / b truncated toward zero, with a's sign), which the Array API lacks."""
+    xp = namespace(a if hasattr(a, "dtype") else b)
+    if xp is numpy_xp or xp is _ns.cuda:
+        return xp.fmod(a, b)
+    host = np.fmod(*(to_host(v) if hasattr(v, "dtype") else v for v in (a, b)))  # array_api_strict
+    return from_host(host, device_of(a if hasattr(a, "dtype") else b))
+
+
 def data_pointer(array):
     """The address of the array's first element (a tensor's data_ptr()): equal for arrays sharing memory."""
     xp = namespace(array)

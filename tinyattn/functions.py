@@ -823,6 +823,10 @@ def _sublist_equation(args):
 
 # sorting, selecting, scattering
 
+def fmod(input, other):
+    return input.fmod(other)
+
+
 def result_type(tensor1, tensor2):
     """The dtype of an arithmetic op between these two (tensors or Python numbers), by PyTorch's promotion."""
     for operand in (tensor1, tensor2):

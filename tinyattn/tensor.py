@@ -609,6 +609,14 @@ class Tensor:
     def __rfloordiv__(self, other):
         return _no_grad_binary(_floor_divide, other, self)
 
+    def fmod(self, other):
+        """The remainder of self / other truncated toward zero (C's fmod: the sign of self); differentiable.
+        `%` is Python's remainder instead (the sign of other)."""
+        if not self.dtype.is_floating_point and not (isinstance(other, Tensor) and other.dtype.is_floating_point) \
+                and not isinstance(other, float):
+            _check_integer_divisor(*_promoted_arrays(self, other), "fmod")
+        return _binary(ops.Fmod, self, other)
+
     def __mod__(self, other):
         return _no_grad_binary(_remainder, self, other)
 
