@@ -226,3 +226,13 @@ def test_promote_types_and_result_type_are_pytorchs(torch, a):
         tinyattn.promote_types(tinyattn.int8, "int8")
     with pytest.raises(TypeError, match="result_type takes tensors and numbers"):
         tinyattn.result_type(tinyattn.ones(1), [1])
+
+
+def test_a_uint8_index_is_a_mask_with_pytorchs_warning(torch):
+    results = []
+    for L in (tinyattn, torch):
+        x = L.arange(4.0)
+        with pytest.warns(UserWarning, match="indexing with dtype torch.uint8 is now deprecated"):
+            results.append((x[L.tensor([1, 0, 2, 0], dtype=L.uint8)], x[L.tensor(1, dtype=L.uint8)]))
+    for ours, theirs in zip(*results):
+        same(ours, theirs)

@@ -9,6 +9,7 @@ differentiable one runs an op from `tinyattn.ops`.
 import collections
 import math
 import numbers
+import warnings
 import weakref
 
 import numpy as np
@@ -2313,6 +2314,10 @@ def _array_key(key, tensor):
             backend.same_device([tensor.array, part.array])
             if part.dtype.is_floating_point:
                 raise IndexError("tensors used as indices must be long, int or bool tensors")
+            if part.dtype is dtypes.uint8:  # PyTorch's old mask dtype: a mask still, with its warning
+                warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+                              "instead.", UserWarning, stacklevel=3)
+                part = part != 0
             if part.ndim == 0 and part.dtype is not dtypes.bool_:
                 part = int(part.item())
             else:
