@@ -15,6 +15,7 @@ from .backend import Device as device
 from .errors import BackwardError, CheckpointError, DeviceError, GradcheckError, ShapeError
 from .functions import *  # noqa: F401,F403  (creation functions and the torch.* function forms)
 from .functions import Generator, Size, Tensor, manual_seed, tensor
+from .counting import bincount, histc, histogram
 from .printing import get_printoptions, set_printoptions
 
 float32 = _dtypes.float32
@@ -26,6 +27,9 @@ float = _dtypes.float32
 double = _dtypes.float64
 int = _dtypes.int32
 long = _dtypes.int64
+uint8 = _dtypes.uint8
+int8 = _dtypes.int8
+int16 = short = _dtypes.int16
 dtype = _dtypes.dtype
 float16 = half = _dtypes.float16  # names only: tinyattn refuses half-precision tensors (dtypes.computable)
 bfloat16 = _dtypes.bfloat16
@@ -46,7 +50,7 @@ from . import linalg  # noqa: E402
 from . import optim  # noqa: E402
 from . import utils  # noqa: E402  (tinyattn.utils.data: Dataset, DataLoader)
 # names that PyTorch programs use and a CPU engine only accepts, each module documented as such
-from . import amp, backends, cuda, distributed  # noqa: E402
+from . import accelerator, amp, backends, cuda, distributed  # noqa: E402
 from . import multiprocessing  # noqa: E402  (Python's multiprocessing, as torch.multiprocessing)
 from .amp import autocast, is_autocast_enabled  # noqa: E402
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
@@ -56,6 +60,10 @@ from .gradient_check import gradcheck, numerical_grad, numerical_jacobian  # noq
 from .tracing import AnomalyError, detect_anomaly, draw_graph, trace  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .threads import get_num_threads, set_num_threads  # noqa: E402  (NumPy's BLAS threads, as torch's)
+
+from .legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, IntTensor,  # noqa: E402
+                     LongTensor, ShortTensor, Variable as _Variable, range)
+autograd.Variable = _Variable  # torch.autograd.Variable: the old name of a tensor that records gradients
 
 # PyTorch spells these torch.autograd.gradcheck and torch.autograd.detect_anomaly: the same objects
 # there too, set here because tinyattn.autograd is imported by the modules that define them

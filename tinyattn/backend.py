@@ -153,7 +153,7 @@ class _Namespaces:
         self.cpu_device = None  # array_api_strict's device object when strict mode is on
         self.cuda = None  # array_api_compat.cupy, imported on first use
         self.by_type = {np.ndarray: numpy_xp}
-        for scalar in (np.float32, np.float64, np.int32, np.int64, np.bool_):
+        for scalar in (np.float32, np.float64, np.int32, np.int64, np.bool_, np.uint8, np.int8, np.int16):
             self.by_type[scalar] = numpy_xp  # NumPy returns scalars from 0-d operations
 
 
@@ -585,6 +585,25 @@ def shares_elements(array):
     if inner.size == 0:  # no elements at all (NumPy gives such arrays strides of 0)
         return False
     return any(stride == 0 and n > 1 for stride, n in zip(inner.strides, inner.shape))
+
+
+@quiet_float_errors
+def fmod(a, b):
+    """C's fmod (the remainder of a / b truncated toward zero, with a's sign), which the Array API lacks."""
+    xp = namespace(a if hasattr(a, "dtype") else b)
+    if xp is numpy_xp or xp is _ns.cuda:
+        return xp.fmod(a, b)
+    host = np.fmod(*(to_host(v) if hasattr(v, "dtype") else v for v in (a, b)))  # array_api_strict
+    return from_host(host, device_of(a if hasattr(a, "dtype") else b))
+
+
+def data_pointer(array):
+    """The address of the array's first element (a tensor's data_ptr()): equal for arrays sharing memory."""
+    xp = namespace(array)
+    if xp is _ns.cuda:
+        return array.data.ptr
+    inner = array if xp is numpy_xp else array._array  # array_api_strict's NumPy array
+    return inner.__array_interface__["data"][0]
 
 
 def is_read_only(array):

@@ -31,8 +31,12 @@ float64 = dtype("float64", True, 8)
 int32 = dtype("int32", False, 4)
 int64 = dtype("int64", False, 8)
 bool_ = dtype("bool", False, 1)
+# the small integers, as PyTorch has them (images as bytes, quantised values, compact token ids)
+uint8 = dtype("uint8", False, 1)
+int8 = dtype("int8", False, 1)
+int16 = dtype("int16", False, 2)
 
-ALL = (float32, float64, int32, int64, bool_)
+ALL = (float32, float64, int32, int64, bool_, uint8, int8, int16)
 BY_NAME = {d.name: d for d in ALL}
 default_float = float32
 
@@ -42,6 +46,13 @@ default_float = float32
 float16 = dtype("float16", True, 2)
 bfloat16 = dtype("bfloat16", True, 2)
 HALF = (float16, bfloat16)
+
+
+# PyTorch's legacy tensor type names, one per dtype: x.type() gives "torch.FloatTensor", and
+# tinyattn.FloatTensor (tinyattn/legacy.py) makes a float32 tensor
+LEGACY_NAMES = {float32: "FloatTensor", float64: "DoubleTensor", int64: "LongTensor", int32: "IntTensor",
+                int16: "ShortTensor", int8: "CharTensor", uint8: "ByteTensor", bool_: "BoolTensor"}
+BY_LEGACY_NAME = {name: d for d, name in LEGACY_NAMES.items()}
 
 
 def computable(d):
@@ -68,4 +79,13 @@ def promote(a, b):
     ca, cb = category(a), category(b)
     if ca != cb:
         return a if ca > cb else b
+    if uint8 in (a, b):  # uint8 and a signed integer: the smallest signed one that holds both (int8 -> int16)
+        signed = b if a is uint8 else a
+        return int16 if signed is int8 else signed
     return a if a.itemsize >= b.itemsize else b
+
+
+def sums_as_int64(d):
+    """Whether PyTorch's sum, prod and their running forms of a `d` tensor are int64 (bool and every
+    integer dtype: sums of small integers would overflow)."""
+    return not d.is_floating_point and d is not int64

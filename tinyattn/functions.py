@@ -11,11 +11,11 @@ import numbers
 
 import numpy as np
 
-from . import backend, dtypes, ops, random
+from . import backend, dtypes, numpy_names, ops, random
 from .errors import ShapeError
 from .ops import Cat, Stack
 from .ops import normalize_dim as _normalize_dim
-from .tensor import matmul as _matmul, where as _where
+from .tensor import matmul as _matmul, result_dtype as _result_dtype, where as _where
 from .tensor import Size, Tensor, _shape_arg  # noqa: F401  (re-exported)
 from .tensor import _check_fits
 
@@ -280,7 +280,9 @@ def multinomial(input, num_samples, replacement=False, generator=None):
 # function forms of tensor methods
 
 
-def cat(tensors, dim=0):
+def cat(tensors, dim=0, *, axis=None):
+    if axis is not None:
+        dim = numpy_names.dim_or_axis("cat", dim, axis, 0)
     tensors = list(tensors)
     if not tensors:
         raise ValueError("cat expects a non-empty list of tensors")
@@ -302,7 +304,9 @@ def cat(tensors, dim=0):
 concat = cat
 
 
-def stack(tensors, dim=0):
+def stack(tensors, dim=0, *, axis=None):
+    if axis is not None:
+        dim = numpy_names.dim_or_axis("stack", dim, axis, 0)
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack expects a non-empty list of tensors")
@@ -320,12 +324,12 @@ def triu(input, diagonal=0):
     return input.triu(diagonal)
 
 
-def softmax(input, dim, dtype=None):
-    return (input if dtype is None else input.to(dtype)).softmax(dim)
+def softmax(input, dim=None, dtype=None, *, axis=None):
+    return (input if dtype is None else input.to(dtype)).softmax(dim, axis=axis)
 
 
-def log_softmax(input, dim, dtype=None):
-    return (input if dtype is None else input.to(dtype)).log_softmax(dim)
+def log_softmax(input, dim=None, dtype=None, *, axis=None):
+    return (input if dtype is None else input.to(dtype)).log_softmax(dim, axis=axis)
 
 
 def exp(input):
@@ -375,40 +379,40 @@ def minimum(input, other):
     return input.minimum(other)
 
 
-def sum(input, dim=None, keepdim=False, dtype=None):
-    return input.sum(dim, keepdim, dtype=dtype)
+def sum(input, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
+    return input.sum(dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
 
 
-def mean(input, dim=None, keepdim=False, dtype=None):
-    return input.mean(dim, keepdim, dtype=dtype)
+def mean(input, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
+    return input.mean(dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
 
 
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return input.var(dim, unbiased, keepdim, correction=correction)
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
+    return input.var(dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims)
 
 
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return input.std(dim, unbiased, keepdim, correction=correction)
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
+    return input.std(dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims)
 
 
-def max(input, dim=None, keepdim=False):
-    return input.max(dim, keepdim)
+def max(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    return input.max(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
-def min(input, dim=None, keepdim=False):
-    return input.min(dim, keepdim)
+def min(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    return input.min(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
-def argmax(input, dim=None, keepdim=False):
-    return input.argmax(dim, keepdim)
+def argmax(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    return input.argmax(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
-def argmin(input, dim=None, keepdim=False):
-    return input.argmin(dim, keepdim)
+def argmin(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    return input.argmin(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
-def topk(input, k, dim=-1, largest=True, sorted=True):
-    return input.topk(k, dim, largest, sorted)
+def topk(input, k, dim=-1, largest=True, sorted=True, *, axis=None):
+    return input.topk(k, dim, largest, sorted, axis=axis)
 
 
 def gather(input, dim, index):
@@ -439,12 +443,12 @@ def transpose(input, dim0, dim1):
     return input.transpose(dim0, dim1)
 
 
-def cumsum(input, dim, dtype=None):
-    return input.cumsum(dim, dtype=dtype)
+def cumsum(input, dim=None, dtype=None, *, axis=None):
+    return input.cumsum(dim, dtype=dtype, axis=axis)
 
 
-def logsumexp(input, dim, keepdim=False):
-    return input.logsumexp(dim, keepdim)
+def logsumexp(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    return input.logsumexp(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
 def t(input):
@@ -459,24 +463,28 @@ def flatten(input, start_dim=0, end_dim=-1):
     return input.flatten(start_dim, end_dim)
 
 
-def unsqueeze(input, dim):
-    return input.unsqueeze(dim)
+def unsqueeze(input, dim=None, *, axis=None):
+    return input.unsqueeze(dim, axis=axis)
 
 
-def squeeze(input, dim=None):
-    return input.squeeze(dim)
+def squeeze(input, dim=None, *, axis=None):
+    return input.squeeze(dim, axis=axis)
 
 
 def split(tensor, split_size_or_sections, dim=0):
     return tensor.split(split_size_or_sections, dim)
 
 
-def chunk(input, chunks, dim=0):
-    return input.chunk(chunks, dim)
+def chunk(input, chunks, dim=0, *, axis=None):
+    return input.chunk(chunks, dim, axis=axis)
 
 
-def unbind(input, dim=0):
-    return input.unbind(dim)
+def narrow(input, dim, start, length):
+    return input.narrow(dim, start, length)
+
+
+def unbind(input, dim=0, *, axis=None):
+    return input.unbind(dim, axis=axis)
 
 
 def masked_fill(input, mask, value):
@@ -570,12 +578,12 @@ def logical_not(input):
     return input.logical_not()
 
 
-def all(input, dim=None, keepdim=False):
-    return input.all(dim, keepdim)
+def all(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    return input.all(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
-def any(input, dim=None, keepdim=False):
-    return input.any(dim, keepdim)
+def any(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    return input.any(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
 def clone(input):
@@ -729,20 +737,20 @@ def clamp_max(input, max):
 
 # more reductions
 
-def prod(input, dim=None, keepdim=False, *, dtype=None):
-    return input.prod(dim, keepdim, dtype=dtype)
+def prod(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+    return input.prod(dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
 
 
-def cumprod(input, dim, *, dtype=None):
-    return input.cumprod(dim, dtype=dtype)
+def cumprod(input, dim=None, *, dtype=None, axis=None):
+    return input.cumprod(dim, dtype=dtype, axis=axis)
 
 
-def amax(input, dim=(), keepdim=False):
-    return input.amax(dim, keepdim)
+def amax(input, dim=(), keepdim=False, *, axis=None, keepdims=None):
+    return input.amax(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
-def amin(input, dim=(), keepdim=False):
-    return input.amin(dim, keepdim)
+def amin(input, dim=(), keepdim=False, *, axis=None, keepdims=None):
+    return input.amin(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
@@ -815,12 +823,36 @@ def _sublist_equation(args):
 
 # sorting, selecting, scattering
 
-def sort(input, dim=-1, descending=False, *, stable=False):
-    return input.sort(dim, descending, stable=stable)
+def fmod(input, other):
+    return input.fmod(other)
 
 
-def argsort(input, dim=-1, descending=False, *, stable=False):
-    return input.argsort(dim, descending, stable=stable)
+def result_type(tensor1, tensor2):
+    """The dtype of an arithmetic op between these two (tensors or Python numbers), by PyTorch's promotion."""
+    for operand in (tensor1, tensor2):
+        if not isinstance(operand, (Tensor, numbers.Number)):
+            raise TypeError(f"result_type takes tensors and numbers, got {type(operand).__name__}")
+    return _result_dtype(tensor1, tensor2)
+
+
+def promote_types(type1, type2):
+    """The smallest dtype of the higher kind that holds both dtypes' values (uint8 and int8: int16)."""
+    for d in (type1, type2):
+        if not isinstance(d, dtypes.dtype):
+            raise TypeError(f"promote_types takes two dtypes (tinyattn.float32, ...), got {type(d).__name__}")
+    return dtypes.promote(type1, type2)
+
+
+def index_fill(input, dim, index, value):
+    return input.index_fill(dim, index, value)
+
+
+def sort(input, dim=-1, descending=False, *, stable=False, axis=None):
+    return input.sort(dim, descending, stable=stable, axis=axis)
+
+
+def argsort(input, dim=-1, descending=False, *, stable=False, axis=None):
+    return input.argsort(dim, descending, stable=stable, axis=axis)
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
@@ -835,12 +867,12 @@ def masked_select(input, mask):
     return input.masked_select(mask)
 
 
-def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None, axis=None):
     """input's elements repeated; repeat_interleave(counts) alone gives 0, 1, ... repeated counts times."""
     if repeats is None:  # torch.repeat_interleave(repeats)
         counts = input
         return arange(counts.numel(), device=counts.device).repeat_interleave(counts, output_size=output_size)
-    return input.repeat_interleave(repeats, dim, output_size=output_size)
+    return input.repeat_interleave(repeats, dim, output_size=output_size, axis=axis)
 
 
 def roll(input, shifts, dims=None):

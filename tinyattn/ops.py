@@ -386,6 +386,23 @@ class Maximum(Op):
         return ga, gb
 
 
+class Fmod(Op):
+    """C's fmod: a - trunc(a / b) * b, with a's sign. d/da = 1, d/db = -trunc(a / b), as PyTorch has them."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return backend.fmod(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        xp = ctx.xp
+        ga = unbroadcast(xp, grad, shape_of(a)) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(xp, -grad * xp.trunc(a / b), shape_of(b)) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
 def tie_shares(xp, grad, a, b, a_loses, b_loses):
     """The gradients of max(a, b) (or min): all to the winner, half each at a tie, and, as in PyTorch,
     all to both where a NaN makes neither win (the result is NaN there)."""

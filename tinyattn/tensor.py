@@ -9,11 +9,12 @@ differentiable one runs an op from `tinyattn.ops`.
 import collections
 import math
 import numbers
+import warnings
 import weakref
 
 import numpy as np
 
-from . import backend, dtypes, missing, printing
+from . import backend, dtypes, missing, numpy_names, printing
 from .errors import BackwardError, ShapeError
 
 
@@ -43,7 +44,7 @@ MinResult = collections.namedtuple("min", ["values", "indices"])
 TopkResult = collections.namedtuple("topk", ["values", "indices"])
 SortResult = collections.namedtuple("sort", ["values", "indices"])
 
-_NUMPY_SCALARS = {np.float32, np.float64, np.int32, np.int64, np.bool_}
+_NUMPY_SCALARS = {np.float32, np.float64, np.int32, np.int64, np.bool_, np.uint8, np.int8, np.int16}
 
 
 def _data_device(data):
@@ -59,10 +60,13 @@ def _numpy_dtype(numpy_dtype):
         return dtypes.bool_
     if numpy_dtype.kind == "f":  # float16 has no tinyattn dtype: float32 holds it exactly
         return dtypes.float64 if numpy_dtype.itemsize >= 8 else dtypes.float32
-    if numpy_dtype.kind in "iu":
-        return dtypes.int32 if numpy_dtype == np.int32 else dtypes.int64
+    if numpy_dtype.kind in "iu":  # uint16, uint32 and uint64 (which PyTorch barely computes with) as int64
+        return _SMALL_INTEGERS.get(numpy_dtype.name, dtypes.int64)
     raise TypeError(f"cannot make a tensor from NumPy data of dtype {numpy_dtype}: tinyattn has "
-                    "float32, float64, int64, int32 and bool")
+                    "float32, float64, int64, int32, int16, int8, uint8 and bool")
+
+
+_SMALL_INTEGERS = {"int32": dtypes.int32, "int16": dtypes.int16, "int8": dtypes.int8, "uint8": dtypes.uint8}
 
 
 _PYTHON_NUMBER_DTYPES = {float: lambda: dtypes.default_float, int: lambda: dtypes.int64, bool: lambda: dtypes.bool_}
@@ -253,7 +257,9 @@ class Tensor:
     def shape(self):
         return Size(self.array.shape)
 
-    def size(self, dim=None):
+    def size(self, dim=None, *, axis=None):
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("size", dim, axis)
         if dim is None:
             return Size(self.array.shape)
         if self.ndim == 0:
@@ -426,6 +432,10 @@ class Tensor:
             result = self.clone()
         return result
 
+    def data_ptr(self):
+        """The memory address of the first element: two tensors sharing their numbers have the same one."""
+        return backend.data_pointer(self.array)
+
     def pin_memory(self):
         """PyTorch pins host memory for faster copies to a GPU. tinyattn has no pinned memory (CuPy
         copies from ordinary memory, to the same values): with a GPU this returns the tensor itself;
@@ -463,6 +473,36 @@ class Tensor:
 
     def bool(self):
         return self.to(dtypes.bool_)
+
+    def byte(self):
+        return self.to(dtypes.uint8)
+
+    def char(self):
+        return self.to(dtypes.int8)
+
+    def short(self):
+        return self.to(dtypes.int16)
+
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """With no dtype, PyTorch's name of the tensor's type ("torch.FloatTensor", "torch.cuda.LongTensor"),
+        spelled as PyTorch spells it so that programs comparing it with those strings keep working.
+        With a dtype (tinyattn.int64), a legacy type (tinyattn.LongTensor) or such a name, the tensor
+        converted to it (itself when it has that type already)."""
+        if dtype is None:
+            where = "torch.cuda." if self.device.type == "cuda" else "torch."
+            return where + dtypes.LEGACY_NAMES[self.dtype]
+        if isinstance(dtype, str):
+            prefix, _, name = dtype.rpartition(".")
+            if prefix not in ("torch", "tinyattn", "torch.cuda", "tinyattn.cuda") or name not in dtypes.BY_LEGACY_NAME:
+                raise ValueError(f"invalid type: {dtype!r} (a type name is spelled 'torch.LongTensor')")
+            device = "cuda" if prefix.endswith("cuda") else "cpu"
+            return self.to(device, dtypes.BY_LEGACY_NAME[name])
+        if not isinstance(dtype, dtypes.dtype):
+            dtype = getattr(dtype, "dtype", None)  # a legacy type: tinyattn.LongTensor
+            if not isinstance(dtype, dtypes.dtype):
+                raise TypeError("type() takes a dtype (tinyattn.int64), a legacy type (tinyattn.LongTensor) or "
+                                "its name ('torch.LongTensor')")
+        return self.to(dtype)
 
     def type_as(self, other):
         return self.to(other.dtype)
@@ -616,6 +656,14 @@ class Tensor:
     def __rfloordiv__(self, other):
         return _no_grad_binary(_floor_divide, other, self)
 
+    def fmod(self, other):
+        """The remainder of self / other truncated toward zero (C's fmod: the sign of self); differentiable.
+        `%` is Python's remainder instead (the sign of other)."""
+        if not self.dtype.is_floating_point and not (isinstance(other, Tensor) and other.dtype.is_floating_point) \
+                and not isinstance(other, float):
+            _check_integer_divisor(*_promoted_arrays(self, other), "fmod")
+        return _binary(ops.Fmod, self, other)
+
     def __mod__(self, other):
         return _no_grad_binary(_remainder, self, other)
 
@@ -718,11 +766,15 @@ class Tensor:
     def isfinite(self):
         return Tensor._wrap(backend.namespace(self.array).isfinite(self.array))
 
-    def any(self, dim=None, keepdim=False):
+    def any(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("any", dim, keepdim, axis, keepdims)
         xp = backend.namespace(self.array)
         return Tensor._wrap(xp.any(self.array, axis=_dims_or_none(dim, self.ndim), keepdims=keepdim))
 
-    def all(self, dim=None, keepdim=False):
+    def all(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("all", dim, keepdim, axis, keepdims)
         xp = backend.namespace(self.array)
         return Tensor._wrap(xp.all(self.array, axis=_dims_or_none(dim, self.ndim), keepdims=keepdim))
 
@@ -851,17 +903,21 @@ class Tensor:
 
     # --- reductions ---
 
-    def sum(self, dim=None, keepdim=False, dtype=None):
+    def sum(self, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("sum", dim, keepdim, axis, keepdims)
         _check_differentiable_dtype(self, dtype, "sum")
         x = self if dtype is None else self.to(dtype)
-        if x.dtype is dtypes.bool_:
-            x = x.long()
+        if x.dtype is not dtypes.int64 and dtypes.sums_as_int64(x.dtype):
+            x = x.long()  # PyTorch's sums of bools and integers are int64
         total = ops.Sum.apply(x, _all_dims_if_empty(dim), keepdim)
         if dtype is not None and total.dtype is not dtype:  # the array library sums int32 as int64
             total = total != 0 if dtype is dtypes.bool_ else total.to(dtype)
         return total
 
-    def mean(self, dim=None, keepdim=False, dtype=None):
+    def mean(self, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("mean", dim, keepdim, axis, keepdims)
         x = self if dtype is None else self.to(dtype)
         if not x.dtype.is_floating_point:
             raise TypeError(
@@ -870,22 +926,30 @@ class Tensor:
             )
         return ops.Mean.apply(x, _all_dims_if_empty(dim), keepdim)
 
-    def cumsum(self, dim, dtype=None):
+    def cumsum(self, dim=None, dtype=None, *, axis=None):
+        if dim is None or axis is not None:
+            dim = numpy_names.required_dim("cumsum", dim, axis)
         _check_differentiable_dtype(self, dtype, "cumsum")
         x = self if dtype is None else self.to(dtype)
         if x.dtype is dtypes.bool_ and dtype is not None and x.ndim:
             raise TypeError("cumsum(dtype=tinyattn.bool) is not defined: running sums count, use dtype=tinyattn.int64")
-        if dtype is None and x.dtype in (dtypes.bool_, dtypes.int32):
+        if dtype is None and dtypes.sums_as_int64(x.dtype):
             x = x.long()  # PyTorch's running sums of integers are int64
         if x.ndim == 0:
             _dim(dim, 0)
             return ops.Cumsum.apply(x.reshape(1), 0).reshape(())
         return ops.Cumsum.apply(x, _dim(dim, x.ndim))
 
-    def logsumexp(self, dim, keepdim=False):
+    def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("logsumexp", dim, keepdim, axis, keepdims)
+        if dim is None:
+            dim = numpy_names.required_dim("logsumexp", dim, axis)
         return ops.LogSumExp.apply(_floating(self), _all_dims_if_empty(dim), keepdim)
 
-    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("var", dim, keepdim, axis, keepdims)
         return self._spread(ops.Var, dim, unbiased, keepdim, correction)
 
     def _spread(self, op, dim, unbiased, keepdim, correction):
@@ -902,15 +966,21 @@ class Tensor:
             raise TypeError(f"var() and std() need a floating point tensor, got {self.dtype}: use .float().var()")
         return op.apply(self, _all_dims_if_empty(dim), correction, keepdim)
 
-    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("std", dim, keepdim, axis, keepdims)
         return self._spread(ops.Std, dim, unbiased, keepdim, correction)
 
-    def max(self, dim=None, keepdim=False):
+    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("max", dim, keepdim, axis, keepdims)
         if isinstance(dim, Tensor):
             return self.maximum(dim)
         return self._extreme(dim, keepdim, False, "max")
 
-    def min(self, dim=None, keepdim=False):
+    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("min", dim, keepdim, axis, keepdims)
         if isinstance(dim, Tensor):
             return self.minimum(dim)
         return self._extreme(dim, keepdim, True, "min")
@@ -925,14 +995,20 @@ class Tensor:
             return (MinResult if take_min else MaxResult)(values, indices)
         return (MinResult if take_min else MaxResult)(*ops.MaxAlongDim.apply(self, dim, keepdim, take_min))
 
-    def argmax(self, dim=None, keepdim=False):
+    def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("argmax", dim, keepdim, axis, keepdims)
         return _argext(self, dim, keepdim, "argmax")
 
-    def argmin(self, dim=None, keepdim=False):
+    def argmin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("argmin", dim, keepdim, axis, keepdims)
         return _argext(self, dim, keepdim, "argmin")
 
-    def topk(self, k, dim=-1, largest=True, sorted=True):
+    def topk(self, k, dim=-1, largest=True, sorted=True, *, axis=None):
         """The k largest (or smallest) entries along `dim` and their indices; differentiable."""
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("topk", dim, axis, -1)
         xp = backend.namespace(self.array)
         axis = _dim(dim, self.ndim)
         if self.ndim == 0:  # one number: k is 0 or 1 and both give it, as in PyTorch
@@ -948,13 +1024,17 @@ class Tensor:
         indices = Tensor._wrap(order[backend.index_key(xp, key, order.ndim)])
         return TopkResult(self.gather(axis, indices), indices)
 
-    def softmax(self, dim):
+    def softmax(self, dim=None, *, axis=None):
+        if dim is None or axis is not None:
+            dim = numpy_names.required_dim("softmax", dim, axis)
         _check_floating(self, "softmax")
         if self.ndim == 0:  # a single number (dim 0 or -1, as in PyTorch): as a vector of one
             return self.reshape(1).softmax(dim).reshape(())
         return ops.Softmax.apply(self, dim)
 
-    def log_softmax(self, dim):
+    def log_softmax(self, dim=None, *, axis=None):
+        if dim is None or axis is not None:
+            dim = numpy_names.required_dim("log_softmax", dim, axis)
         _check_floating(self, "log_softmax")
         if self.ndim == 0:
             return self.reshape(1).log_softmax(dim).reshape(())
@@ -1033,11 +1113,15 @@ class Tensor:
     def mT(self):
         return self.transpose(-2, -1)
 
-    def unsqueeze(self, dim):
+    def unsqueeze(self, dim=None, *, axis=None):
+        if dim is None or axis is not None:
+            dim = numpy_names.required_dim("unsqueeze", dim, axis)
         axis = _dim(dim, self.ndim + 1)
         return ops.Reshape.apply(self, self.array.shape[:axis] + (1,) + self.array.shape[axis:])
 
-    def squeeze(self, dim=None):
+    def squeeze(self, dim=None, *, axis=None):
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("squeeze", dim, axis)
         shape = self.array.shape
         if dim is None:
             axes = [i for i, n in enumerate(shape) if n == 1]
@@ -1110,7 +1194,9 @@ class Tensor:
             start += size
         return tuple(pieces)
 
-    def chunk(self, chunks, dim=0):
+    def chunk(self, chunks, dim=0, *, axis=None):
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("chunk", dim, axis, 0)
         if chunks <= 0:
             raise ValueError(f"chunk expects chunks to be greater than 0, got {chunks}")
         _check_not_0d(self, "chunk")
@@ -1119,7 +1205,27 @@ class Tensor:
             return self.split([0] * chunks, dim)
         return self.split(-(-length // chunks), dim)
 
-    def unbind(self, dim=0):
+    def narrow(self, dim, start, length):
+        """The `length` slices from `start` along `dim` (a negative start counts from the end): a view."""
+        if self.ndim == 0:
+            raise ShapeError("narrow() cannot be applied to a 0-dim tensor (a single number)")
+        axis = _dim(dim, self.ndim)
+        start, size = _scalar(start, "start"), self.shape[axis]
+        if not isinstance(start, (int, np.integer)) or isinstance(start, bool):
+            raise TypeError(f"narrow: start must be an int (or a 0-d integer tensor), got {start!r}")
+        if not -size <= start <= size:
+            raise IndexError(f"narrow: start {start} is out of range for dim {axis} of size {size} "
+                             f"(expected to be in [{-size}, {size}])")
+        start = start % size if start < 0 else start
+        if length < 0:
+            raise ValueError(f"narrow: length must be non-negative, got {length}")
+        if start + length > size:
+            raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension size ({size}) of dim {axis}")
+        return self[(slice(None),) * axis + (slice(start, start + length),)]
+
+    def unbind(self, dim=0, *, axis=None):
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("unbind", dim, axis, 0)
         if self.ndim == 0:
             raise IndexError("unbind: a 0-d tensor has no dim to unbind (it is a single number)")
         axis = _dim(dim, self.ndim)
@@ -1209,6 +1315,23 @@ class Tensor:
             _mask_array(mask, self)
             return self.copy_(where(mask, value.to(self.dtype), self))  # the value receives its gradient
         return self._inplace(ops.MaskedFill, _mask_array(mask, self), _value_to_write(self, _scalar(value)), True)
+
+    def histogram(self, bins, *, range=None, weight=None, density=False):
+        return counting.histogram(self, bins, range=range, weight=weight, density=density)
+
+    def histc(self, bins=100, min=0, max=0):
+        return counting.histc(self, bins, min, max)
+
+    def bincount(self, weights=None, minlength=0):
+        return counting.bincount(self, weights, minlength)
+
+    def index_fill(self, dim, index, value):
+        """A copy with `value` written at positions `index` (int64, 1-D or 0-d) along `dim`; differentiable
+        in the tensor (zero gradient where filled) and in a 0-d tensor value (the sum of those places')."""
+        return self.masked_fill(_index_mask(self, dim, index, value), value)
+
+    def index_fill_(self, dim, index, value):
+        return self.masked_fill_(_index_mask(self, dim, index, value), value)
 
     def where(self, condition, other):
         return where(condition, self, other)
@@ -1436,34 +1559,42 @@ class Tensor:
 
     # --- more reductions ---
 
-    def prod(self, dim=None, keepdim=False, dtype=None):
+    def prod(self, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("prod", dim, keepdim, axis, keepdims)
         if dim is not None and not isinstance(dim, (int, np.integer)):
             raise TypeError(f"prod takes one dim (an int), got {dim!r}: for several dims, call prod once per dim")
         _check_differentiable_dtype(self, dtype, "prod")
         x = self if dtype is None else self.to(dtype)
-        if x.dtype in (dtypes.bool_, dtypes.int32):
+        if dtypes.sums_as_int64(x.dtype):
             x = x.long()  # PyTorch's products of integers are int64 (unless a dtype is asked for)
         product = ops.Prod.apply(x, None if dim is None else int(dim), keepdim)
         if dtype is not None and product.dtype is not dtype:
             product = product != 0 if dtype is dtypes.bool_ else product.to(dtype)
         return product
 
-    def cumprod(self, dim, *, dtype=None):
+    def cumprod(self, dim=None, *, dtype=None, axis=None):
+        if dim is None or axis is not None:
+            dim = numpy_names.required_dim("cumprod", dim, axis)
         _check_differentiable_dtype(self, dtype, "cumprod")
         if dtype is dtypes.bool_ and self.ndim:  # (a 0-d tensor is its own running product, as in PyTorch)
             raise TypeError("cumprod(dtype=tinyattn.bool) is not defined: use dtype=tinyattn.int64")
         x = self if dtype is None else self.to(dtype)
-        if dtype is None and x.dtype in (dtypes.bool_, dtypes.int32):
+        if dtype is None and dtypes.sums_as_int64(x.dtype):
             x = x.long()  # PyTorch's running products of integers are int64 (unless a dtype is asked for)
         if x.ndim == 0:
             _dim(dim, 0)
             return ops.Cumprod.apply(x.reshape(1), 0).reshape(()).to(x.dtype)
         return ops.Cumprod.apply(x, _dim(dim, x.ndim))
 
-    def amax(self, dim=(), keepdim=False):
+    def amax(self, dim=(), keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("amax", dim, keepdim, axis, keepdims, ())
         return _amax(self, dim, keepdim, False, "amax")
 
-    def amin(self, dim=(), keepdim=False):
+    def amin(self, dim=(), keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = numpy_names.dim_and_keepdim("amin", dim, keepdim, axis, keepdims, ())
         return _amax(self, dim, keepdim, True, "amin")
 
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
@@ -1483,7 +1614,7 @@ class Tensor:
         if self.ndim != 2:
             raise ShapeError(f"trace expects a matrix (2 dims), got shape {list(self.shape)}")
         _check_not_bool(self, "trace")
-        x = self.long() if self.dtype is dtypes.int32 else self  # PyTorch's sums of integers are int64
+        x = self.long() if dtypes.sums_as_int64(self.dtype) else self  # PyTorch's sums of integers are int64
         n = min(x.shape)  # the diagonal of a non-square matrix: as long as its shorter side
         plan = ops.EinsumPlan((("i", "i"),), (), {"i": n}, name="Trace")
         return ops.Einsum.apply(plan, x[:n, :n])
@@ -1505,9 +1636,11 @@ class Tensor:
 
     # --- sorting, selecting, scattering ---
 
-    def sort(self, dim=-1, descending=False, *, stable=False):
+    def sort(self, dim=-1, descending=False, *, stable=False, axis=None):
         """(values, indices) along `dim`. Always stable (equal values keep their order), which
         stable=False allows; NaN sorts as the largest value, as in PyTorch."""
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("sort", dim, axis, -1)
         if self.ndim == 0:
             _dim(dim, 0)
             values, indices = self.reshape(1).sort(0, descending)
@@ -1515,7 +1648,9 @@ class Tensor:
         values, indices = ops.Sort.apply(self, _dim(dim, self.ndim), descending)
         return SortResult(values, indices.detach())  # indices are no part of the graph
 
-    def argsort(self, dim=-1, descending=False, *, stable=False):
+    def argsort(self, dim=-1, descending=False, *, stable=False, axis=None):
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("argsort", dim, axis, -1)
         if self.ndim == 0:
             _dim(dim, 0)
             return self.reshape(1).argsort(0, descending).reshape(())
@@ -1566,9 +1701,11 @@ class Tensor:
                              f"tensor's {list(self.shape)}")
         return ops.MaskedSelect.apply(self, mask.array)
 
-    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None, axis=None):
         """Each element (each slice along `dim`) repeated `repeats` times, or repeats[i] times for
         element i; with dim=None, of the flattened tensor."""
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("repeat_interleave", dim, axis)
         if dim is not None and self.ndim == 0:
             raise IndexError(f"repeat_interleave: a 0-d tensor has no dim {dim} to repeat along: leave dim out "
                              "(it repeats the flattened tensor)")
@@ -1881,6 +2018,30 @@ def _index_vector(index, like, name):
     return index.reshape(-1).long()
 
 
+def _index_mask(x, dim, index, value):
+    """index_fill's places as a bool mask that broadcasts with x: True at `index` along `dim`."""
+    axis = _dim(dim, x.ndim)
+    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index (a tinyattn.long tensor of positions)")
+    if index.ndim > 1:
+        raise ShapeError(f"index_fill: the index has to be a vector or a single number, got shape {list(index.shape)}")
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise ShapeError(f"index_fill only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
+                         "dimension(s): use value.squeeze() or a number")
+    backend.same_device([x.array, index.array])
+    size = x.shape[axis] if x.ndim else 1
+    positions = index.reshape(-1)
+    xp = backend.namespace(x.array)
+    if positions.numel():  # negative indices count from the end, as in PyTorch
+        low, high = int(xp.min(positions.array)), int(xp.max(positions.array))
+        if low < -size or high >= size:
+            raise IndexError(f"index_fill: index {high if high >= size else low} is out of range for dim {axis} "
+                             f"with size {size} (valid indices are {-size} to {size - 1})")
+    places = xp.arange(size, **backend.creation_kwargs(xp))
+    hit = xp.any(places[:, None] == (positions.array[None, :] % size), axis=1)  # (size,): filled or not
+    return Tensor._wrap(xp.reshape(hit, tuple(size if d == axis else 1 for d in range(x.ndim))))
+
+
 def _check_index_range(index, size, message):
     """Indices must lie in [0, size): checked here, as CuPy would wrap them around."""
     if index.numel():
@@ -1988,7 +2149,19 @@ def _promote(a, b, true_division=False, subtraction=False):
         a = a.to(target)
     if isinstance(b, Tensor) and b.dtype is not target:
         b = b.to(target)
+    if target.itemsize < 8 and not target.is_floating_point and target is not dtypes.bool_:
+        a, b = _wrapped_int(a, target), _wrapped_int(b, target)
     return a, b
+
+
+def _wrapped_int(value, target):
+    """A Python int outside the range of an integer dtype, wrapped around into it (uint8: 300 -> 44), as
+    PyTorch converts it before computing; NumPy would refuse it."""
+    if type(value) is not int:
+        return value
+    span = 1 << (8 * target.itemsize)
+    low = 0 if target is dtypes.uint8 else -(span >> 1)
+    return value if low <= value < low + span else (value - low) % span + low
 
 
 def _binary(function, a, b):
@@ -2187,6 +2360,10 @@ def _array_key(key, tensor):
             backend.same_device([tensor.array, part.array])
             if part.dtype.is_floating_point:
                 raise IndexError("tensors used as indices must be long, int or bool tensors")
+            if part.dtype is dtypes.uint8:  # PyTorch's old mask dtype: a mask still, with its warning
+                warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+                              "instead.", UserWarning, stacklevel=3)
+                part = part != 0
             if part.ndim == 0 and part.dtype is not dtypes.bool_:
                 part = int(part.item())
             else:
@@ -2340,4 +2517,4 @@ def where(condition, input, other):
     return ops.Where.apply(condition.array, a, b)
 
 
-from . import autograd, functions, ops  # noqa: E402  (these modules use Tensor)
+from . import autograd, counting, functions, ops  # noqa: E402  (these modules use Tensor)

@@ -3,7 +3,7 @@
 tinyattn reaches a GPU through CuPy (`device="cuda"`). Where CuPy sees one, these answer from CuPy;
 where not, they answer as PyTorch does on a machine without CUDA: `is_available()` is False,
 `device_count()` is 0, the memory counters are 0, `empty_cache()` does nothing, and `synchronize()`,
-`current_device()`, `get_device_name()` and `Event()` raise. `is_bf16_supported()` is False on every device:
+`current_device()`, `set_device()`, `get_device_name()` and `Event()` raise. `is_bf16_supported()` is False on every device:
 tinyattn computes in float32 and float64 only (so nanoGPT picks float16, whose autocast tinyattn then
 disables with a warning, and trains in float32).
 """
@@ -47,6 +47,13 @@ def device_count():
 
 def current_device():
     return _cupy("tinyattn.cuda.current_device()").cuda.Device().id
+
+
+def set_device(device):
+    """Make GPU `device` (an int, 'cuda:1' or a tinyattn.device) the current one: CuPy's Device(i).use()."""
+    if not isinstance(device, int) and backend.Device(device).type != "cuda":
+        raise ValueError(f"Expected a cuda device, but got: {device}")
+    _cupy("tinyattn.cuda.set_device()").cuda.Device(_index(device)).use()
 
 
 def synchronize(device=None):

@@ -1,4 +1,5 @@
-"""`tinyattn.optim`: SGD, Adam and AdamW (PyTorch's names and defaults) and learning-rate schedules.
+"""`tinyattn.optim`: SGD, Adam, AdamW, RMSprop and Adagrad (PyTorch's names and defaults) and learning-rate
+schedules (`tinyattn.optim.lr_scheduler`).
 
     optimizer = tinyattn.optim.AdamW(model.parameters(), lr=1e-3)
     for step in range(steps):
@@ -9,9 +10,9 @@
 """
 
 from . import lr_scheduler
-from .optimizer import SGD, Adam, AdamW, Optimizer
+from .optimizer import SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]
 
 # a PyTorch name this module lacks says so (tinyattn/missing.py)
 from .. import missing as _missing  # noqa: E402

@@ -330,3 +330,101 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
                          capturable=capturable, differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
+
+
+class RMSprop(Optimizer):
+    """RMSprop: each step divided by a running root-mean-square of the gradient.
+
+    v = alpha * v + (1 - alpha) * g^2;  centered=True subtracts the running mean's square: v - m^2
+    p -= lr * g / (sqrt(v) + eps)    (with momentum: buf = momentum * buf + g / (sqrt(v) + eps); p -= lr * buf)
+    weight_decay adds weight_decay * p to the gradient.
+    """
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        lr = _number_lr(lr)
+        _check("learning rate", lr)
+        _check("epsilon value", eps)
+        _check("momentum value", momentum)
+        _check("weight_decay value", weight_decay)
+        _check("alpha value", alpha)
+        if differentiable:
+            raise NotImplementedError("differentiable=True is not supported: tinyattn's optimizers update the "
+                                      "parameters in place without recording a graph")
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered, weight_decay=weight_decay,
+                        capturable=capturable, foreach=foreach, maximize=maximize, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _update(self, p, grad, state, group):
+        xp = backend.namespace(grad)
+        lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+        momentum, weight_decay = group["momentum"], group["weight_decay"]
+        if not state:
+            state["step"] = 0
+            state["square_avg"] = _zeros_like(p.array)
+            if momentum > 0:
+                state["momentum_buffer"] = _zeros_like(p.array)
+            if group["centered"]:
+                state["grad_avg"] = _zeros_like(p.array)
+        state["step"] += 1
+        if group["maximize"]:
+            grad = -grad
+        if weight_decay != 0:
+            grad = grad + weight_decay * p.array
+        square_avg = state["square_avg"]
+        square_avg *= alpha  # v = alpha * v + (1 - alpha) * g * g
+        square_avg += (1 - alpha) * grad * grad
+        if group["centered"]:
+            grad_avg = state["grad_avg"]
+            grad_avg += (1 - alpha) * (grad - grad_avg)  # torch's lerp towards g
+            avg = xp.sqrt(square_avg - grad_avg * grad_avg)
+        else:
+            avg = xp.sqrt(square_avg)
+        avg += eps
+        if momentum > 0:
+            buf = state["momentum_buffer"]
+            buf *= momentum
+            buf += grad / avg
+            p.array -= lr * buf
+        else:
+            p.array += (-lr) * grad / avg
+
+
+class Adagrad(Optimizer):
+    """Adagrad: each step divided by the root of the sum of all past squared gradients.
+
+    s += g^2;  p -= lr / (1 + (t - 1) * lr_decay) * g / (sqrt(s) + eps)     (t = the step count)
+    The sums start at `initial_accumulator_value`; weight_decay adds weight_decay * p to the gradient.
+    As in PyTorch, every parameter has its state (step 0, the sums) from the start.
+    """
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
+                 foreach=None, *, maximize=False, differentiable=False, fused=None):
+        lr = _number_lr(lr)
+        _check("learning rate", lr)
+        _check("lr_decay value", lr_decay)
+        _check("weight_decay value", weight_decay)
+        _check("initial_accumulator_value value", initial_accumulator_value)
+        _check("epsilon value", eps)
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value,
+                        **_implementation_options(foreach, fused, differentiable, maximize=maximize))
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                xp = backend.namespace(p.array)
+                self.state[p] = {"step": 0, "sum": xp.full(p.array.shape, group["initial_accumulator_value"],
+                                                           dtype=p.array.dtype, **backend.creation_kwargs(xp))}
+
+    def _update(self, p, grad, state, group):
+        xp = backend.namespace(grad)
+        state["step"] += 1
+        if group["maximize"]:
+            grad = -grad
+        if group["weight_decay"] != 0:
+            grad = grad + group["weight_decay"] * p.array
+        clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
+        state["sum"] += grad * grad
+        std = xp.sqrt(state["sum"])
+        std += group["eps"]
+        p.array += (-clr) * grad / std

@@ -8,9 +8,9 @@ than what it holds.
   with `set_max_load_bytes(n)`, a `max_bytes=` argument or the TINYATTN_MAX_LOAD_BYTES environment
   variable), and at most a sixteenth of it as text to parse (a pickle, a JSON header): parsed text
   takes several times its size as Python objects.
-- One table of element types (`STORED_TYPES`) for the three formats: float32, float64, int64, int32
-  and bool load as they are; float16, bfloat16, int16, int8 and uint8 are widened to a type that holds
-  every value exactly (float32, int32), with a warning; anything else (complex, float8, ...) is refused.
+- One table of element types (`STORED_TYPES`) for the three formats: float32, float64, int64, int32,
+  int16, int8, uint8 and bool load as they are; float16 and bfloat16 are widened to float32 (which holds
+  every value exactly), with a warning; anything else (complex, float8, ...) is refused.
 - Zip archives: members stored uncompressed (as np.savez and torch.save write them, so no zip bomb can
   expand), each name once, sizes within the file; data is read in bounded chunks and its CRC checked.
 - Tensor views: an offset and strides must stay inside their storage.
@@ -137,16 +137,16 @@ STORED_TYPES = [
     StoredType("bool", "|b1", "BoolStorage", "BOOL", "bool"),
     StoredType("float16", "<f2", "HalfStorage", "F16", "float32"),
     StoredType("bfloat16", "<u2", "BFloat16Storage", "BF16", "float32"),
-    StoredType("int16", "<i2", "ShortStorage", "I16", "int32"),
-    StoredType("int8", "|i1", "CharStorage", "I8", "int32"),
-    StoredType("uint8", "|u1", "ByteStorage", "U8", "int32"),
+    StoredType("int16", "<i2", "ShortStorage", "I16", "int16"),
+    StoredType("int8", "|i1", "CharStorage", "I8", "int8"),
+    StoredType("uint8", "|u1", "ByteStorage", "U8", "uint8"),
 ]
 BY_NAME = {t.name: t for t in STORED_TYPES}
 BY_TORCH_STORAGE = {t.torch_storage: t for t in STORED_TYPES}
 BY_SAFETENSORS = {t.safetensors: t for t in STORED_TYPES}
-NATIVE = ("float32", "float64", "int64", "int32", "bool")  # the dtypes a tinyattn tensor can have
+NATIVE = ("float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool")  # the dtypes a tinyattn tensor can have
 
-UNSUPPORTED_ADVICE = ("tinyattn holds float32, float64, int64, int32 and bool tensors: convert it in "
+UNSUPPORTED_ADVICE = ("tinyattn holds float32, float64, int64, int32, int16, int8, uint8 and bool tensors: convert it in "
                       "PyTorch first (e.g. t.float()) and save it again")
 
 
@@ -371,8 +371,8 @@ def npy_header(archive, name, where):
     except Exception as error:  # NumPy's header parser raises ValueError, SyntaxError, TypeError...
         refuse(where, f"{name} is not a valid .npy array ({type(error).__name__}: {error})")
     if dtype.hasobject or dtype.fields is not None or dtype.name not in NATIVE:
-        refuse(where, f"{name} holds {dtype} data; a checkpoint holds float32, float64, int64, int32 or "
-                      "bool arrays only")
+        refuse(where, f"{name} holds {dtype} data; a checkpoint holds float32, float64, int64, int32, "
+                      "int16, int8, uint8 or bool arrays only")
     shape = check_shape(shape, where, f"{name}'s shape")
     nbytes = math.prod(shape) * dtype.itemsize
     if info.file_size != offset + nbytes:

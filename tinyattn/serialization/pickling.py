@@ -390,7 +390,7 @@ NOT_REPRESENTABLE = {
     "torch.serialization._get_layout": "a sparse layout",
 }
 _TORCH_DTYPE_NAMES = ("float16", "half", "bfloat16", "complex32", "complex64", "complex128", "cfloat", "cdouble",
-                      "uint8", "int8", "int16", "short", "uint16", "uint32", "uint64", "float8_e4m3fn",
+                      "short", "uint16", "uint32", "uint64", "float8_e4m3fn",
                       "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "qint8", "quint8", "qint32", "quint4x2")
 _TORCH_STORAGES = ("ComplexFloatStorage", "ComplexDoubleStorage", "QInt8Storage", "QUInt8Storage", "QInt32Storage",
                    "QUInt4x2Storage", "QUInt2x4Storage")

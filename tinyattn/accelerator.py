@@ -1,0 +1,27 @@
+"""`tinyattn.accelerator`: PyTorch's device-neutral questions about the accelerator (PyTorch 2.6 and later).
+
+tinyattn's one accelerator is a CUDA GPU reached through CuPy. Where CuPy sees one, the current
+accelerator is `tinyattn.device("cuda")`; where not, the answers are PyTorch's on a machine without
+one: `is_available()` is False, `current_accelerator()` None and `device_count()` 0.
+"""
+
+from . import backend, cuda
+
+
+def is_available():
+    return cuda.is_available()
+
+
+def current_accelerator(check_available=False):
+    """tinyattn.device("cuda") where a GPU is reachable, else None (check_available changes nothing:
+    the only accelerator tinyattn knows is checked anyway)."""
+    return backend.Device("cuda") if cuda.is_available() else None
+
+
+def device_count():
+    return cuda.device_count()
+
+
+def synchronize(device=None):
+    """Wait for the GPU's queued work (a DeviceError without one)."""
+    cuda.synchronize(device)
