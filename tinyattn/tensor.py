@@ -1995,9 +1995,10 @@ def _promote(a, b, true_division=False, subtraction=False):
 
 def _binary(function, a, b):
     """Apply a binary op after PyTorch's type promotion; name both shapes if they don't broadcast."""
-    tensor = a if isinstance(a, Tensor) else b
-    a, b = _to_one_device(_as_operand(a, tensor), _as_operand(b, tensor))
-    a, b = _promote(a, b, true_division=function is ops.Div, subtraction=function is ops.Sub)
+    if not _same_float(a, b):  # (two float tensors of one dtype, or one and a Python number: nothing to do)
+        tensor = a if isinstance(a, Tensor) else b
+        a, b = _to_one_device(_as_operand(a, tensor), _as_operand(b, tensor))
+        a, b = _promote(a, b, true_division=function is ops.Div, subtraction=function is ops.Sub)
     try:
         return function.apply(a, b)
     except ValueError:
@@ -2008,6 +2009,21 @@ def _binary(function, a, b):
                 "together (each dim, aligned from the right, must be equal or 1)"
             ) from None
         raise
+
+
+def _same_float(a, b):
+    """The common case of a binary op, told at once: NumPy float tensors of one dtype, or such a tensor
+    and a Python int or float (which takes the tensor's dtype). No conversion or promotion is needed."""
+    if isinstance(a, Tensor):
+        x = a.array
+        if isinstance(b, Tensor):
+            y = b.array
+            return type(x) is np.ndarray and type(y) is np.ndarray and x.dtype is y.dtype and x.dtype.kind == "f"
+        return type(b) in (int, float) and type(x) is np.ndarray and x.dtype.kind == "f"
+    if isinstance(b, Tensor) and type(a) in (int, float):
+        y = b.array
+        return type(y) is np.ndarray and y.dtype.kind == "f"
+    return False
 
 
 def _broadcastable(s, t):
