@@ -834,6 +834,9 @@ class Index(Op):
     @staticmethod
     def forward(ctx, x, key):
         ctx.in_shape, ctx.in_dtype, ctx.key = x.shape, x.dtype, key
+        if type(key) is int:  # x[3], the commonest key: a view (a trailing ... keeps a 0-d result an array)
+            ctx.name_hint = "Select"
+            return x[key, ...]
         if is_basic_key(key):
             ctx.name_hint = basic_index_name(key)
             parts = key if isinstance(key, tuple) else (key,)

@@ -2263,6 +2263,8 @@ def _pytorch_order(key, ndim):
     arrays index. So for x of shape (2, 3, 4), x[0, :, [0, 3]] is (2, 3) in NumPy (the 0 and the list
     stand apart) but (3, 2) in PyTorch, which indexes x[0], of shape (3, 4), with [:, [0, 3]].
     """
+    if type(key) is int:
+        return None
     parts = key if isinstance(key, tuple) else (key,)
     if not any(hasattr(p, "dtype") for p in parts):
         return None  # no index arrays (the common case: ints, slices, None, ...): the two agree
