@@ -105,17 +105,17 @@ def _repeats(fn):
     return max(1, int(SAMPLE_SECONDS / max(per_call, 1e-7)))
 
 
-def cpu_timer(fn):
-    """Seconds per call of fn, on the wall clock."""
+def cpu_timer(fn, clock=time.perf_counter):
+    """Seconds per call of fn, on the wall clock (or on `clock`)."""
     repeat = None
 
     def run():
         nonlocal repeat
         repeat = repeat or _repeats(fn)
-        start = time.perf_counter()
+        start = clock()
         for _ in range(repeat):
             fn()
-        return (time.perf_counter() - start) / repeat
+        return (clock() - start) / repeat
 
     return run
 
@@ -336,14 +336,18 @@ LEARNER_ROUNDS = 7
 
 def learner_contenders(torch):
     """{loop name: {contender: zero-argument step}}: each loop of `learner_loops`, the same source
-    text built once on tinyattn and once on PyTorch (when given)."""
+    text built once on tinyattn and once on PyTorch (when given).
+
+    Timed in CPU seconds of this process: both compute on one thread, so that is the time of the
+    work itself, which a shared machine does not stretch the way it stretches the wall clock (while
+    another process holds the core, the wall clock runs on and the CPU clock does not)."""
     import tinyattn
 
     loops = {}
     for name, make in learner_loops.LOOPS.items():
-        contenders = {"tinyattn": cpu_timer(make(tinyattn)[0])}
+        contenders = {"tinyattn": cpu_timer(make(tinyattn)[0], clock=time.process_time)}
         if torch is not None:
-            contenders["torch"] = cpu_timer(make(torch)[0])
+            contenders["torch"] = cpu_timer(make(torch)[0], clock=time.process_time)
         loops[name] = contenders
     return loops
 
@@ -686,7 +690,7 @@ def run(args, torch=None, report=None, emit=print, status=None):
 
     if "learner" in args.what and device == "cpu":
         emit("")
-        emit("(f) learner loops, one training step as a lecture writes it, one thread (median per step"
+        emit("(f) learner loops, one training step as a lecture writes it, one thread (median CPU time per step"
              + ("; ratios with quartiles)" if wide else ")"))
         emit(f"{'loop':<22} {'tinyattn':>10} {'torch':>10} {_cell('ta/torch', wide)}")
         report["learner"] = {}
