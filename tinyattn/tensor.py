@@ -2304,6 +2304,10 @@ def _pytorch_order(key, ndim):
 def _check_index_bounds(parts, shape):
     """An index out of range is an IndexError here (CuPy would silently wrap an index array around), and
     so is a key with more indices than the tensor has dims."""
+    if len(parts) == 1 and type(parts[0]) is np.ndarray and parts[0].dtype.kind == "i" and shape:
+        ids = parts[0]  # the commonest advanced key, C[ids]: one NumPy array of ints, checked at once
+        if not ids.size or -shape[0] <= ids.min() and ids.max() < shape[0]:
+            return
     consumed = [_dims_indexed(part) for part in parts]
     arrays = [part for part in parts if hasattr(part, "dtype")]
     if len(arrays) > 1:  # index arrays (a mask counts as the list of its True places) broadcast together
