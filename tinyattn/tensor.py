@@ -2152,6 +2152,8 @@ def _check_not_empty(x, dim, name):
 
 def _fits_in_place(tensor, other):
     """An in-place operand must broadcast to the tensor's own shape (which the op keeps)."""
+    if other.array.shape == tensor.array.shape:
+        return other
     shape = ops.broadcast_shape(tensor.shape, other.shape)
     if shape != tuple(tensor.shape):
         problem = (f"doesn't match the broadcast shape {list(shape)}" if shape is not None
