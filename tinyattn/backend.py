@@ -466,8 +466,8 @@ def sum_along(x, axis, keepdims=False):
     vector of ones, 3-5x faster. Rows longer than 4096 keep NumPy's more accurate pairwise sum.
     """
     xp = namespace(x)
-    fast = (xp is numpy_xp and x.dtype in (np.float32, np.float64) and x.size >= BLAS_SUM_MIN_SIZE
-            and x.flags.c_contiguous)
+    fast = (xp is numpy_xp and x.size >= BLAS_SUM_MIN_SIZE and x.dtype in (np.float32, np.float64)
+            and x.flags.c_contiguous)  # (the size first: a small array is told at once)
     if fast and axis == (x.ndim - 1,) and x.shape[-1] <= 4096:
         total = x @ np.ones(x.shape[-1], dtype=x.dtype)
         return total[..., None] if keepdims else total
