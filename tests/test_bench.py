@@ -294,3 +294,41 @@ def test_tables_fit_an_80_column_terminal_and_keep_the_quartiles_elsewhere(monke
     assert all(len(line) < 80 for line in table) != wide
     assert ("(" in table[-1].split()[-2]) == wide  # the ta/numpy column: "7.16 (6.93-7.90)" or "7.16"
     assert report["mha"][0]["ratio_numpy_quartiles"] is not None  # the --json report has them either way
+
+
+def test_the_learner_section_times_the_four_loops_on_one_thread_and_fits_80_columns(monkeypatch):
+    quick(monkeypatch)
+    monkeypatch.setattr(bench, "terminal_width", lambda stream=None: 80)
+    threads_seen = []
+    real = bench.interleaved
+
+    def interleaved(contenders, rounds, **kwargs):
+        threads_seen.append(tinyattn.threads.get_num_threads())
+        return real(contenders, rounds, **kwargs)
+
+    monkeypatch.setattr(bench, "interleaved", interleaved)
+    lines = []
+    args = argparse.Namespace(what=["learner"], rounds=1, device="cpu", threads=None)
+    started = time.perf_counter()
+    report = bench.run(args, None, emit=lines.append)
+    assert time.perf_counter() - started < 30
+    assert list(report["learner"]) == list(bench.learner_loops.LOOPS)
+    assert all(row["tinyattn"] > 0 and row["ratio_torch"] is None for row in report["learner"].values())
+    if tinyattn.threads.can_set_num_threads():
+        assert threads_seen == [1] * 4
+        assert tinyattn.threads.get_num_threads() == report["threads"]  # restored after the section
+    table = lines[lines.index(next(line for line in lines if line.startswith("(f)"))) + 1:]
+    assert [line.split()[0] for line in table[1:]] == ["embedding", "batch", "full-batch", "20"]
+    assert all(len(line) <= 80 for line in table)
+
+
+@pytest.mark.parametrize("name", list(bench.learner_loops.LOOPS))
+def test_each_learner_loop_is_the_same_program_on_both_libraries(torch, name):
+    """The same source text, the same seed: the same data and weights, so the same losses step by step."""
+    make = bench.learner_loops.LOOPS[name]
+    ours, theirs = make(tinyattn), make(torch)
+    for _ in range(3):
+        mine, yours = ours[0]().item(), theirs[0]().item()
+        assert mine == pytest.approx(yours, rel=1e-5, abs=1e-6)
+    for p, q in zip(ours[1], theirs[1]):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -236,32 +236,41 @@ class Function:
 
     @classmethod
     def apply(cls, *args):
-        # This runs for every op, so it walks the arguments once and keeps to plain loops.
+        # This runs for every op, so it walks the arguments once and keeps to plain loops; the common
+        # case (a built-in op on NumPy arrays) takes no detour through helpers.
         node = Node(cls)
-        tensors, tensor_arrays, arrays, needs, metas = [], [], [], [], []
+        tensors, arrays, needs, metas = [], [], [], []
+        numpy_only = True
         for a in args:
             if isinstance(a, Tensor):
                 array = a.array
                 tensors.append(a)
-                tensor_arrays.append(array)
                 arrays.append(array)
                 needs.append(a._requires_grad)
                 metas.append((array.shape, array.dtype))
+                if type(array) is not _ndarray:
+                    numpy_only = False
             else:
                 arrays.append(a)
                 needs.append(False)
                 metas.append(None)
-        xp = node.xp = backend.same_device(tensor_arrays) if tensors else None
-        record = grad_mode.enabled and any(needs)
+        if not tensors:
+            xp = None
+        elif numpy_only:
+            xp = _numpy_xp
+        else:
+            xp = backend.same_device([t.array for t in tensors])
+        node.xp = xp
+        record = grad_mode.enabled and True in needs
         # known before forward runs, so that forward saves only what the needed gradients use
         node.needs_input_grad = tuple(needs) if record else (False,) * len(args)
 
         if cls.takes_arrays:
-            quiet = backend.float_errors_off()  # inf and NaN without NumPy's warnings, as in PyTorch
+            quiet = float_errors_off()  # inf and NaN without NumPy's warnings, as in PyTorch
             try:
                 result = cls.forward(node, *arrays)
             finally:
-                backend.float_errors_restore(quiet)
+                float_errors_restore(quiet)
         else:
             versions = [t._version[0] for t in tensors]
             with no_grad():
@@ -274,8 +283,10 @@ class Function:
                     "inside forward (x = x.clone())"
                 )
         single = not isinstance(result, tuple)
-        results = (result,) if single else result
-        out_arrays = [r.array if isinstance(r, Tensor) else r for r in results]
+        if single:
+            out_arrays = [result.array if isinstance(result, Tensor) else result]
+        else:
+            out_arrays = [r.array if isinstance(r, Tensor) else r for r in result]
         if xp is None:
             xp = node.xp = backend.namespace(out_arrays[0])
 
@@ -284,7 +295,7 @@ class Function:
             node.edges = tuple([_edge_to(a) if need else None for a, need in zip(args, needs)])
             node.input_meta = tuple(metas)
             node.output_meta = tuple([(a.shape, a.dtype) for a in out_arrays])
-            outputs = [Tensor._wrap(a, backend.is_float(a), node, i) for i, a in enumerate(out_arrays)]
+            outputs = [Tensor._wrap(a, _is_float(a), node, i) for i, a in enumerate(out_arrays)]
         else:
             node.saved = ()
             outputs = [Tensor._wrap(a) for a in out_arrays]
@@ -297,6 +308,18 @@ class Function:
             for observer in observers_here():
                 observer.on_forward(node, args, outputs)
         return outputs[0] if single else tuple(outputs)
+
+
+_ndarray = backend.np.ndarray
+_numpy_xp = backend.numpy_xp
+float_errors_off, float_errors_restore = backend.float_errors_off, backend.float_errors_restore
+
+
+def _is_float(array):
+    """Whether an op's output is of a floating dtype (its tensor then records a gradient)."""
+    if type(array) is _ndarray:
+        return array.dtype.kind == "f"
+    return backend.is_float(array)
 
 
 def _mark_views(base, outputs, step):

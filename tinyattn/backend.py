@@ -466,8 +466,8 @@ def sum_along(x, axis, keepdims=False):
     vector of ones, 3-5x faster. Rows longer than 4096 keep NumPy's more accurate pairwise sum.
     """
     xp = namespace(x)
-    fast = (xp is numpy_xp and x.dtype in (np.float32, np.float64) and x.size >= BLAS_SUM_MIN_SIZE
-            and x.flags.c_contiguous)
+    fast = (xp is numpy_xp and x.size >= BLAS_SUM_MIN_SIZE and x.dtype in (np.float32, np.float64)
+            and x.flags.c_contiguous)  # (the size first: a small array is told at once)
     if fast and axis == (x.ndim - 1,) and x.shape[-1] <= 4096:
         total = x @ np.ones(x.shape[-1], dtype=x.dtype)
         return total[..., None] if keepdims else total
@@ -476,6 +476,8 @@ def sum_along(x, axis, keepdims=False):
         rows = x.reshape(-1, math.prod(rest))
         total = (np.ones(rows.shape[0], dtype=x.dtype) @ rows).reshape(rest)
         return total.reshape((1,) * len(axis) + rest) if keepdims else total
+    if type(x) is np.ndarray and x.dtype.kind == "f":
+        return np.add.reduce(x, axis=axis, keepdims=keepdims)  # what np.sum calls, without its wrappers
     return xp.sum(x, axis=axis, keepdims=keepdims)
 
 

@@ -8,7 +8,8 @@ warm-up, and reported as medians and ratios, so a busy machine slows all contend
   (c) the engine's own cost per op on tiny tensors;
   (d) peak memory of (a) at the largest size, each contender in a fresh subprocess;
   (e) the GPT step of (b) on a shared machine: quiet, and beside a busy process (a spin loop in a
-      child process), at each thread count.
+      child process), at each thread count;
+  (f) four training loops as a lecture writes them (tinyattn.learner_loops), on one thread.
 
 Both libraries compute with the same number of threads (`--threads`, default: every core this
 process may use): tinyattn's matrix products through `tinyattn.set_num_threads`, PyTorch through
@@ -32,7 +33,7 @@ import time
 
 import numpy as np
 
-from . import backend, progress, threads
+from . import backend, learner_loops, progress, threads
 from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, add_threads_option, fit, terminal_width
 
 MHA_SIZES = [(2, 6, 4, 2), (8, 64, 64, 4), (8, 128, 256, 8), (8, 256, 768, 12), (4, 1024, 768, 12)]
@@ -55,7 +56,8 @@ def interleaved(contenders, rounds, warmup=2, on_round=None, samples=None, settl
     and a pool still spinning steals the cores of the next contender (PyTorch's GPT step measured 3x
     slower without the pause).
     `on_round(text)` is told each round as it starts ("warm-up 1/2", "round 3/15"); `samples`, a dict,
-    receives every round's seconds per contender (for `ratio_spread`).
+    receives every round's seconds per contender (for `ratio_spread`). `settle` replaces the pause
+    (in seconds) where no thread pool is at work (one thread).
     """
     settle = SETTLE_SECONDS if settle is None else settle
     for i in range(warmup):
@@ -104,17 +106,17 @@ def _repeats(fn):
     return max(1, int(SAMPLE_SECONDS / max(per_call, 1e-7)))
 
 
-def cpu_timer(fn):
-    """Seconds per call of fn, on the wall clock."""
+def cpu_timer(fn, clock=time.perf_counter):
+    """Seconds per call of fn, on the wall clock (or on `clock`)."""
     repeat = None
 
     def run():
         nonlocal repeat
         repeat = repeat or _repeats(fn)
-        start = time.perf_counter()
+        start = clock()
         for _ in range(repeat):
             fn()
-        return (time.perf_counter() - start) / repeat
+        return (clock() - start) / repeat
 
     return run
 
@@ -348,6 +350,31 @@ def _settling(timer):
 
 
 # ---------------------------------------------------------------------------------------------
+# (f) learner loops
+
+
+LEARNER_ROUNDS = 7
+
+
+def learner_contenders(torch):
+    """{loop name: {contender: zero-argument step}}: each loop of `learner_loops`, the same source
+    text built once on tinyattn and once on PyTorch (when given).
+
+    Timed in CPU seconds of this process: both compute on one thread, so that is the time of the
+    work itself, which a shared machine does not stretch the way it stretches the wall clock (while
+    another process holds the core, the wall clock runs on and the CPU clock does not)."""
+    import tinyattn
+
+    loops = {}
+    for name, make in learner_loops.LOOPS.items():
+        contenders = {"tinyattn": cpu_timer(make(tinyattn)[0], clock=time.process_time)}
+        if torch is not None:
+            contenders["torch"] = cpu_timer(make(torch)[0], clock=time.process_time)
+        loops[name] = contenders
+    return loops
+
+
+# ---------------------------------------------------------------------------------------------
 # (d) peak memory, each contender alone in a fresh process
 
 def peak_memory_mb(contender, size):
@@ -551,7 +578,7 @@ def new_report(device, torch):
     """The results so far: `run` fills it part by part, so an interrupted run keeps what it measured."""
     return {"machine": machine_description(device), "device": device,
             "torch": None if torch is None else torch.__version__, "mha": [], "gpt": None,
-            "overhead": None, "memory": None, "contended": None, "threads": None, "busy_cores": None,
+            "overhead": None, "memory": None, "contended": None, "learner": None, "threads": None, "busy_cores": None,
             "interrupted": None}
 
 
@@ -683,6 +710,31 @@ def run(args, torch=None, report=None, emit=print, status=None):
                      f"{_cell(_fmt_ratio(slowdown.get('torch'), spread(ranges.get('torch'))), wide)}")
             set_threads(most, torch)
 
+    if "learner" in args.what and device == "cpu":
+        emit("")
+        emit("(f) learner loops, one training step as a lecture writes it, one thread (median CPU time per step"
+             + ("; ratios with quartiles)" if wide else ")"))
+        emit(f"{'loop':<22} {'tinyattn':>10} {'torch':>10} {_cell('ta/torch', wide)}")
+        report["learner"] = {}
+        set_threads(1, torch)  # one thread: no pool spins between contenders, so no pause is needed
+        try:
+            doing("(f) learner loops: setting up")
+            for name, contenders in learner_contenders(torch).items():
+                samples = {}
+                medians = interleaved(contenders, rounds=args.rounds or LEARNER_ROUNDS, warmup=1, settle=0.0,
+                                      samples=samples, on_round=lambda text: doing(f"(f) {name}: {text}"))
+                row = {**medians, "ratio_torch": _ratio(medians["tinyattn"], medians.get("torch")),
+                       "ratio_torch_quartiles": ratio_spread(samples, "tinyattn", "torch")}
+                report["learner"][name] = row
+                emit(f"{name:<22} {_fmt_time(row['tinyattn']):>10} {_fmt_time(row.get('torch')):>10} "
+                     f"{_cell(_fmt_ratio(row['ratio_torch'], spread(row['ratio_torch_quartiles'])), wide)}")
+            ratios = [row["ratio_torch"] for row in report["learner"].values() if row["ratio_torch"] is not None]
+            if ratios:
+                report["learner_geometric_mean"] = math.exp(sum(map(math.log, ratios)) / len(ratios))
+                emit(f"{'geometric mean':<22} {'':>10} {'':>10} {_cell(_fmt_ratio(report['learner_geometric_mean']), wide)}")
+        finally:
+            set_threads(report["threads"], torch)
+
     report["interrupted"] = None
     return report
 
@@ -707,7 +759,8 @@ SECTIONS = {"mha": ("a", "the causal MultiHeadAttention forward + backward"),
             "gpt": ("b", "one GPT training step"),
             "overhead": ("c", "the cost per op on 4x4 tensors"),
             "memory": ("d", "peak memory of (a) at one size"),
-            "contended": ("e", "the step of (b) beside a busy process")}
+            "contended": ("e", "the step of (b) beside a busy process"),
+            "learner": ("f", "four training loops as a lecture writes them")}
 
 
 def _print_line(text):

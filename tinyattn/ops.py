@@ -830,6 +830,18 @@ def is_basic_key(key):
     return all(p is None or p is Ellipsis or isinstance(p, (int, slice)) for p in parts)
 
 
+def _ints(key):
+    """Whether `key` is an int or a non-empty tuple of ints (told without a generator: it runs per index)."""
+    if type(key) is int:
+        return True
+    if type(key) is not tuple or not key:
+        return False
+    for part in key:
+        if type(part) is not int:
+            return False
+    return True
+
+
 def basic_index_name(key):
     """PyTorch's name for the last step of a basic index: x[0] Select, x[1:] Slice, x[None] Unsqueeze."""
     name = "Slice"
@@ -851,6 +863,9 @@ class Index(Op):
     @staticmethod
     def forward(ctx, x, key):
         ctx.in_shape, ctx.in_dtype, ctx.key = x.shape, x.dtype, key
+        if _ints(key):  # x[3], x[k, j], the commonest keys: a view (a trailing ... keeps a 0-d result an array)
+            ctx.name_hint = "Select"
+            return x[(key, Ellipsis) if type(key) is int else key + (Ellipsis,)]
         if is_basic_key(key):
             ctx.name_hint = basic_index_name(key)
             parts = key if isinstance(key, tuple) else (key,)

@@ -1268,13 +1268,34 @@ class Tensor:
             numpy_order = sorted(range(len(order)), key=order.__getitem__)
             value = ops.Permute.apply(value.reshape(shape), tuple(numpy_order))
         try:
-            self._inplace(ops.IndexPut, key, value)
+            if not self._setitem_direct(key, value):
+                self._inplace(ops.IndexPut, key, value)
         except (ValueError, TypeError):  # NumPy's errors for a value that does not fit: name both shapes
             target = self.detach()[key].shape if order is None else None
             if isinstance(value, Tensor) and target is not None and ops.broadcast_shape(value.shape, target) != target:
                 raise ShapeError(f"cannot write a value of shape {list(value.shape)} into x[key] of shape "
                                  f"{list(target)}: the value must broadcast to it") from None
             raise
+
+    def _setitem_direct(self, key, value):
+        """x[key] = value with no graph to record (as in `dC[ix] += demb[k, j]` under no_grad): NumPy
+        writes the value into x's memory, where IndexPut would write it into a copy of x that is then
+        copied back. The same numbers either way. Returns False where that does not apply."""
+        array = self.array
+        if type(array) is not np.ndarray or autograd.observers:
+            return False
+        if autograd.grad_mode.enabled and (self._requires_grad or isinstance(value, Tensor) and value._requires_grad):
+            return False
+        if isinstance(value, Tensor):
+            value = value.array
+            if type(value) is not np.ndarray:
+                return False
+        self._check_inplace(recording=False)
+        array[key] = value
+        self._version[0] += 1
+        if self._base is not None:
+            self._view_version = self._version[0]
+        return True
 
     def gather(self, dim, index):
         if index.dtype not in (dtypes.int64, dtypes.int32):
@@ -1406,6 +1427,8 @@ class Tensor:
             self.requires_grad or any(isinstance(a, Tensor) and a.requires_grad for a in args)
         )
         self._check_inplace(recording)
+        if not recording and self._inplace_direct(function, args):
+            return self
         result = function.apply(self, *args)
         node = result.grad_fn
         if node is not None and any(item is self.array for item in node.saved):
@@ -1420,6 +1443,31 @@ class Tensor:
         if node is not None:
             self.grad_fn, self.output_nr, self._requires_grad = node, 0, True
         return self
+
+    def _inplace_direct(self, function, args):
+        """`p.data += -lr * p.grad`, `x *= 2` with no graph to record: the op's NumPy ufunc writes its
+        result straight into this tensor's memory, the same numbers the op would compute, without the
+        op's result tensor and the copy back. Returns False where that does not apply (then the op runs)."""
+        ufunc = _INPLACE_UFUNCS.get(function)
+        array = self.array
+        if ufunc is None or type(array) is not np.ndarray or array.dtype.kind != "f" or autograd.observers:
+            return False
+        (other,) = args
+        if isinstance(other, Tensor):
+            other = other.array
+            if type(other) is not np.ndarray or other.dtype is not array.dtype or other.ndim > array.ndim:
+                return False  # (the operand was checked to broadcast to this tensor's shape)
+        elif type(other) not in (int, float):
+            return False
+        quiet = backend.float_errors_off()
+        try:
+            ufunc(array, other, out=array)
+        finally:
+            backend.float_errors_restore(quiet)
+        self._version[0] += 1
+        if self._base is not None:
+            self._view_version = self._version[0]
+        return True
 
     def _inplace_on_view(self, result):
         """Write `result` into this view while recording: the change is recorded on the root (the
@@ -2166,9 +2214,10 @@ def _wrapped_int(value, target):
 
 def _binary(function, a, b):
     """Apply a binary op after PyTorch's type promotion; name both shapes if they don't broadcast."""
-    tensor = a if isinstance(a, Tensor) else b
-    a, b = _to_one_device(_as_operand(a, tensor), _as_operand(b, tensor))
-    a, b = _promote(a, b, true_division=function is ops.Div, subtraction=function is ops.Sub)
+    if not _same_float(a, b):  # (two float tensors of one dtype, or one and a Python number: nothing to do)
+        tensor = a if isinstance(a, Tensor) else b
+        a, b = _to_one_device(_as_operand(a, tensor), _as_operand(b, tensor))
+        a, b = _promote(a, b, true_division=function is ops.Div, subtraction=function is ops.Sub)
     try:
         return function.apply(a, b)
     except ValueError:
@@ -2179,6 +2228,21 @@ def _binary(function, a, b):
                 "together (each dim, aligned from the right, must be equal or 1)"
             ) from None
         raise
+
+
+def _same_float(a, b):
+    """The common case of a binary op, told at once: NumPy float tensors of one dtype, or such a tensor
+    and a Python int or float (which takes the tensor's dtype). No conversion or promotion is needed."""
+    if isinstance(a, Tensor):
+        x = a.array
+        if isinstance(b, Tensor):
+            y = b.array
+            return type(x) is np.ndarray and type(y) is np.ndarray and x.dtype is y.dtype and x.dtype.kind == "f"
+        return type(b) in (int, float) and type(x) is np.ndarray and x.dtype.kind == "f"
+    if isinstance(b, Tensor) and type(a) in (int, float):
+        y = b.array
+        return type(y) is np.ndarray and y.dtype.kind == "f"
+    return False
 
 
 def _broadcastable(s, t):
@@ -2307,6 +2371,8 @@ def _check_not_empty(x, dim, name):
 
 def _fits_in_place(tensor, other):
     """An in-place operand must broadcast to the tensor's own shape (which the op keeps)."""
+    if other.array.shape == tensor.array.shape:
+        return other
     shape = ops.broadcast_shape(tensor.shape, other.shape)
     if shape != tuple(tensor.shape):
         problem = (f"doesn't match the broadcast shape {list(shape)}" if shape is not None
@@ -2346,6 +2412,10 @@ def _mask_array(mask, like):
 
 def _array_key(key, tensor):
     """An index key with tensors and lists turned into arrays on the tensor's device."""
+    if type(tensor.array) is np.ndarray:
+        simple = _simple_key(key, tensor.array.shape)
+        if simple is not None:
+            return simple
     parts = key if isinstance(key, tuple) else (key,)
     if sum(part is Ellipsis for part in parts) > 1:
         raise IndexError("an index can only have one ... (Ellipsis): write the other dims as `:`")
@@ -2389,6 +2459,24 @@ def _array_key(key, tensor):
     return tuple(converted) if isinstance(key, tuple) else converted[0]
 
 
+def _simple_key(key, shape):
+    """The commonest keys, checked at once: an int, a tuple of ints, a 0-d integer tensor, each in range
+    (x[3], x[k, j], C[ix]). None for anything else, which _array_key parses in full."""
+    if isinstance(key, Tensor):
+        array = key.array
+        if type(array) is not np.ndarray or array.ndim or array.dtype.kind != "i":
+            return None
+        key = int(array)
+    if type(key) is int:
+        return key if shape and -shape[0] <= key < shape[0] else None
+    if type(key) is tuple and len(key) <= len(shape):
+        for part, size in zip(key, shape):
+            if type(part) is not int or not -size <= part < size:
+                return None
+        return key
+    return None
+
+
 def _pytorch_order(key, ndim):
     """PyTorch's order of the dims of x[key], as a permutation of NumPy's; None where the two agree.
 
@@ -2400,6 +2488,8 @@ def _pytorch_order(key, ndim):
     arrays index. So for x of shape (2, 3, 4), x[0, :, [0, 3]] is (2, 3) in NumPy (the 0 and the list
     stand apart) but (3, 2) in PyTorch, which indexes x[0], of shape (3, 4), with [:, [0, 3]].
     """
+    if type(key) is int:
+        return None
     parts = key if isinstance(key, tuple) else (key,)
     if not any(hasattr(p, "dtype") for p in parts):
         return None  # no index arrays (the common case: ints, slices, None, ...): the two agree
@@ -2439,6 +2529,10 @@ def _pytorch_order(key, ndim):
 def _check_index_bounds(parts, shape):
     """An index out of range is an IndexError here (CuPy would silently wrap an index array around), and
     so is a key with more indices than the tensor has dims."""
+    if len(parts) == 1 and type(parts[0]) is np.ndarray and parts[0].dtype.kind == "i" and shape:
+        ids = parts[0]  # the commonest advanced key, C[ids]: one NumPy array of ints, checked at once
+        if not ids.size or -shape[0] <= ids.min() and ids.max() < shape[0]:
+            return
     consumed = [_dims_indexed(part) for part in parts]
     arrays = [part for part in parts if hasattr(part, "dtype")]
     if len(arrays) > 1:  # index arrays (a mask counts as the list of its True places) broadcast together
@@ -2518,3 +2612,6 @@ def where(condition, input, other):
 
 
 from . import autograd, counting, functions, ops  # noqa: E402  (these modules use Tensor)
+
+# in-place arithmetic that `Tensor._inplace_direct` runs as one NumPy call when there is no graph
+_INPLACE_UFUNCS = {ops.Add: np.add, ops.Sub: np.subtract, ops.Mul: np.multiply, ops.Div: np.true_divide}

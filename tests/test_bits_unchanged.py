@@ -1,0 +1,253 @@
+"""The engine's results, bit for bit: 20 steps of each learner loop and of the default GPT's training.
+
+The expected values below were recorded from the engine before any fast path for small tensors was
+added (`python tests/test_bits_unchanged.py` prints them afresh). A change that moves a single bit of a
+loss or of a weight fails here, so an optimisation cannot change a number unnoticed.
+
+Bits depend on the machine as well as on the engine: NumPy's vectorised exp/log/tanh and OpenBLAS's
+matrix-product kernels are chosen by CPU at run time. The bits are therefore checked exactly on the
+kind of machine they were recorded on (same NumPy, same BLAS kernel, same CPU features); elsewhere the
+test checks the losses and per-tensor sums to float32 rounding instead, and warns that it did.
+"""
+
+import hashlib
+import warnings
+
+import numpy as np
+import pytest
+
+import tinyattn
+from tinyattn import learner_loops, threads
+from tinyattn.data import default_corpus
+from tinyattn.training import TrainConfig, train
+
+STEPS = 20
+
+
+def machine():
+    """What decides the bits besides the engine: NumPy's version and CPU features, the BLAS kernel."""
+    import threadpoolctl
+
+    from numpy._core import _multiarray_umath
+
+    blas = [(info.get("internal_api"), info.get("version"), info.get("architecture"))
+            for info in threadpoolctl.threadpool_info() if info.get("user_api") == "blas"]
+    features = sorted(name for name, on in _multiarray_umath.__cpu_features__.items() if on)
+    text = repr((np.__version__, blas, features))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def fingerprint(losses, tensors):
+    """{losses: the float hex of each, sha256: of every tensor's bytes in order, sums: the float64 sum of each}."""
+    digest = hashlib.sha256()
+    sums = []
+    for t in tensors:
+        array = np.ascontiguousarray(t.detach().numpy())
+        digest.update(str((array.dtype.str, array.shape)).encode())
+        digest.update(array.tobytes())
+        sums.append(float(array.astype(np.float64).sum()))
+    return {"losses": " ".join(float(x).hex() for x in losses), "sha256": digest.hexdigest(), "sums": sums}
+
+
+def run_loop(name):
+    step, parameters = learner_loops.LOOPS[name](tinyattn)
+    losses = [step().item() for _ in range(STEPS)]
+    return fingerprint(losses, parameters)
+
+
+def run_gpt():
+    """`tinyattn train`'s defaults (the GPT on the bundled sonnets), stopped after 20 steps."""
+    result = train(TrainConfig(steps=STEPS), default_corpus(), quiet=True)
+    evaluated = [v for row in result.history for v in (row["train_loss"], row["val_loss"])]
+    state = result.model.state_dict()
+    return fingerprint(result.losses + evaluated, [state[key] for key in sorted(state)])
+
+
+RECORDED_ON = 'fd67fb33d31fadb3'
+EXPECTED = {
+    'embedding MLP': {
+        'losses': (
+            '0x1.732ad40000000p+4 0x1.9ddcd00000000p+4 0x1.9396200000000p+4 0x1.b865680000000p+4 '
+            '0x1.74cf7c0000000p+4 0x1.8c63dc0000000p+4 0x1.8281e00000000p+4 0x1.c385d40000000p+4 '
+            '0x1.4fced60000000p+4 0x1.48984c0000000p+4 0x1.7d8a7e0000000p+4 0x1.4ebf280000000p+4 '
+            '0x1.0478200000000p+4 0x1.30ce720000000p+4 0x1.6b814a0000000p+4 0x1.19ede60000000p+4 '
+            '0x1.23c0ca0000000p+4 0x1.6a91e20000000p+4 0x1.38092c0000000p+4 0x1.28bdb40000000p+4 '
+        ),
+        'sha256': 'a54ff37744e996c74de5f4d9ffd85ae3fcceddbcbc34bdda67602c1d373f5ab9',
+        'sums': [2.5431549716740847,
+                 -69.4353447703179,
+                 -0.6712524183094501,
+                 -29.412736926751677,
+                 -0.8883455693721771],
+    },
+    'batch norm op by op': {
+        'losses': (
+            '0x1.d9dc000000000p+1 0x1.c9a66a0000000p+1 0x1.ca9a7a0000000p+1 0x1.d3720e0000000p+1 '
+            '0x1.d0b0000000000p+1 0x1.ca199c0000000p+1 0x1.bb0b8c0000000p+1 0x1.c1dd7c0000000p+1 '
+            '0x1.c2b5fe0000000p+1 0x1.de19100000000p+1 0x1.b9bfac0000000p+1 0x1.d214d40000000p+1 '
+            '0x1.baea5a0000000p+1 0x1.c4cb9e0000000p+1 0x1.b962c80000000p+1 0x1.d56c8c0000000p+1 '
+            '0x1.b38ed80000000p+1 0x1.a1f5340000000p+1 0x1.afed600000000p+1 0x1.db658c0000000p+1 '
+        ),
+        'sha256': '87c0492f66fdd48f74acd9371dde4f37b235df21d650752a5837b72ee6609f7c',
+        'sums': [0.45233213528990746,
+                 -20.54569027182879,
+                 0.0005572783757088473,
+                 -2.9412748086760985,
+                 -0.08883461728692055,
+                 198.03756254911423,
+                 0.5068400958552957],
+    },
+    'full-batch bigram': {
+        'losses': (
+            '0x1.de84880000000p+1 0x1.d4f5ac0000000p+1 0x1.cdec280000000p+1 0x1.c865480000000p+1 '
+            '0x1.c3e45e0000000p+1 0x1.c0228a0000000p+1 0x1.bcf30a0000000p+1 0x1.ba377c0000000p+1 '
+            '0x1.b7da1c0000000p+1 0x1.b5caa80000000p+1 0x1.b3fcb40000000p+1 0x1.b266600000000p+1 '
+            '0x1.b0ffc80000000p+1 0x1.afc2740000000p+1 0x1.aea9000000000p+1 0x1.adaef60000000p+1 '
+            '0x1.acd07a0000000p+1 0x1.ac0a500000000p+1 0x1.ab59a80000000p+1 0x1.aabc0e0000000p+1 '
+        ),
+        'sha256': '6595ccce3b98761b2ff2050ee5ef928df2e74dd721857353e75751800a4fa208',
+        'sums': [8.880419148365036],
+    },
+    '20 ops on (32, 64)': {
+        'losses': (
+            '0x1.553c800000000p+4 0x1.1c19000000000p+4 0x1.f449420000000p+3 0x1.db8fd40000000p+3 '
+            '0x1.b800ce0000000p+3 0x1.9f0af00000000p+3 0x1.9e479a0000000p+3 0x1.9dd0ae0000000p+3 '
+            '0x1.8a10a40000000p+3 0x1.84289e0000000p+3 0x1.7398e40000000p+3 0x1.6b1d2c0000000p+3 '
+            '0x1.68afb40000000p+3 0x1.5f89640000000p+3 0x1.411a0c0000000p+3 0x1.39d2de0000000p+3 '
+            '0x1.382ca20000000p+3 0x1.34ebd80000000p+3 0x1.2d87220000000p+3 0x1.2ce99e0000000p+3 '
+        ),
+        'sha256': 'b652ea3a872c1af3b84f9fdc1eab6cbc6580c2a1b502d159e87cdb4c5f1fa9b2',
+        'sums': [35.029851166531444, 33.48088827659376],
+    },
+    'GPT': {
+        'losses': (
+            '0x1.05ebdc0000000p+2 0x1.05b69e0000000p+2 0x1.031be40000000p+2 0x1.ff06620000000p+1 '
+            '0x1.f9eb0e0000000p+1 0x1.efa2ca0000000p+1 0x1.e60eea0000000p+1 0x1.e08e1a0000000p+1 '
+            '0x1.d9d2860000000p+1 0x1.d532860000000p+1 0x1.cf57d80000000p+1 0x1.ccf02e0000000p+1 '
+            '0x1.c9fc960000000p+1 0x1.c849c00000000p+1 0x1.c6b0560000000p+1 0x1.c2f8120000000p+1 '
+            '0x1.c3afa60000000p+1 0x1.c242da0000000p+1 0x1.bd0cf20000000p+1 0x1.b9b6620000000p+1 '
+            '0x1.061dd98000000p+2 0x1.05e27e3333333p+2 0x1.b5e54ce666666p+1 0x1.b88f6c6666666p+1 '
+        ),
+        'sha256': '5b4e6f9fc489cf1f4cf935bf0ddad5da58103494ebe0092386234378ee733fe6',
+        'sums': [-6.325178030230916e-07,
+                 -2.736423372045465,
+                 -0.00531325245538028,
+                 2.2557509435573593,
+                 0.0007105335389496759,
+                 0.2769308548192839,
+                 2016.0,
+                 8.509930921718478e-05,
+                 0.5610975495665116,
+                 0.019111502508167177,
+                 127.97750985622406,
+                 0.003459467442553432,
+                 128.02173978090286,
+                 0.04364204004014027,
+                 7.255898727954445,
+                 -0.007090793165843934,
+                 -1.2394885811058884,
+                 1.2605738841653391e-08,
+                 4.49002718322663,
+                 0.004231878090649843,
+                 -1.8574890557946446,
+                 0.010343885733163916,
+                 -0.7048740961472504,
+                 2016.0,
+                 -0.007490661439078394,
+                 0.5012829586657972,
+                 -0.03538954936811933,
+                 127.98602342605591,
+                 0.0004589614436554257,
+                 128.0323345065117,
+                 0.005940968993854767,
+                 -2.93874498832065,
+                 -0.005155178900167812,
+                 -3.0928341063146263,
+                 2.274073013230904e-08,
+                 0.7102802016252099,
+                 -0.007765556941194518,
+                 -4.168619711233077,
+                 0.01158248343563173,
+                 -1.183826550957292,
+                 2016.0,
+                 0.001270141096028965,
+                 0.35154309734116396,
+                 -0.020113206845053355,
+                 127.98100996017456,
+                 0.0014642025125795044,
+                 128.06514179706573,
+                 0.05855739992512099,
+                 -3.839413061708001,
+                 0.0038027515838621184,
+                 0.8609067579216116,
+                 -9.619528631987784e-08,
+                 -0.5163998150237603,
+                 -0.010579881796729751,
+                 0.7942821906062818,
+                 0.010837086752871983,
+                 -0.7736266135470942,
+                 2016.0,
+                 0.0015443709125975147,
+                 -1.4639077843585255,
+                 -0.007992682036274346,
+                 128.0180879831314,
+                 0.0034909420974145178,
+                 128.0588973760605,
+                 0.005625647312626825,
+                 -0.609502498886286,
+                 -0.0009759835011209361,
+                 -0.873676570986845,
+                 -0.6748453047985095,
+                 0.0008572061997256242,
+                 128.1576675772667,
+                 0.34363741093602584,
+                 -0.6748453047985095],
+    },
+}
+
+
+def run(name):
+    with threads.using(1) if threads.can_set_num_threads() else _nothing():
+        return run_gpt() if name == "GPT" else run_loop(name)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.parametrize("name", list(learner_loops.LOOPS) + ["GPT"])
+def test_the_same_losses_and_weights_as_recorded(name):
+    got, expected = run(name), EXPECTED[name]
+    if machine() == RECORDED_ON:
+        assert got["losses"].split() == expected["losses"].split()
+        assert got["sha256"] == expected["sha256"]
+    else:  # another CPU or NumPy: other kernels, so float32 rounding may differ; the numbers must not
+        warnings.warn(f"{name}: the bits were recorded on another kind of machine (NumPy, BLAS kernel or CPU "
+                      "features differ), so they are checked to float32 rounding only")
+        losses = [float.fromhex(x) for x in got["losses"].split()]
+        assert losses == pytest.approx([float.fromhex(x) for x in expected["losses"].split()], rel=1e-4, abs=1e-5)
+        assert got["sums"] == pytest.approx(expected["sums"], rel=1e-3, abs=1e-3)
+
+
+if __name__ == "__main__":  # print the expected values afresh (from the engine as it is now)
+    import pprint
+    import textwrap
+
+    print(f"RECORDED_ON = {machine()!r}")
+    print("EXPECTED = {")
+    for name in list(learner_loops.LOOPS) + ["GPT"]:
+        values = run(name)
+        print(f"    {name!r}: {{")
+        print("        'losses': (")
+        for line in textwrap.wrap(values["losses"], 100, break_on_hyphens=False):
+            print(f"            {line + ' '!r}")
+        print("        ),")
+        print(f"        'sha256': {values['sha256']!r},")
+        sums = pprint.pformat(values["sums"], width=100).replace("\n", "\n" + " " * 16)
+        print(f"        'sums': {sums},")
+        print("    },")
+    print("}")
