@@ -93,7 +93,9 @@ except tinyattn.GradcheckError as error:
 # That is where most courses stop: a number that is wrong, and no idea why. The exercises below go
 # further. `exercises.check(YourClass)` runs three stages and stops at the first failure:
 #
-# 1. **the example**: your whole Jacobian against finite differences, as above. When they disagree,
+# 1. **the fixed cases** (the example, then edge cases: repeated ids, a stretched size-1 dim,
+#    `keepdim=True`, ignored targets): your whole Jacobian against finite differences, as above. They
+#    alone catch every mistake the exercises plant. When they disagree,
 #    the checker compares your Jacobian with *transformations of the right one* (transposed, negated,
 #    scaled by a constant it can name, summed over other dims, cut to its diagonal, with a mask taken
 #    off, belonging to another input, ...) and names the one that matches, with the evidence;
