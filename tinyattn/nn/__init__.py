@@ -12,21 +12,34 @@ from .attention import (
 from .layers import (
     ELU,
     GELU,
-    CrossEntropyLoss,
     Dropout,
     Embedding,
+    Flatten,
     Identity,
     LayerNorm,
     LeakyReLU,
     Linear,
-    MSELoss,
+    LogSoftmax,
     ReLU,
     Sigmoid,
     SiLU,
     Softmax,
     Softplus,
     Tanh,
+    Unflatten,
 )
+from .losses import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+from .normalization import BatchNorm1d, BatchNorm2d
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .multihead_attention import MultiheadAttention
 from . import utils  # noqa: E402  (clip_grad_norm_)

@@ -7,13 +7,14 @@ tensor ops, so autograd differentiates it for free.
 """
 
 import math
+import warnings
 
 import numpy as np
 
 from .. import backend, dtypes, parallel
-from ..autograd import Function
+from ..autograd import Function, no_grad
 from ..errors import ShapeError
-from ..functions import generator_or_default, tril, ones, tensor, zeros_like
+from ..functions import generator_or_default, tril, ones, tensor, where, zeros_like
 from ..ops import Softmax, broadcast_shape, softmax_backward, softmax_forward, stable_sigmoid, unbroadcast
 from ..tensor import Tensor, _value_to_write
 
@@ -99,14 +100,16 @@ def linear(input, weight, bias=None):
 
 
 class EmbeddingOp(Op):
-    """Rows of `weight` picked by integer ids; the backward adds each gradient row back into its id."""
+    """Rows of `weight` picked by integer ids; the backward adds each gradient row back into its id
+    (except into the padding row, when there is one: it gets no gradient)."""
 
     @staticmethod
-    def forward(ctx, ids, weight):
+    def forward(ctx, ids, weight, padding_idx=None):
         xp = ctx.xp
         flat = xp.reshape(ids, (-1,))
         ctx.save_for_backward(flat)
         ctx.weight_shape = weight.shape
+        ctx.padding_idx = padding_idx
         return xp.reshape(xp.take(weight, flat, axis=0), ids.shape + (weight.shape[1],))
 
     @staticmethod
@@ -115,13 +118,23 @@ class EmbeddingOp(Op):
         xp = ctx.xp
         full = xp.zeros(ctx.weight_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
         rows = xp.reshape(grad, (flat.shape[0], ctx.weight_shape[1]))  # (not -1: the rows may have 0 numbers)
-        return None, backend.index_add_rows(full, flat, rows)
+        full = backend.index_add_rows(full, flat, rows)
+        if ctx.padding_idx is not None:
+            full[ctx.padding_idx] = 0
+        return None, full, None
 
 
-def embedding(input, weight):
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """Rows of `weight` at the ids in `input`. padding_idx: a row that gets no gradient (negative counts
+    from the end)."""
     tensor_argument(input, "embedding", "ids")
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse=True are not supported")
     if input.dtype not in (dtypes.int64, dtypes.int32):
         raise TypeError(f"embedding expects integer ids (int64), got {input.dtype}: use ids.long()")
+    if padding_idx is not None:
+        padding_idx = check_padding_idx(padding_idx, weight.shape[0])
     backend.same_device([input.array, weight.array])
     if input.numel():
         xp = backend.namespace(input.array)
@@ -132,7 +145,17 @@ def embedding(input, weight):
                 f"embedding: id {bad} is out of range for an embedding with {weight.shape[0]} rows "
                 f"(valid ids are 0 to {weight.shape[0] - 1})"
             )
-    return EmbeddingOp.apply(input, weight)
+    return EmbeddingOp.apply(input, weight, padding_idx)
+
+
+def check_padding_idx(padding_idx, num_embeddings):
+    """padding_idx as a row number from 0 (a negative one counts from the end), or a ValueError."""
+    if isinstance(padding_idx, bool) or not hasattr(padding_idx, "__index__"):
+        raise TypeError(f"padding_idx must be an integer row number, got {padding_idx!r}")
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise ValueError(f"padding_idx must be within num_embeddings: {padding_idx} is not in "
+                         f"[{-num_embeddings}, {num_embeddings - 1}]")
+    return int(padding_idx) % num_embeddings
 
 
 # ---------------------------------------------------------------------------------------------
@@ -674,21 +697,81 @@ def class_rows(name, input, target, ignore_index):
     return input.reshape(target.numel(), classes), target.reshape(-1), expected
 
 
-def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-    """Cross-entropy of logits `input` (C,), (N, C) or (N, C, d...) against class indices `target`."""
-    if weight is not None or label_smoothing:
-        raise NotImplementedError("cross_entropy: class weights and label smoothing are not supported")
+def check_legacy_arguments(size_average, reduce):
+    if size_average is not None or reduce is not None:
+        raise ValueError("size_average and reduce are PyTorch's deprecated arguments: give reduction='mean', "
+                         "'sum' or 'none' instead")
+
+
+def class_weight(name, weight, input, classes):
+    """The per-class weight of a classification loss, checked: C numbers in the input's dtype."""
+    tensor_argument(weight, name, "weight")
+    if tuple(weight.shape) != (classes,):
+        raise ShapeError(f"{name}: the weight should hold one number for each of the {classes} classes (input "
+                         f"shape {list(input.shape)}), got shape {list(weight.shape)}")
+    if weight.dtype is not input.dtype:
+        raise TypeError(f"{name}: the weight is {weight.dtype} but the input is {input.dtype}: convert one")
+    return weight
+
+
+def weighted_nll_rows(log_probs, targets, weight, ignore_index):
+    """(-weight[t] * log_probs[t] per row, 0 where ignored; the valid rows; the sum of their weights,
+    or their count without a weight): the parts of a weighted nll_loss over rows (rows, C)."""
+    valid = targets != ignore_index
+    safe_target = targets.long().masked_fill(~valid, 0)
+    if log_probs.shape[1]:
+        picked = -log_probs.gather(1, safe_target.unsqueeze(1)).squeeze(1)
+    else:  # no classes: every target is ignored (class_rows checked)
+        picked = -log_probs.sum(1)
+    if weight is None:
+        return picked.masked_fill(~valid, 0.0), valid, valid.sum()
+    row_weight = (weight[safe_target] if log_probs.shape[1] else picked.detach() * 0).masked_fill(~valid, 0.0)
+    return (picked * row_weight).masked_fill(~valid, 0.0), valid, row_weight.sum()
+
+
+def reduce_class_loss(losses, total_weight, reduction, shape):
+    if reduction == "none":
+        return losses.reshape(shape)
+    return losses.sum() / total_weight if reduction == "mean" else losses.sum()
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    """Cross-entropy of logits `input` (C,), (N, C) or (N, C, d...) against class indices `target`.
+
+    weight: one number per class, scaling each target's loss (the mean divides by the sum of the
+    targets' weights). label_smoothing = e: the target is (1 - e) on its class plus e / C on every
+    class, i.e. (1 - e) * the loss + e / C * the sum over the classes of -weight * log p (PyTorch's).
+    """
+    check_legacy_arguments(size_average, reduce)
     check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
     rows, targets, shape = class_rows("cross_entropy", input, target, ignore_index)
+    if weight is not None or label_smoothing:
+        weight = None if weight is None else class_weight("cross_entropy", weight, input, rows.shape[1])
+        log_probs = rows.log_softmax(1)
+        losses, valid, total_weight = weighted_nll_rows(log_probs, targets, weight, ignore_index)
+        loss = reduce_class_loss(losses, total_weight, reduction, shape)
+        if not label_smoothing:
+            return loss
+        spread = -(log_probs if weight is None else log_probs * weight).sum(1).masked_fill(~valid, 0.0)
+        return (1 - label_smoothing) * loss + reduce_class_loss(spread, total_weight, reduction, shape) * (
+            label_smoothing / rows.shape[1])
     loss = CrossEntropyOp.apply(rows, targets.long().array, ignore_index, reduction)
     return loss.reshape(shape) if reduction == "none" else loss
 
 
-def nll_loss(input, target, ignore_index=-100, reduction="mean"):
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of log-probabilities `input` (C,), (N, C) or (N, C, d...) at the classes
-    in `target`."""
+    in `target`; weight: one number per class (the mean divides by the sum of the targets' weights)."""
+    check_legacy_arguments(size_average, reduce)
     check_reduction(reduction)
     rows, targets, shape = class_rows("nll_loss", input, target, ignore_index)
+    if weight is not None:
+        weight = class_weight("nll_loss", weight, input, rows.shape[1])
+        losses, _, total_weight = weighted_nll_rows(rows, targets, weight, ignore_index)
+        return reduce_class_loss(losses, total_weight, reduction, shape)
     valid = targets != ignore_index
     safe_target = targets.long().masked_fill(~valid, 0)  # ignored places pick class 0, then count 0
     if rows.shape[1]:
@@ -701,15 +784,158 @@ def nll_loss(input, target, ignore_index=-100, reduction="mean"):
     return picked.sum() / valid.sum() if reduction == "mean" else picked.sum()
 
 
-def mse_loss(input, target, reduction="mean"):
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """(input - target)^2, optionally times an elementwise weight, reduced."""
+    check_legacy_arguments(size_average, reduce)
     check_reduction(reduction)
     if isinstance(target, Tensor):  # as in PyTorch, a 0-d target counts as a tensor in the dtype here
         dtype = dtypes.promote(input.dtype, target.dtype)
         input, target = input.to(dtype), target.to(dtype)
     squared = (input - target) ** 2
+    return reduce_loss(squared if weight is None else squared * weight, reduction)
+
+
+def reduce_loss(loss, reduction):
+    """The elementwise losses as `reduction` asks: 'none' as they are, 'mean' or 'sum' of them all."""
     if reduction == "none":
-        return squared
-    return squared.mean() if reduction == "mean" else squared.sum()
+        return loss
+    return loss.mean() if reduction == "mean" else loss.sum()
+
+
+def pointwise_pair(name, input, target):
+    """input and target of a regression loss, in their common dtype (as mse_loss); a ShapeError where
+    they do not broadcast."""
+    tensor_argument(input, name)
+    tensor_argument(target, name, "target")
+    if broadcast_shape(input.shape, target.shape) is None:
+        raise ShapeError(f"{name}: the input's shape {list(input.shape)} and the target's shape "
+                         f"{list(target.shape)} do not broadcast together")
+    dtype = dtypes.promote(input.dtype, target.dtype)
+    return input.to(dtype), target.to(dtype)
+
+
+def same_shape_pair(name, input, target):
+    """input and target of a binary classification loss: tensors of one shape (PyTorch refuses others)."""
+    tensor_argument(input, name)
+    tensor_argument(target, name, "target")
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"{name}: the target's shape {list(target.shape)} must be the same as the input's shape "
+                         f"{list(input.shape)}")
+    if not input.dtype.is_floating_point or not target.dtype.is_floating_point:
+        raise TypeError(f"{name} needs floating point input and target, got {input.dtype} and {target.dtype}: "
+                        "use .float()")
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """|input - target|, optionally times an elementwise weight, reduced. Its slope at 0 is 0."""
+    check_legacy_arguments(size_average, reduce)
+    check_reduction(reduction)
+    input, target = pointwise_pair("l1_loss", input, target)
+    loss = (input - target).abs()
+    return reduce_loss(loss if weight is None else loss * weight, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (d = input - target); l1 at beta = 0."""
+    check_legacy_arguments(size_average, reduce)
+    check_reduction(reduction)
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss does not support negative values for beta, got {beta}")
+    input, target = pointwise_pair("smooth_l1_loss", input, target)
+    diff = input - target
+    size = diff.abs()
+    if beta == 0:  # (the quadratic part would divide by 0)
+        return reduce_loss(size, reduction)
+    return reduce_loss(where(size < beta, 0.5 * diff * diff / beta, size - 0.5 * beta), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere (d = input - target)."""
+    check_reduction(reduction)
+    if delta <= 0:
+        raise ValueError(f"huber_loss does not support non-positive values for delta, got {delta}")
+    input, target = pointwise_pair("huber_loss", input, target)
+    diff = input - target
+    size = diff.abs()
+    loss = where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta))
+    return reduce_loss(loss if weight is None else loss * weight, reduction)
+
+
+class BinaryCrossEntropyOp(Op):
+    """-(y log x + (1 - y) log(1 - x)) elementwise, each log clamped at -100 (so x = 0 or 1 gives 100,
+    not inf), with PyTorch's gradients: (x - y) / max(x (1 - x), 1e-12) for x (finite where x is
+    0 or 1), and log(1 - x) - log(x) for y (not clamped: infinite where x is 0 or 1, as PyTorch's)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        xp = ctx.xp
+        log_x = xp.maximum(xp.log(x), -100.0)
+        log_1mx = xp.maximum(xp.log1p(-x), -100.0)
+        ctx.save_for_backward(x, y)
+        return -(y * log_x + (1 - y) * log_1mx)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        xp = ctx.xp
+        gx = grad * (x - y) / xp.maximum(x * (1 - x), 1e-12) if ctx.needs_input_grad[0] else None
+        gy = grad * (xp.log1p(-x) - xp.log(x)) if ctx.needs_input_grad[1] else None
+        return gx, gy
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-weight (target log(input) + (1 - target) log(1 - input)) of probabilities `input` in [0, 1]."""
+    check_legacy_arguments(size_average, reduce)
+    check_reduction(reduction)
+    same_shape_pair("binary_cross_entropy", input, target)
+    if input.dtype is not target.dtype:
+        raise TypeError(f"binary_cross_entropy: the input is {input.dtype} but the target is {target.dtype}: "
+                        "convert one")
+    xp = backend.namespace(input.array)
+    if input.numel() and not bool(xp.all((input.array >= 0) & (input.array <= 1))):
+        raise ValueError("binary_cross_entropy: all elements of input should be between 0 and 1 (probabilities: "
+                         "apply sigmoid first, or use binary_cross_entropy_with_logits on the logits)")
+    loss = BinaryCrossEntropyOp.apply(input, target)
+    return reduce_loss(loss if weight is None else loss * weight, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    """binary_cross_entropy(sigmoid(input), target) computed from the logits without overflow:
+    (1 - t) x + (1 + (pos_weight - 1) t) log(1 + e^-x), times weight. pos_weight (one number per
+    class, the last dim) scales the positive targets' part."""
+    check_legacy_arguments(size_average, reduce)
+    check_reduction(reduction)
+    same_shape_pair("binary_cross_entropy_with_logits", input, target)
+    minus_log_sigmoid = softplus(-input, 1.0, math.inf)  # log(1 + e^-x), stable for every x
+    if pos_weight is not None:
+        minus_log_sigmoid = minus_log_sigmoid * ((pos_weight - 1) * target + 1)
+    loss = (1 - target) * input + minus_log_sigmoid
+    return reduce_loss(loss if weight is None else loss * weight, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """KL(target || prediction) pointwise, with `input` the prediction's log-probabilities:
+    target (log(target) - input), 0 where target is 0 (or exp(target) (target - input) when the target
+    is given as log-probabilities, log_target=True). reduction='batchmean' divides the sum by the
+    batch size (dim 0): the true KL divergence per sample; 'mean' divides by the number of elements."""
+    check_legacy_arguments(size_average, reduce)
+    if reduction not in ("mean", "sum", "none", "batchmean"):
+        raise ValueError(f"{reduction!r} is not a valid value for reduction: use 'mean', 'batchmean', 'sum' or "
+                         "'none'")
+    input, target = pointwise_pair("kl_div", input, target)
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size. "
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition. "
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      stacklevel=2)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:  # target log(target) is 0 at target = 0 (log of 1 there keeps its gradient finite too)
+        loss = target * target.masked_fill(target == 0, 1.0).log() - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
+    return reduce_loss(loss, reduction)
 
 
 def one_hot(tensor, num_classes=-1):
@@ -950,3 +1176,56 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         bias = attn_mask
     context, _ = attention(query, key, value, blocked, bias, scale, dropout_p)
     return context
+
+
+# ---------------------------------------------------------------------------------------------
+# batch normalisation
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Normalise each channel (dim 1) of `input` (N, C, ...) over the batch and the other dims.
+
+    training=True: with the batch's mean and (biased) variance, and the running statistics, if given,
+    moved towards the batch's: running = (1 - momentum) * running + momentum * batch, with the
+    unbiased variance, as PyTorch. training=False: with the running statistics.
+    Built from tensor ops, so autograd derives the backward (through the batch statistics too).
+    """
+    tensor_argument(input, "batch_norm")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"batch_norm needs a floating point input, got {input.dtype}: use input.float()")
+    if input.ndim < 2:
+        raise ShapeError(f"batch_norm: the input needs a batch dim and a channel dim (N, C, ...), got shape "
+                         f"{list(input.shape)}")
+    channels = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and tuple(t.shape) != (channels,):
+            raise ShapeError(f"batch_norm: {name} should contain {channels} elements (one per channel of the "
+                             f"input's dim 1, input shape {list(input.shape)}), got shape {list(t.shape)}")
+    stats_shape = (1, channels) + (1,) * (input.ndim - 2)  # broadcasts along dim 1
+    if training:
+        count = input.numel() // channels if channels else 0
+        if count <= 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input "
+                             f"size {list(input.shape)}")
+        dims = (0,) + tuple(range(2, input.ndim))
+        mean = input.mean(dims, keepdim=True)
+        var = input.var(dims, unbiased=False, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                if running_mean is not None:
+                    running_mean.copy_(momentum * mean.reshape(channels) + (1 - momentum) * running_mean)
+                if running_var is not None:
+                    unbiased = var.reshape(channels) * (count / (count - 1))
+                    running_var.copy_(momentum * unbiased + (1 - momentum) * running_var)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var are needed when training=False "
+                             "(or normalise with the batch's statistics: training=True)")
+        mean, var = running_mean.reshape(stats_shape), running_var.reshape(stats_shape)
+    out = (input - mean) / (var + eps).sqrt()
+    if weight is not None:
+        out = out * weight.reshape(stats_shape)
+    if bias is not None:
+        out = out + bias.reshape(stats_shape)
+    return out
