@@ -120,7 +120,7 @@ class EmbeddingOp(Op):
         rows = xp.reshape(grad, (flat.shape[0], ctx.weight_shape[1]))  # (not -1: the rows may have 0 numbers)
         full = backend.index_add_rows(full, flat, rows)
         if ctx.padding_idx is not None:
-            full[ctx.padding_idx] = 0
+            full[ctx.padding_idx, ...] = 0
         return None, full, None
 
 
@@ -785,14 +785,14 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """(input - target)^2, optionally times an elementwise weight, reduced."""
+    """(input - target)^2, optionally times an elementwise weight (the mean is then sum(weight * loss) /
+    sum(weight)), reduced."""
     check_legacy_arguments(size_average, reduce)
     check_reduction(reduction)
     if isinstance(target, Tensor):  # as in PyTorch, a 0-d target counts as a tensor in the dtype here
         dtype = dtypes.promote(input.dtype, target.dtype)
         input, target = input.to(dtype), target.to(dtype)
-    squared = (input - target) ** 2
-    return reduce_loss(squared if weight is None else squared * weight, reduction)
+    return weighted_loss("mse_loss", (input - target) ** 2, weight, input, reduction)
 
 
 def reduce_loss(loss, reduction):
@@ -802,16 +802,36 @@ def reduce_loss(loss, reduction):
     return loss.mean() if reduction == "mean" else loss.sum()
 
 
-def pointwise_pair(name, input, target):
+def pointwise_pair(name, input, target, warn_sizes=True):
     """input and target of a regression loss, in their common dtype (as mse_loss); a ShapeError where
-    they do not broadcast."""
+    they do not broadcast, and PyTorch's warning where they broadcast but differ (a (N, 1) output
+    against a (N,) target gives an (N, N) loss: rarely what was meant)."""
     tensor_argument(input, name)
     tensor_argument(target, name, "target")
     if broadcast_shape(input.shape, target.shape) is None:
         raise ShapeError(f"{name}: the input's shape {list(input.shape)} and the target's shape "
                          f"{list(target.shape)} do not broadcast together")
+    if warn_sizes and tuple(input.shape) != tuple(target.shape):
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                      "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
+                      "same size.", stacklevel=3)
     dtype = dtypes.promote(input.dtype, target.dtype)
     return input.to(dtype), target.to(dtype)
+
+
+def weighted_loss(name, loss, weight, input, reduction, mean_by_weight=True):
+    """Elementwise losses times `weight` (of the input's shape), reduced; the mean divides by the sum of
+    the weights (mse_loss, l1_loss) or by the number of elements (huber_loss), as in PyTorch."""
+    if weight is None:
+        return reduce_loss(loss, reduction)
+    tensor_argument(weight, name, "weight")
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError(f"{name}: the weight's shape {list(weight.shape)} must be the input's shape "
+                         f"{list(input.shape)}")
+    loss = loss * weight
+    if reduction == "mean" and mean_by_weight:
+        return loss.sum() / weight.sum()
+    return reduce_loss(loss, reduction)
 
 
 def same_shape_pair(name, input, target):
@@ -827,12 +847,12 @@ def same_shape_pair(name, input, target):
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """|input - target|, optionally times an elementwise weight, reduced. Its slope at 0 is 0."""
+    """|input - target|, optionally times an elementwise weight (the mean is then sum(weight * loss) /
+    sum(weight)), reduced. Its slope at 0 is 0."""
     check_legacy_arguments(size_average, reduce)
     check_reduction(reduction)
     input, target = pointwise_pair("l1_loss", input, target)
-    loss = (input - target).abs()
-    return reduce_loss(loss if weight is None else loss * weight, reduction)
+    return weighted_loss("l1_loss", (input - target).abs(), weight, input, reduction)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
@@ -858,7 +878,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     diff = input - target
     size = diff.abs()
     loss = where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta))
-    return reduce_loss(loss if weight is None else loss * weight, reduction)
+    return weighted_loss("huber_loss", loss, weight, input, reduction, mean_by_weight=False)
 
 
 class BinaryCrossEntropyOp(Op):
@@ -923,7 +943,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if reduction not in ("mean", "sum", "none", "batchmean"):
         raise ValueError(f"{reduction!r} is not a valid value for reduction: use 'mean', 'batchmean', 'sum' or "
                          "'none'")
-    input, target = pointwise_pair("kl_div", input, target)
+    input, target = pointwise_pair("kl_div", input, target, warn_sizes=False)
     if reduction == "mean":
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size. "
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition. "

@@ -10,9 +10,6 @@ class _Loss(Module):
         F.check_legacy_arguments(size_average, reduce)
         self.reduction = reduction
 
-    def extra_repr(self):
-        return "" if self.reduction == "mean" else f"reduction='{self.reduction}'"
-
 
 class _WeightedLoss(_Loss):
     """A loss with a weight, kept as a buffer (so it moves with .to() and is in state_dict when given)."""
