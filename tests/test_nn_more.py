@@ -299,8 +299,20 @@ def test_loss_errors_name_the_problem():
         F.cross_entropy(x, tinyattn.tensor([0, 1, 1]), weight=tinyattn.ones(3))
     with pytest.raises(ValueError, match="label_smoothing must be between 0.0 and 1.0"):
         F.cross_entropy(x, tinyattn.tensor([0, 1, 1]), label_smoothing=1.5)
-    with pytest.raises(ValueError, match="deprecated arguments"):
-        nn.NLLLoss(size_average=True)
+
+
+
+def test_the_deprecated_size_average_and_reduce_mean_what_they_mean_in_pytorch(torch):
+    x, t = tinyattn.tensor([[0.1, 0.9], [0.4, 0.6]]).log(), tinyattn.tensor([1, 0])
+    for options, reduction in [({"size_average": False}, "sum"), ({"reduce": False}, "none"),
+                               ({"size_average": True, "reduce": True}, "mean")]:
+        with pytest.warns(UserWarning, match=f"please use reduction='{reduction}'"):
+            loss = nn.NLLLoss(**options)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert loss.reduction == torch.nn.NLLLoss(**options).reduction == reduction
+        with pytest.warns(UserWarning, match=f"please use reduction='{reduction}'"):
+            assert_same(F.nll_loss(x, t, **options), F.nll_loss(x, t, reduction=reduction))
 
 
 def test_a_target_that_broadcasts_to_another_shape_warns_as_pytorch():
@@ -593,3 +605,64 @@ def test_hooks_survive_deepcopy_and_state_dict_ignores_them():
     assert float(twin(tinyattn.ones(2)).abs().sum()) == 0
     assert list(layer.state_dict()) == ["weight", "bias"]
     assert math.isfinite(float(nn.Linear(2, 2)(tinyattn.ones(2)).sum()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Conv1d
+
+
+@property_test
+@given(data=st.data())
+def test_conv1d_gradient(xp_backend, data):
+    groups = data.draw(st.integers(1, 2), label="groups")
+    in_channels, out_channels = groups * data.draw(st.integers(1, 2)), groups * data.draw(st.integers(1, 2))
+    kernel, stride, dilation = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
+    padding = data.draw(st.sampled_from([0, 1, "same"] if stride == 1 else [0, 1]), label="padding")
+    length = data.draw(st.integers(dilation * (kernel - 1) + 1, 6), label="length")
+    x = data.draw(arrays((2, in_channels, length)), label="x")
+    w = data.draw(arrays((out_channels, in_channels // groups, kernel)), label="weight")
+    b = data.draw(arrays((out_channels,)), label="bias")
+    check(lambda x, w, b: F.conv1d(x, w, b, stride, padding, dilation, groups), leaf(x), leaf(w), leaf(b))
+
+
+@pytest.mark.parametrize("args, options, shape", [
+    ((3, 4, 3), {}, (2, 3, 9)),
+    ((4, 6, 2), {"stride": 2, "padding": 1, "dilation": 2, "groups": 2}, (2, 4, 11)),
+    ((3, 2, 4), {"padding": "same"}, (3, 7)),  # one sample without a batch dim, an even kernel
+    ((3, 2, 3), {"padding": 2, "padding_mode": "reflect", "bias": False}, (1, 3, 5)),
+    ((2, 2, 3), {"padding": "same", "padding_mode": "circular", "dilation": 2}, (1, 2, 6)),
+    ((2, 5, 1), {"padding": "valid"}, (1, 2, 6)),
+])
+def test_conv1d_matches_pytorch(torch, args, options, shape):
+    tinyattn.manual_seed(0)
+    torch.manual_seed(0)
+    ours, theirs = nn.Conv1d(*args, **options), torch.nn.Conv1d(*args, **options)
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert_same(ours.weight, theirs.weight, rtol=0, atol=0)  # the same initial draws
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    (xo, xt) = pair(torch, x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyTorch's note on 'same' with an even kernel
+        yo, yt = ours(xo), theirs(xt)
+    assert yo.shape == tuple(yt.shape)
+    assert_same(yo, yt, rtol=1e-5, atol=1e-6)
+    backward_both(yo, yt)
+    assert_same(xo.grad, xt.grad, rtol=1e-5, atol=1e-6)
+    assert_same(ours.weight.grad, theirs.weight.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_conv1d_errors():
+    layer = nn.Conv1d(3, 4, 3)
+    with pytest.raises(ShapeError, match=r"expects 3 input channels, got 2 \(input shape \[1, 2, 5\]\)"):
+        layer(tinyattn.ones(1, 2, 5))
+    with pytest.raises(ShapeError, match="shorter than the kernel's reach 3"):
+        layer(tinyattn.ones(1, 3, 2))
+    with pytest.raises(ShapeError, match=r"2-D \(C_in, L\) or 3-D \(N, C_in, L\) input"):
+        layer(tinyattn.ones(3))
+    with pytest.raises(ValueError, match="not supported for strided convolutions"):
+        nn.Conv1d(3, 4, 3, stride=2, padding="same")
+    with pytest.raises(ValueError, match="divisible by groups"):
+        nn.Conv1d(3, 4, 3, groups=2)
+    with pytest.raises(TypeError, match="padding must be an int"):
+        nn.Conv1d(3, 4, 3, padding="full")

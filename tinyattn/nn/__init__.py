@@ -9,6 +9,7 @@ from .attention import (
     SelfAttention_v2,
     multihead_from_wrapper,
 )
+from .conv import Conv1d
 from .layers import (
     ELU,
     GELU,

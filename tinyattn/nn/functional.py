@@ -601,6 +601,84 @@ def _pad_positions(mode, n, before, after, device):
 
 
 # ---------------------------------------------------------------------------------------------
+# convolution
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """Cross-correlation of `input` (N, C_in, L) or (C_in, L) with `weight` (C_out, C_in / groups, k),
+    as PyTorch's conv1d: out[n, o, l] = bias[o] + sum over c, j of weight[o, c, j] x[n, c, l * stride + j * dilation].
+
+    Built from tensor ops (autograd derives the backward): the windows are picked with index_select into
+    (N, C, L_out, k) and multiplied with the weight as one matrix product per group. padding: an int, or
+    'valid' (none) or 'same' (the output as long as the input; stride 1 only).
+    """
+    tensor_argument(input, "conv1d")
+    tensor_argument(weight, "conv1d", "weight")
+    stride, padding, dilation = (_single(v, name) for v, name in ((stride, "stride"), (padding, "padding"),
+                                                                  (dilation, "dilation")))
+    if weight.ndim != 3:
+        raise ShapeError(f"conv1d: the weight must be 3-D (out_channels, in_channels / groups, kernel_size), got "
+                         f"shape {list(weight.shape)}")
+    if input.ndim == 2:  # one sample without a batch dim
+        return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
+    if input.ndim != 3:
+        raise ShapeError(f"conv1d: expected a 2-D (C_in, L) or 3-D (N, C_in, L) input, got shape {list(input.shape)}")
+    if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype):
+        raise TypeError(f"conv1d: the input ({input.dtype}), weight ({weight.dtype}) and bias must have one dtype")
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"conv1d: groups must be a positive integer, got {groups!r}")
+    if stride < 1 or dilation < 1:
+        raise ValueError(f"conv1d: stride and dilation must be positive, got stride={stride}, dilation={dilation}")
+    batch, channels, length = input.shape
+    out_channels, group_channels, kernel = weight.shape
+    if channels != group_channels * groups or out_channels % groups:
+        raise ShapeError(f"conv1d: a weight of shape {list(weight.shape)} with groups={groups} expects "
+                         f"{group_channels * groups} input channels, got {channels} (input shape {list(input.shape)})"
+                         + (f", and out_channels {out_channels} must be divisible by groups" if out_channels % groups
+                            else ""))
+    if bias is not None and tuple(bias.shape) != (out_channels,):
+        raise ShapeError(f"conv1d: the bias must have shape [{out_channels}] (one per output channel), got "
+                         f"{list(bias.shape)}")
+    span = dilation * (kernel - 1)  # how far a window reaches beyond its first element
+    if padding == "same":
+        if stride != 1:
+            raise ValueError("conv1d: padding='same' is not supported for strided convolutions")
+        input = pad(input, (span // 2, span - span // 2))
+    elif padding == "valid":
+        pass
+    elif padding < 0:
+        raise ValueError(f"conv1d: padding must be >= 0, got {padding}")
+    elif padding:
+        input = pad(input, (padding, padding))
+    length = input.shape[2]
+    if length - span < 1:
+        raise ShapeError(f"conv1d: the (padded) input has length {length}, shorter than the kernel's reach "
+                         f"{span + 1} (kernel_size {kernel}, dilation {dilation})")
+    out_length = (length - span - 1) // stride + 1
+    xp = backend.namespace(input.array)
+    starts = xp.arange(out_length, **backend.creation_kwargs(xp)) * stride
+    offsets = xp.arange(kernel, **backend.creation_kwargs(xp)) * dilation
+    positions = Tensor._wrap(xp.reshape(starts[:, None] + offsets[None, :], (-1,)))
+    windows = input.index_select(2, positions).reshape(batch, groups, group_channels, out_length, kernel)
+    rows = windows.permute(0, 1, 3, 2, 4).reshape(batch, groups, out_length, group_channels * kernel)
+    filters = weight.reshape(groups, out_channels // groups, group_channels * kernel)
+    out = (rows @ filters.transpose(-1, -2)).permute(0, 1, 3, 2).reshape(batch, out_channels, out_length)
+    return out if bias is None else out + bias.reshape(1, out_channels, 1)
+
+
+def _single(value, name):
+    """An int argument of conv1d given as an int or a 1-tuple (padding may be 'same' or 'valid' too)."""
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        value = value[0]
+    if name == "padding" and value in ("same", "valid"):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        also = ", 'same' or 'valid'" if name == "padding" else ""
+        raise TypeError(f"conv1d: {name} must be an int (or a 1-tuple){also}, got {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
 # losses
 
 
@@ -697,10 +775,18 @@ def class_rows(name, input, target, ignore_index):
     return input.reshape(target.numel(), classes), target.reshape(-1), expected
 
 
-def check_legacy_arguments(size_average, reduce):
-    if size_average is not None or reduce is not None:
-        raise ValueError("size_average and reduce are PyTorch's deprecated arguments: give reduction='mean', "
-                         "'sum' or 'none' instead")
+def legacy_reduction(size_average, reduce, reduction):
+    """The reduction that PyTorch's deprecated size_average and reduce arguments stand for, with
+    PyTorch's warning (reduce=False: 'none'; else size_average=False: 'sum'; else 'mean'); `reduction`
+    itself when neither is given."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
+                  stacklevel=3)
+    return reduction
 
 
 def class_weight(name, weight, input, classes):
@@ -743,7 +829,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     targets' weights). label_smoothing = e: the target is (1 - e) on its class plus e / C on every
     class, i.e. (1 - e) * the loss + e / C * the sum over the classes of -weight * log p (PyTorch's).
     """
-    check_legacy_arguments(size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
@@ -765,7 +851,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of log-probabilities `input` (C,), (N, C) or (N, C, d...) at the classes
     in `target`; weight: one number per class (the mean divides by the sum of the targets' weights)."""
-    check_legacy_arguments(size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     rows, targets, shape = class_rows("nll_loss", input, target, ignore_index)
     if weight is not None:
@@ -787,7 +873,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """(input - target)^2, optionally times an elementwise weight (the mean is then sum(weight * loss) /
     sum(weight)), reduced."""
-    check_legacy_arguments(size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     if isinstance(target, Tensor):  # as in PyTorch, a 0-d target counts as a tensor in the dtype here
         dtype = dtypes.promote(input.dtype, target.dtype)
@@ -849,7 +935,7 @@ def same_shape_pair(name, input, target):
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """|input - target|, optionally times an elementwise weight (the mean is then sum(weight * loss) /
     sum(weight)), reduced. Its slope at 0 is 0."""
-    check_legacy_arguments(size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     input, target = pointwise_pair("l1_loss", input, target)
     return weighted_loss("l1_loss", (input - target).abs(), weight, input, reduction)
@@ -857,7 +943,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (d = input - target); l1 at beta = 0."""
-    check_legacy_arguments(size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     if beta < 0:
         raise ValueError(f"smooth_l1_loss does not support negative values for beta, got {beta}")
@@ -905,7 +991,7 @@ class BinaryCrossEntropyOp(Op):
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-weight (target log(input) + (1 - target) log(1 - input)) of probabilities `input` in [0, 1]."""
-    check_legacy_arguments(size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     same_shape_pair("binary_cross_entropy", input, target)
     if input.dtype is not target.dtype:
@@ -924,7 +1010,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     """binary_cross_entropy(sigmoid(input), target) computed from the logits without overflow:
     (1 - t) x + (1 + (pos_weight - 1) t) log(1 + e^-x), times weight. pos_weight (one number per
     class, the last dim) scales the positive targets' part."""
-    check_legacy_arguments(size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     same_shape_pair("binary_cross_entropy_with_logits", input, target)
     minus_log_sigmoid = softplus(-input, 1.0, math.inf)  # log(1 + e^-x), stable for every x
@@ -939,7 +1025,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     target (log(target) - input), 0 where target is 0 (or exp(target) (target - input) when the target
     is given as log-probabilities, log_target=True). reduction='batchmean' divides the sum by the
     batch size (dim 0): the true KL divergence per sample; 'mean' divides by the number of elements."""
-    check_legacy_arguments(size_average, reduce)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     if reduction not in ("mean", "sum", "none", "batchmean"):
         raise ValueError(f"{reduction!r} is not a valid value for reduction: use 'mean', 'batchmean', 'sum' or "
                          "'none'")

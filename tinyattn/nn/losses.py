@@ -7,8 +7,7 @@ from .module import Module
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
-        F.check_legacy_arguments(size_average, reduce)
-        self.reduction = reduction
+        self.reduction = F.legacy_reduction(size_average, reduce, reduction)
 
 
 class _WeightedLoss(_Loss):
