@@ -842,8 +842,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if not label_smoothing:
             return loss
         spread = -(log_probs if weight is None else log_probs * weight).sum(1).masked_fill(~valid, 0.0)
+        classes = rows.shape[1]  # (no classes: e / 0 is inf, as PyTorch's double division, and 0 * inf NaN)
         return (1 - label_smoothing) * loss + reduce_class_loss(spread, total_weight, reduction, shape) * (
-            label_smoothing / rows.shape[1])
+            label_smoothing / classes if classes else math.inf)
     loss = CrossEntropyOp.apply(rows, targets.long().array, ignore_index, reduction)
     return loss.reshape(shape) if reduction == "none" else loss
 
@@ -888,7 +889,7 @@ def reduce_loss(loss, reduction):
     return loss.mean() if reduction == "mean" else loss.sum()
 
 
-def pointwise_pair(name, input, target, warn_sizes=True):
+def pointwise_pair(name, input, target, warn_sizes=True, dtype=None):
     """input and target of a regression loss, in their common dtype (as mse_loss); a ShapeError where
     they do not broadcast, and PyTorch's warning where they broadcast but differ (a (N, 1) output
     against a (N,) target gives an (N, N) loss: rarely what was meant)."""
@@ -901,8 +902,12 @@ def pointwise_pair(name, input, target, warn_sizes=True):
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
                       "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
                       "same size.", stacklevel=3)
-    dtype = dtypes.promote(input.dtype, target.dtype)
-    return input.to(dtype), target.to(dtype)
+    shape = broadcast_shape(input.shape, target.shape)  # both expanded first, as PyTorch's broadcast_tensors
+    if dtype is False:  # the arithmetic's rule (kl_div, as PyTorch): a 0-d operand does not set the dtype
+        dtype = (target.dtype if input.ndim == 0 and target.ndim else input.dtype if target.ndim == 0 and input.ndim
+                 else dtypes.promote(input.dtype, target.dtype))
+    dtype = dtype or dtypes.promote(input.dtype, target.dtype)  # (huber_loss: the input's, as PyTorch)
+    return input.to(dtype).expand(shape), target.to(dtype).expand(shape)
 
 
 def weighted_loss(name, loss, weight, input, reduction, mean_by_weight=True):
@@ -932,6 +937,17 @@ def same_shape_pair(name, input, target):
                         "use .float()")
 
 
+def check_broadcasts_to(name, what, t, input):
+    """A ShapeError unless the tensor `t` (a loss's weight) is None or broadcasts to the input's shape
+    (it scales the elementwise losses, so it must not make more of them)."""
+    if t is None:
+        return
+    tensor_argument(t, name, what)
+    if broadcast_shape(t.shape, input.shape) != tuple(input.shape):
+        raise ShapeError(f"{name}: the {what}'s shape {list(t.shape)} does not broadcast to the input's shape "
+                         f"{list(input.shape)}")
+
+
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """|input - target|, optionally times an elementwise weight (the mean is then sum(weight * loss) /
     sum(weight)), reduced. Its slope at 0 is 0."""
@@ -952,7 +968,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     size = diff.abs()
     if beta == 0:  # (the quadratic part would divide by 0)
         return reduce_loss(size, reduction)
-    return reduce_loss(where(size < beta, 0.5 * diff * diff / beta, size - 0.5 * beta), reduction)
+    near = diff.clamp(-beta, beta)  # the quadratic part on clamped numbers: no inf * 0 in its unused gradient
+    return reduce_loss(where(size < beta, 0.5 * near * near / beta, size - 0.5 * beta), reduction)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -960,10 +977,11 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     check_reduction(reduction)
     if delta <= 0:
         raise ValueError(f"huber_loss does not support non-positive values for delta, got {delta}")
-    input, target = pointwise_pair("huber_loss", input, target)
+    input, target = pointwise_pair("huber_loss", input, target, dtype=input.dtype)
     diff = input - target
     size = diff.abs()
-    loss = where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta))
+    near = diff.clamp(-delta, delta)  # (as in smooth_l1_loss)
+    loss = where(size < delta, 0.5 * near * near, delta * (size - 0.5 * delta))
     return weighted_loss("huber_loss", loss, weight, input, reduction, mean_by_weight=False)
 
 
@@ -1002,6 +1020,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError("binary_cross_entropy: all elements of input should be between 0 and 1 (probabilities: "
                          "apply sigmoid first, or use binary_cross_entropy_with_logits on the logits)")
     loss = BinaryCrossEntropyOp.apply(input, target)
+    check_broadcasts_to("binary_cross_entropy", "weight", weight, input)
     return reduce_loss(loss if weight is None else loss * weight, reduction)
 
 
@@ -1013,6 +1032,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     same_shape_pair("binary_cross_entropy_with_logits", input, target)
+    check_broadcasts_to("binary_cross_entropy_with_logits", "weight", weight, input)
+    check_broadcasts_to("binary_cross_entropy_with_logits", "pos_weight", pos_weight, input)
+    # computed in the target's dtype, as PyTorch does (whatever the input's and the weights' are)
+    input, weight, pos_weight = (None if t is None else t.to(target.dtype) for t in (input, weight, pos_weight))
     minus_log_sigmoid = softplus(-input, 1.0, math.inf)  # log(1 + e^-x), stable for every x
     if pos_weight is not None:
         minus_log_sigmoid = minus_log_sigmoid * ((pos_weight - 1) * target + 1)
@@ -1029,7 +1052,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if reduction not in ("mean", "sum", "none", "batchmean"):
         raise ValueError(f"{reduction!r} is not a valid value for reduction: use 'mean', 'batchmean', 'sum' or "
                          "'none'")
-    input, target = pointwise_pair("kl_div", input, target, warn_sizes=False)
+    batch = input.shape[0] if input.ndim else None  # (before the broadcast)
+    input, target = pointwise_pair("kl_div", input, target, warn_sizes=False, dtype=False)
     if reduction == "mean":
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size. "
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition. "
@@ -1040,7 +1064,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     else:  # target log(target) is 0 at target = 0 (log of 1 there keeps its gradient finite too)
         loss = target * target.masked_fill(target == 0, 1.0).log() - target * input
     if reduction == "batchmean":
-        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
+        return loss.sum() if batch is None else loss.sum() / batch
     return reduce_loss(loss, reduction)
 
 
@@ -1308,6 +1332,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if t is not None and tuple(t.shape) != (channels,):
             raise ShapeError(f"batch_norm: {name} should contain {channels} elements (one per channel of the "
                              f"input's dim 1, input shape {list(input.shape)}), got shape {list(t.shape)}")
+        if t is not None and t.dtype is not input.dtype:
+            raise TypeError(f"batch_norm: the input is {input.dtype} but the {name} is {t.dtype}: all must share "
+                            f"one dtype (e.g. model.to({input.dtype}))")
     stats_shape = (1, channels) + (1,) * (input.ndim - 2)  # broadcasts along dim 1
     if training:
         count = input.numel() // channels if channels else 0

@@ -285,6 +285,8 @@ class Unflatten(Module):
                 -1 not in sizes and known != n) or (-1 in sizes and (known == 0 or n % known)):
             raise ShapeError(f"Unflatten: sizes {list(sizes)} do not multiply to the size {n} of dim {self.dim} "
                              f"(input shape {list(input.shape)})")
+        if -1 in sizes:  # inferred here (reshape cannot infer it where there are no elements)
+            sizes = tuple(n // known if s == -1 else s for s in sizes)
         return input.reshape(tuple(input.shape[:dim]) + sizes + tuple(input.shape[dim + 1:]))
 
     def extra_repr(self):
