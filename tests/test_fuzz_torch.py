@@ -1106,7 +1106,21 @@ def no_channel_dim(x, *args, **kwargs):
     """PyTorch's batch_norm gives a 0-d or 1-D input no meaning of its own: it returns an empty one as it is
     and fails on others inside its kernels; tinyattn asks for (N, C, ...). And it skips its checks of the
     statistics' shapes for an empty input."""
-    return "an input without a channel dim" if x.ndim < 2 else "an empty input" if x.values.size == 0 else None
+    if x.ndim < 2:
+        return "an input without a channel dim"
+    return "an empty input" if x.values.size == 0 else flat_channel(x)
+
+
+def flat_channel(x):
+    """A channel (dim 1) whose values are (nearly) all equal: batch norm divides their rounding errors in
+    the mean by sqrt(var + eps) ~ sqrt(eps), so both libraries return rounding noise there, each its own
+    (PyTorch accumulates in double, in another order)."""
+    values = x.values
+    if values.ndim < 2 or values.size == 0 or not np.isfinite(values).all():
+        return None
+    channels = np.moveaxis(values.astype(np.float64), 1, 0).reshape(values.shape[1], -1)
+    scale = max(1.0, float(np.abs(values).max()))
+    return "a channel of (nearly) equal values" if np.any(channels.std(axis=1) < 1e-2 * scale) else None
 
 
 def one_value_per_channel(seed, options, x):
@@ -1122,8 +1136,19 @@ def one_value_per_channel(seed, options, x):
 
 def kl_div_gradient_compared(x, target, *options):
     """At a target of exactly 0, PyTorch's gradient of target * log(target) is NaN (0 / 0 in its xlogy
-    backward); tinyattn's is finite (log(1) + 0): gradients are compared elsewhere."""
-    return not (np.any(target.values == 0) if isinstance(target, Arr) else False)
+    backward); tinyattn's is finite (log(1) + 0). And an infinite target (or one that exp makes infinite)
+    broadcast over an empty input gets a NaN gradient in PyTorch, 0 (a sum over nothing) in tinyattn:
+    gradients are compared elsewhere."""
+    if not isinstance(target, Arr) or not isinstance(x, Arr):
+        return True
+    empty = x.values.size == 0 and target.values.size  # (exp(1e4) in the target is inf too, with log_target)
+    return not (empty or np.any(target.values == 0) or not np.isfinite(target.values).all())
+
+
+def infinite_logit(x, target, *options, **keywords):
+    """An infinite logit: PyTorch's gradient of the target there is inf, by its own backward formula;
+    tinyattn's, from the loss's terms, is inf - inf or 0 * inf there (NaN) when pos_weight is given."""
+    return "an infinite logit" if isinstance(x, Arr) and np.isinf(x.values).any() else None
 
 
 def huber_of_two_dtypes(x, target, *options):
@@ -1132,11 +1157,25 @@ def huber_of_two_dtypes(x, target, *options):
     return "input and target of two dtypes" if x.dtype != target.dtype else None
 
 
-def conv1d_quirks(x, weight, *rest):
+def conv1d_quirks(x, weight, bias=None, *rest):
     """PyTorch's conv1d fails inside its kernels on some shapes (empty inputs, 0-size weights) with
-    messages of its own; tinyattn's errors there are checked for clarity only."""
+    messages of its own, and takes a bias of another dtype for an input without a batch dim while it
+    refuses one for a batched input; tinyattn's errors there are checked for clarity only."""
     sizes = [*x.shape, *weight.shape]
+    if isinstance(bias, Arr) and bias.dtype != x.dtype and x.ndim == 2:
+        return "an unbatched input with a bias of another dtype"
     return "empty input or weight" if 0 in sizes else None
+
+
+def nan_difference(x, target, *options):
+    """Where input - target is NaN, PyTorch's l1, smooth l1 and Huber losses give a NaN gradient (the sign
+    of NaN); tinyattn's are built on abs(), whose gradient there is 0, as PyTorch's abs() gives."""
+    values = [v.values for v in (x, target) if isinstance(v, Arr)]
+    try:
+        nan = np.isnan(values[0].astype(np.float64) - values[1].astype(np.float64)).any()
+    except ValueError:  # shapes that do not broadcast: no gradient to compare
+        nan = False
+    return "input - target is NaN somewhere" if nan else None
 
 
 def conv1d_module_quirks(seed, options, x):
@@ -1469,15 +1508,17 @@ TABLE = [
     functional("binary_cross_entropy_with_logits", XF, T(FLOATS, like=0, low=0, high=1),
                maybe(T(FLOATS, like=0, specials=False, grad=False)), Kw("reduction", maybe(REDUCTION)),
                Kw("pos_weight", maybe(T(FLOATS, shape=lambda data, drawn: drawn[0].shape[-1:], low=0, high=3,
-                                        specials=False, grad=False)))),
+                                        specials=False, grad=False))), differs=infinite_logit),
     *[functional(name, XF, T(FLOATS, like=0), Kw("reduction", maybe(REDUCTION)),
-                 Kw("weight", maybe(T(FLOATS, like=0, low=0, high=2, specials=False, grad=False))), id=id)
+                 Kw("weight", maybe(T(FLOATS, like=0, low=0, high=2, specials=False, grad=False))), id=id,
+                 differs=nan_difference if name == "l1_loss" else None)
       for name, id in (("l1_loss", "l1_loss"), ("mse_loss", "mse_loss(weight)"))],
     functional("smooth_l1_loss", XF, T(FLOATS, like=0), Kw("reduction", maybe(REDUCTION)),
-               Kw("beta", maybe(st.sampled_from([1.0, 0.5, 0.0, -1.0])))),
+               Kw("beta", maybe(st.sampled_from([1.0, 0.5, 0.0, -1.0]))), differs=nan_difference),
     functional("huber_loss", XF, T(FLOATS, like=0), Kw("reduction", maybe(REDUCTION)),
                Kw("delta", maybe(st.sampled_from([1.0, 0.5, 0.0]))),
-               Kw("weight", maybe(T(FLOATS, like=0, low=0, high=2, specials=False, grad=False))), quirk=huber_of_two_dtypes),
+               Kw("weight", maybe(T(FLOATS, like=0, low=0, high=2, specials=False, grad=False))), quirk=huber_of_two_dtypes,
+               differs=nan_difference),
     functional("kl_div", XF, T(FLOATS, like=0), Kw("reduction", maybe(st.sampled_from(["sum", "none", "batchmean",
                                                                                         "average"]))),
                Kw("log_target", maybe(st.booleans())), grad=kl_div_gradient_compared),
@@ -1512,17 +1553,20 @@ TABLE = [
     module("LogSoftmax", st.tuples(st.integers(-2, 1)), XF),
     *[module(name, st.fixed_dictionaries({"num_features": st.integers(1, 3), "momentum": st.sampled_from([0.1, None]),
                                           "affine": st.booleans(), "track_running_stats": st.booleans()}),
-             T(FLOATS, shape=module_batch(dims), specials=False), differs=one_value_per_channel)
+             T(FLOATS, shape=module_batch(dims), specials=False), differs=one_value_per_channel,
+             quirk=lambda seed, options, x: flat_channel(x))
       for name, dims in (("BatchNorm1d", (2, 3)), ("BatchNorm2d", (4,)))],
     module("NLLLoss", st.fixed_dictionaries({"ignore_index": st.sampled_from([-100, 0]), "reduction": REDUCTION}),
            XF, class_targets(of=2), quirk=lambda seed, options, *inputs: no_classes_and_more_dims(*inputs)),
     module("BCELoss", st.fixed_dictionaries({"reduction": REDUCTION}), probability_inputs(),
            T(FLOATS, like=2, low=0, high=1, specials=False)),
     module("BCEWithLogitsLoss", st.fixed_dictionaries({"reduction": REDUCTION}), XF, T(FLOATS, like=2, low=0, high=1)),
-    *[module(name, st.fixed_dictionaries({"reduction": REDUCTION}), XF, T(FLOATS, like=2))
+    *[module(name, st.fixed_dictionaries({"reduction": REDUCTION}), XF, T(FLOATS, like=2),
+             differs=lambda seed, options, x, target: nan_difference(x, target))
       for name in ("L1Loss", "SmoothL1Loss")],
     module("HuberLoss", st.fixed_dictionaries({"reduction": REDUCTION}), XF, T(FLOATS, like=2),
-           quirk=lambda seed, options, x, target: huber_of_two_dtypes(x, target)),
+           quirk=lambda seed, options, x, target: huber_of_two_dtypes(x, target),
+           differs=lambda seed, options, x, target: nan_difference(x, target)),
     module("KLDivLoss", st.fixed_dictionaries({"reduction": st.sampled_from(["batchmean", "sum", "none"]),
                                                "log_target": st.booleans()}), XF, T(FLOATS, like=2),
            grad=lambda seed, options, x, target: kl_div_gradient_compared(x, target)),

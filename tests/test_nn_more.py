@@ -70,7 +70,7 @@ def test_batch_norm_gradient(xp_backend, data):
 def test_binary_cross_entropy_gradients(xp_backend, data, reduction):
     shape = data.draw(shapes(), label="shape")
     probabilities = data.draw(arrays(shape, floats(0.05, 0.95)), label="input")
-    target = data.draw(arrays(shape, floats(0.0, 1.0)), label="target")
+    target = data.draw(arrays(shape, floats(0.05, 0.95)), label="target")  # (in range while it is perturbed)
     weight = data.draw(arrays(shape[-1:], floats(0.1, 2.0)), label="weight")
     check(lambda x, t: F.binary_cross_entropy(x, t, reduction=reduction), leaf(probabilities), leaf(target))
     check(lambda x: F.binary_cross_entropy(x, tinyattn.tensor(target), tinyattn.tensor(weight), reduction=reduction),
@@ -283,8 +283,10 @@ def test_loss_errors_name_the_problem():
     x = tinyattn.ones(3, 2)
     with pytest.raises(ValueError, match=r"target's shape \[3\] must be the same as the input's shape \[3, 2\]"):
         F.binary_cross_entropy_with_logits(x, tinyattn.ones(3))
-    with pytest.raises(ValueError, match="between 0 and 1"):
+    with pytest.raises(ValueError, match="input should be between 0 and 1"):
         F.binary_cross_entropy(x * 2, x)
+    with pytest.raises(ValueError, match="target should be between 0 and 1"):
+        F.binary_cross_entropy(x / 2, x * 2)
     with pytest.raises(ValueError, match="'avg' is not a valid value for reduction"):
         F.l1_loss(x, x, reduction="avg")
     with pytest.raises(ValueError, match="'batchmean'"):

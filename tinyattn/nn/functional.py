@@ -876,10 +876,11 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     sum(weight)), reduced."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
+    shape = input.shape
     if isinstance(target, Tensor):  # as in PyTorch, a 0-d target counts as a tensor in the dtype here
         dtype = dtypes.promote(input.dtype, target.dtype)
         input, target = input.to(dtype), target.to(dtype)
-    return weighted_loss("mse_loss", (input - target) ** 2, weight, input, reduction)
+    return weighted_loss("mse_loss", (input - target) ** 2, weight, shape, reduction)
 
 
 def reduce_loss(loss, reduction):
@@ -910,15 +911,15 @@ def pointwise_pair(name, input, target, warn_sizes=True, dtype=None):
     return input.to(dtype).expand(shape), target.to(dtype).expand(shape)
 
 
-def weighted_loss(name, loss, weight, input, reduction, mean_by_weight=True):
+def weighted_loss(name, loss, weight, input_shape, reduction, mean_by_weight=True):
     """Elementwise losses times `weight` (of the input's shape), reduced; the mean divides by the sum of
     the weights (mse_loss, l1_loss) or by the number of elements (huber_loss), as in PyTorch."""
     if weight is None:
         return reduce_loss(loss, reduction)
     tensor_argument(weight, name, "weight")
-    if tuple(weight.shape) != tuple(input.shape):
+    if tuple(weight.shape) != tuple(input_shape):
         raise ValueError(f"{name}: the weight's shape {list(weight.shape)} must be the input's shape "
-                         f"{list(input.shape)}")
+                         f"{list(input_shape)}")
     loss = loss * weight
     if reduction == "mean" and mean_by_weight:
         return loss.sum() / weight.sum()
@@ -953,8 +954,9 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     sum(weight)), reduced. Its slope at 0 is 0."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
+    shape = input.shape
     input, target = pointwise_pair("l1_loss", input, target)
-    return weighted_loss("l1_loss", (input - target).abs(), weight, input, reduction)
+    return weighted_loss("l1_loss", (input - target).abs(), weight, shape, reduction)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
@@ -977,12 +979,13 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     check_reduction(reduction)
     if delta <= 0:
         raise ValueError(f"huber_loss does not support non-positive values for delta, got {delta}")
+    shape = input.shape
     input, target = pointwise_pair("huber_loss", input, target, dtype=input.dtype)
     diff = input - target
     size = diff.abs()
     near = diff.clamp(-delta, delta)  # (as in smooth_l1_loss)
     loss = where(size < delta, 0.5 * near * near, delta * (size - 0.5 * delta))
-    return weighted_loss("huber_loss", loss, weight, input, reduction, mean_by_weight=False)
+    return weighted_loss("huber_loss", loss, weight, shape, reduction, mean_by_weight=False)
 
 
 class BinaryCrossEntropyOp(Op):
@@ -1002,9 +1005,12 @@ class BinaryCrossEntropyOp(Op):
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
         xp = ctx.xp
-        gx = grad * (x - y) / xp.maximum(x * (1 - x), 1e-12) if ctx.needs_input_grad[0] else None
+        gx = grad * (x - y) / xp.maximum(x * (1 - x), BCE_EPSILON) if ctx.needs_input_grad[0] else None
         gy = grad * (xp.log1p(-x) - xp.log(x)) if ctx.needs_input_grad[1] else None
         return gx, gy
+
+
+BCE_EPSILON = float(np.float32(1e-12))  # PyTorch's bound, a float32 constant (so its bits in float64 too)
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
@@ -1019,9 +1025,11 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if input.numel() and not bool(xp.all((input.array >= 0) & (input.array <= 1))):
         raise ValueError("binary_cross_entropy: all elements of input should be between 0 and 1 (probabilities: "
                          "apply sigmoid first, or use binary_cross_entropy_with_logits on the logits)")
+    if target.numel() and not bool(xp.all((target.array >= 0) & (target.array <= 1))):
+        raise ValueError("binary_cross_entropy: all elements of target should be between 0 and 1")
     loss = BinaryCrossEntropyOp.apply(input, target)
     check_broadcasts_to("binary_cross_entropy", "weight", weight, input)
-    return reduce_loss(loss if weight is None else loss * weight, reduction)
+    return reduce_loss(loss if weight is None else loss * weight.to(input.dtype), reduction)  # (input's dtype)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",

@@ -274,6 +274,8 @@ class Unflatten(Module):
 
     def forward(self, input):
         ndim = input.ndim
+        if ndim == 0:
+            raise IndexError("Unflatten: the input is 0-d (one number), it has no dim to split")
         if not -max(ndim, 1) <= self.dim < max(ndim, 1):
             raise IndexError(f"Unflatten: dim {self.dim} is out of range for an input of shape {list(input.shape)} "
                              f"(expected to be in range of [{-max(ndim, 1)}, {max(ndim, 1) - 1}])")
