@@ -1,7 +1,5 @@
 """Conv1d: a 1-D convolution layer over (N, C, L) sequences (character CNNs, TextCNN)."""
 
-import math
-
 from .. import functions
 from . import functional as F
 from . import init
@@ -44,12 +42,7 @@ class Conv1d(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init.fan_in_and_fan_out(self.weight)
-            if fan_in:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        init.layer_default_(self.weight, self.bias)  # as nn.Linear, with fan_in = in_channels / groups * kernel
 
     def forward(self, input):
         if self.padding_mode == "zeros":

@@ -95,6 +95,17 @@ def kaiming_normal_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", gen
     return normal_(tensor, 0.0, std, generator=generator)
 
 
+def layer_default_(weight, bias=None):
+    """PyTorch's default for Linear and Conv layers: Kaiming-uniform with a = sqrt(5), i.e.
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn for the weight first, then the bias with the same bound,
+    so that seeded layers get PyTorch's numbers."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)
+
+
 def xavier_uniform_(tensor, gain=1.0, generator=None):
     fan_in, fan_out = fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))

@@ -26,13 +26,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        # PyTorch's choice: Kaiming-uniform with a = sqrt(5), i.e. U(-1/sqrt(in), 1/sqrt(in)),
-        # drawn for the weight first, then the bias, so seeded layers get PyTorch's numbers
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init.fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init.layer_default_(self.weight, self.bias)  # PyTorch's: U(-1/sqrt(in), 1/sqrt(in)), weight then bias
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
