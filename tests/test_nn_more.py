@@ -668,3 +668,42 @@ def test_conv1d_errors():
         nn.Conv1d(3, 4, 3, groups=2)
     with pytest.raises(TypeError, match="padding must be an int"):
         nn.Conv1d(3, 4, 3, padding="full")
+
+
+# ---------------------------------------------------------------------------------------------
+# GLU and the deprecated spellings of nn.init
+
+
+@property_test
+@given(data=st.data())
+def test_glu_gradient(xp_backend, data):
+    shape = data.draw(st.sampled_from([(4,), (2, 6), (3, 2, 2)]), label="shape")
+    x = data.draw(arrays(shape), label="x")
+    dim = data.draw(st.sampled_from([d for d in range(-len(shape), len(shape)) if shape[d] % 2 == 0]), label="dim")
+    check(lambda x: F.glu(x, dim), leaf(x))
+
+
+def test_glu_matches_pytorch(torch):
+    x = np.random.default_rng(2).standard_normal((3, 4, 2)).astype(np.float32)
+    for dim in (-1, 1):
+        (xo, xt) = pair(torch, x)
+        yo, yt = nn.GLU(dim)(xo), torch.nn.GLU(dim)(xt)
+        assert_same(yo, yt)
+        backward_both(yo, yt)
+        assert_same(xo.grad, xt.grad)
+    assert repr(nn.GLU()) == repr(torch.nn.GLU())
+    with pytest.raises(ShapeError, match="halving dimension must be even, but dimension 0 is size 3"):
+        F.glu(tinyattn.ones(3), 0)
+
+
+def test_init_names_without_underscore_warn_as_pytorch(torch):
+    for name in ("uniform", "normal", "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal",
+                 "orthogonal"):
+        tinyattn.manual_seed(1)
+        torch.manual_seed(1)
+        with pytest.warns(FutureWarning, match=f"`nn.init.{name}` is now deprecated in favor of `nn.init.{name}_`"):
+            ours = getattr(init, name)(tinyattn.empty(3, 4))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = getattr(torch.nn.init, name)(torch.empty(3, 4))
+        assert_same(ours, theirs, rtol=0, atol=1e-6)

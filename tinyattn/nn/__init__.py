@@ -13,6 +13,7 @@ from .conv import Conv1d
 from .layers import (
     ELU,
     GELU,
+    GLU,
     Dropout,
     Embedding,
     Flatten,

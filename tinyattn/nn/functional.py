@@ -493,6 +493,21 @@ def _activation(op, input, inplace, *args):
     return input._inplace(op, *args) if inplace else op.apply(input, *args)
 
 
+def glu(input, dim=-1):
+    """The gated linear unit: the first half of `dim` times the sigmoid of the second half."""
+    tensor_argument(input, "glu")
+    if input.ndim == 0:
+        raise ShapeError("glu does not support 0-d (scalar) tensors: it halves a dim")
+    if not -input.ndim <= dim < input.ndim:
+        raise IndexError(f"glu: dim {dim} is out of range for a tensor of {input.ndim} dims")
+    size = input.shape[dim]
+    if size % 2:
+        raise ShapeError(f"glu: halving dimension must be even, but dimension {dim % input.ndim} is size {size}")
+    before = (slice(None),) * (dim % input.ndim)  # the dims before `dim`, whole
+    first, second = input[before + (slice(0, size // 2),)], input[before + (slice(size // 2, size),)]
+    return first * second.sigmoid()
+
+
 def silu(input, inplace=False):
     return _activation(SiluOp, input, inplace)
 

@@ -188,3 +188,23 @@ def eye_(tensor):
         raise ValueError(f"Only tensors with 2 dimensions are supported, got shape {list(tensor.shape)}")
     with no_grad():
         return tensor.copy_(functions.eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
+
+
+def _deprecated(new):
+    """PyTorch's old spelling without the trailing underscore: the same fill, with PyTorch's FutureWarning."""
+    old = new.__name__.removesuffix("_")
+
+    def fill(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new.__name__}`.", FutureWarning,
+                      stacklevel=2)
+        return new(*args, **kwargs)
+
+    fill.__name__ = old
+    fill.__doc__ = f"Deprecated: nn.init.{new.__name__}."
+    return fill
+
+
+uniform, normal, constant, eye = _deprecated(uniform_), _deprecated(normal_), _deprecated(constant_), _deprecated(eye_)
+xavier_uniform, xavier_normal = _deprecated(xavier_uniform_), _deprecated(xavier_normal_)
+kaiming_uniform, kaiming_normal = _deprecated(kaiming_uniform_), _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)

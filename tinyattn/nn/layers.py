@@ -226,6 +226,18 @@ class Softmax(Module):
         return f"dim={self.dim}"
 
 
+class GLU(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
 class LogSoftmax(Module):
     def __init__(self, dim=None):
         super().__init__()
