@@ -1072,6 +1072,128 @@ def mha_quirks(seed, options, query, key, value, mask=OMIT, need_weights=OMIT):
     return "keys of no elements" if key.values.size == 0 else None
 
 
+def channels_of(of=0, low=-4, high=4):
+    """A float vector for batch_norm's running statistics, weight and bias: mostly one number per channel
+    (dim 1) of drawn[of]."""
+
+    def shape(data, drawn):
+        x = drawn[of].shape
+        if len(x) > 1 and data.draw(st.integers(0, 5), label="fits"):
+            return (x[1],)
+        return data.draw(shapes(max_dims=1), label="channels")
+
+    return T(FLOATS, shape=shape, low=low, high=high, specials=False, grad=False)
+
+
+def conv_weight(data, drawn):
+    """(out_channels, in_channels / groups, kernel) for conv1d's input drawn[0], mostly fitting."""
+    x = drawn[0].shape
+    channels = x[-2] if len(x) >= 2 else data.draw(st.integers(1, 3))
+    if not data.draw(st.integers(0, 5), label="fits"):
+        return data.draw(shapes(max_dims=3), label="any weight shape")
+    return (data.draw(st.integers(1, 3), label="out_channels"), max(channels, 1), data.draw(st.integers(1, 3)))
+
+
+def probability_inputs(fits=True):
+    """Values in [0, 1] for binary_cross_entropy, now and then outside (or NaN), which PyTorch refuses."""
+    return T(FLOATS, low=0, high=1, specials=False) if fits else T(FLOATS, low=-1, high=2)
+
+
+def module_batch(ndims, channels="num_features"):
+    """An input for a module built with options drawn[1]: mostly (N, C, ...) with C its channels and
+    a number of dims in `ndims`."""
+
+    def shape(data, drawn):
+        if not data.draw(st.integers(0, 5), label="fits"):
+            return data.draw(shapes(max_dims=4), label="any input shape")
+        n = data.draw(st.sampled_from(ndims), label="dims")
+        rest = data.draw(st.lists(st.integers(1, 3), min_size=n - 2, max_size=n - 2), label="rest")
+        return (data.draw(st.integers(1, 3), label="batch"), drawn[1][channels], *rest)
+
+    return shape
+
+
+def no_channel_dim(x, *args, **kwargs):
+    """PyTorch's batch_norm gives a 0-d or 1-D input no meaning of its own: it returns an empty one as it is
+    and fails on others inside its kernels; tinyattn asks for (N, C, ...). And it skips its checks of the
+    statistics' shapes for an empty input."""
+    if x.ndim < 2:
+        return "an input without a channel dim"
+    return "an empty input" if x.values.size == 0 else flat_channel(x)
+
+
+def flat_channel(x):
+    """A channel (dim 1) whose values are (nearly) all equal: batch norm divides their rounding errors in
+    the mean by sqrt(var + eps) ~ sqrt(eps), so both libraries return rounding noise there, each its own
+    (PyTorch accumulates in double, in another order)."""
+    values = x.values
+    if values.ndim < 2 or values.size == 0 or not np.isfinite(values).all():
+        return None
+    channels = np.moveaxis(values.astype(np.float64), 1, 0).reshape(values.shape[1], -1)
+    scale = max(1.0, float(np.abs(values).max()))
+    return "a channel of (nearly) equal values" if np.any(channels.std(axis=1) < 1e-2 * scale) else None
+
+
+def one_value_per_channel(seed, options, x):
+    """PyTorch checks 'more than 1 value per channel when training' only where it uses the batch's
+    statistics; tinyattn too, but PyTorch lets a (1, C) input through in eval mode with
+    track_running_stats=False (normalising with that one value's statistics to 0), which tinyattn refuses.
+    And PyTorch returns an empty input without checking its number of channels."""
+    if x.values.size == 0:
+        return "an empty input, whose channels PyTorch does not check"
+    channels = x.shape[1] if x.ndim > 1 else 1
+    return "one value per channel" if channels and x.values.size // channels <= 1 else None
+
+
+def kl_div_gradient_compared(x, target, *options):
+    """At a target of exactly 0, PyTorch's gradient of target * log(target) is NaN (0 / 0 in its xlogy
+    backward); tinyattn's is finite (log(1) + 0). And an infinite target (or one that exp makes infinite)
+    broadcast over an empty input gets a NaN gradient in PyTorch, 0 (a sum over nothing) in tinyattn:
+    gradients are compared elsewhere."""
+    if not isinstance(target, Arr) or not isinstance(x, Arr):
+        return True
+    empty = x.values.size == 0 and target.values.size  # (exp(1e4) in the target is inf too, with log_target)
+    return not (empty or np.any(target.values == 0) or not np.isfinite(target.values).all())
+
+
+def infinite_logit(x, target, *options, **keywords):
+    """An infinite logit: PyTorch's gradient of the target there is inf, by its own backward formula;
+    tinyattn's, from the loss's terms, is inf - inf or 0 * inf there (NaN) when pos_weight is given."""
+    return "an infinite logit" if isinstance(x, Arr) and np.isinf(x.values).any() else None
+
+
+def huber_of_two_dtypes(x, target, *options):
+    """PyTorch's huber_loss computes in the input's dtype, and its backward then fails ('Found dtype Float
+    but expected Double') where the target's dtype differs; tinyattn's gives the gradients."""
+    return "input and target of two dtypes" if x.dtype != target.dtype else None
+
+
+def conv1d_quirks(x, weight, bias=None, *rest):
+    """PyTorch's conv1d fails inside its kernels on some shapes (empty inputs, 0-size weights) with
+    messages of its own, and takes a bias of another dtype for an input without a batch dim while it
+    refuses one for a batched input; tinyattn's errors there are checked for clarity only."""
+    sizes = [*x.shape, *weight.shape]
+    if isinstance(bias, Arr) and bias.dtype != x.dtype and x.ndim == 2:
+        return "an unbatched input with a bias of another dtype"
+    return "empty input or weight" if 0 in sizes else None
+
+
+def nan_difference(x, target, *options):
+    """Where input - target is NaN, PyTorch's l1, smooth l1 and Huber losses give a NaN gradient (the sign
+    of NaN); tinyattn's are built on abs(), whose gradient there is 0, as PyTorch's abs() gives."""
+    values = [v.values for v in (x, target) if isinstance(v, Arr)]
+    try:
+        nan = np.isnan(values[0].astype(np.float64) - values[1].astype(np.float64)).any()
+    except ValueError:  # shapes that do not broadcast: no gradient to compare
+        nan = False
+    return "input - target is NaN somewhere" if nan else None
+
+
+def conv1d_module_quirks(seed, options, x):
+    """As conv1d_quirks, for the layer."""
+    return "empty input" if 0 in x.shape else None
+
+
 SEEDS = st.integers(0, 2**32 - 1)
 BETA = number(("int", "float"))
 X = T()  # any dtype, any shape (0-d and 0-size included)
@@ -1398,6 +1520,7 @@ TABLE = [
                Kw("scale", maybe(st.floats(0, 2))), grad=weights_without_gradient),
     functional("causal_mask", st.integers(0, 4), st.integers(0, 4)),
     functional("silu", X, Kw("inplace", maybe(st.just(False)))),
+    functional("glu", XF, Kw("dim", maybe(DIM))),
     functional("softplus", X, Kw("beta", maybe(st.sampled_from([1.0, 2.0, 0.5, -1.0]))),
                Kw("threshold", maybe(st.sampled_from([20.0, 1.0, 0.0])))),
     functional("leaky_relu", X, Kw("negative_slope", maybe(st.sampled_from([0.01, 0.2, -0.5, 0.0])))),
@@ -1407,6 +1530,44 @@ TABLE = [
     functional("pad", X, st.lists(st.integers(-2, 3), max_size=6).map(tuple),
                Kw("mode", maybe(st.sampled_from(["constant", "constant", "reflect", "replicate", "circular", "odd"]))),
                Kw("value", maybe(NUMBER))),
+    functional("cross_entropy", XF, class_targets(), T(FLOATS, shape=lambda data, drawn: drawn[0].shape[1:2] if len(
+        drawn[0].shape) > 1 else drawn[0].shape[:1], low=0.25, high=2, specials=False, grad=False),
+        Kw("reduction", maybe(REDUCTION)), Kw("label_smoothing", maybe(st.sampled_from([0.0, 0.1, 1.0, 1.5]))),
+        id="cross_entropy(weight, label_smoothing)", quirk=no_classes_and_more_dims, differs=probability_targets),
+    functional("nll_loss", XF, class_targets(), T(FLOATS, shape=lambda data, drawn: drawn[0].shape[1:2] if len(
+        drawn[0].shape) > 1 else drawn[0].shape[:1], low=0.25, high=2, specials=False, grad=False),
+        Kw("reduction", maybe(REDUCTION)), id="nll_loss(weight)", quirk=no_classes_and_more_dims),
+    functional("batch_norm", XF, one_of(st.none(), channels_of()), one_of(st.none(), channels_of(low=0.25)),
+               Kw("weight", maybe(channels_of())), Kw("bias", maybe(channels_of())), Kw("training", maybe(st.booleans())),
+               Kw("momentum", maybe(st.sampled_from([0.1, 0.5, 1.0]))), Kw("eps", maybe(st.sampled_from([1e-5, 0.1]))),
+               quirk=no_channel_dim),
+    functional("binary_cross_entropy", probability_inputs(), T(FLOATS, like=0, low=0, high=1, specials=False),
+               maybe(T(FLOATS, like=0, specials=False, grad=False)), Kw("reduction", maybe(REDUCTION))),
+    functional("binary_cross_entropy", probability_inputs(fits=False), T(FLOATS, like=0, low=0, high=1),
+               id="binary_cross_entropy(out of range)"),
+    functional("binary_cross_entropy_with_logits", XF, T(FLOATS, like=0, low=0, high=1),
+               maybe(T(FLOATS, like=0, specials=False, grad=False)), Kw("reduction", maybe(REDUCTION)),
+               Kw("pos_weight", maybe(T(FLOATS, shape=lambda data, drawn: drawn[0].shape[-1:], low=0, high=3,
+                                        specials=False, grad=False))), differs=infinite_logit),
+    *[functional(name, XF, T(FLOATS, like=0), Kw("reduction", maybe(REDUCTION)),
+                 Kw("weight", maybe(T(FLOATS, like=0, low=0, high=2, specials=False, grad=False))), id=id,
+                 differs=nan_difference if name == "l1_loss" else None)
+      for name, id in (("l1_loss", "l1_loss"), ("mse_loss", "mse_loss(weight)"))],
+    functional("smooth_l1_loss", XF, T(FLOATS, like=0), Kw("reduction", maybe(REDUCTION)),
+               Kw("beta", maybe(st.sampled_from([1.0, 0.5, 0.0, -1.0]))), differs=nan_difference),
+    functional("huber_loss", XF, T(FLOATS, like=0), Kw("reduction", maybe(REDUCTION)),
+               Kw("delta", maybe(st.sampled_from([1.0, 0.5, 0.0]))),
+               Kw("weight", maybe(T(FLOATS, like=0, low=0, high=2, specials=False, grad=False))), quirk=huber_of_two_dtypes,
+               differs=nan_difference),
+    functional("kl_div", XF, T(FLOATS, like=0), Kw("reduction", maybe(st.sampled_from(["sum", "none", "batchmean",
+                                                                                        "average"]))),
+               Kw("log_target", maybe(st.booleans())), grad=kl_div_gradient_compared),
+    functional("conv1d", T(FLOATS, min_dims=2, max_dims=3, specials=False), T(FLOATS, shape=conv_weight,
+               specials=False), maybe(T(FLOATS, shape=lambda data, drawn: drawn[1].shape[:1], specials=False)),
+               Kw("stride", maybe(st.sampled_from([1, 2, 0]))), Kw("padding", maybe(st.sampled_from([0, 1, "same",
+                                                                                                    "valid", -1]))),
+               Kw("dilation", maybe(st.sampled_from([1, 2]))), Kw("groups", maybe(st.sampled_from([1, 2]))),
+               quirk=conv1d_quirks),
     # --- nn modules, built at a seed in both libraries ---
     module("Linear", st.tuples(st.integers(-1, 3), st.integers(0, 3), st.booleans()), T(FLOATS, shape=module_input(0))),
     module("Embedding", st.tuples(st.integers(1, 4), st.integers(0, 3)), ids_for_module()),
@@ -1426,6 +1587,34 @@ TABLE = [
     module("Softplus", st.tuples(st.sampled_from([1.0, 2.0]), st.sampled_from([20.0, 1.0])), X),
     module("LeakyReLU", st.tuples(st.sampled_from([0.01, 0.2])), X),
     module("ELU", st.tuples(st.sampled_from([1.0, 0.5])), X),
+    module("Flatten", st.tuples(st.integers(-3, 2), st.integers(-3, 2)), X),
+    module("Unflatten", st.tuples(st.integers(-3, 2), st.sampled_from([(2, -1), (1, 3), (-1,), (3, 1, 1), (2, 2)])),
+           X),
+    module("LogSoftmax", st.tuples(st.integers(-2, 1)), XF),
+    module("GLU", st.tuples(st.integers(-2, 1)), XF),
+    *[module(name, st.fixed_dictionaries({"num_features": st.integers(1, 3), "momentum": st.sampled_from([0.1, None]),
+                                          "affine": st.booleans(), "track_running_stats": st.booleans()}),
+             T(FLOATS, shape=module_batch(dims), specials=False), differs=one_value_per_channel,
+             quirk=lambda seed, options, x: flat_channel(x))
+      for name, dims in (("BatchNorm1d", (2, 3)), ("BatchNorm2d", (4,)))],
+    module("NLLLoss", st.fixed_dictionaries({"ignore_index": st.sampled_from([-100, 0]), "reduction": REDUCTION}),
+           XF, class_targets(of=2), quirk=lambda seed, options, *inputs: no_classes_and_more_dims(*inputs)),
+    module("BCELoss", st.fixed_dictionaries({"reduction": REDUCTION}), probability_inputs(),
+           T(FLOATS, like=2, low=0, high=1, specials=False)),
+    module("BCEWithLogitsLoss", st.fixed_dictionaries({"reduction": REDUCTION}), XF, T(FLOATS, like=2, low=0, high=1)),
+    *[module(name, st.fixed_dictionaries({"reduction": REDUCTION}), XF, T(FLOATS, like=2),
+             differs=lambda seed, options, x, target: nan_difference(x, target))
+      for name in ("L1Loss", "SmoothL1Loss")],
+    module("HuberLoss", st.fixed_dictionaries({"reduction": REDUCTION}), XF, T(FLOATS, like=2),
+           quirk=lambda seed, options, x, target: huber_of_two_dtypes(x, target),
+           differs=lambda seed, options, x, target: nan_difference(x, target)),
+    module("KLDivLoss", st.fixed_dictionaries({"reduction": st.sampled_from(["batchmean", "sum", "none"]),
+                                               "log_target": st.booleans()}), XF, T(FLOATS, like=2),
+           grad=lambda seed, options, x, target: kl_div_gradient_compared(x, target)),
+    module("Conv1d", st.fixed_dictionaries({"in_channels": st.integers(1, 3), "out_channels": st.integers(1, 3),
+                                            "kernel_size": st.integers(1, 3), "padding": st.sampled_from([0, 1, "same"]),
+                                            "bias": st.booleans()}),
+           T(FLOATS, shape=module_batch((2, 3), channels="in_channels"), specials=False), quirk=conv1d_module_quirks),
     Entry("nn.MultiheadAttention", "nn.MultiheadAttention", multihead_attention_module,
           (SEEDS, st.integers(1, 2).flatmap(lambda heads: st.fixed_dictionaries({
               "embed_dim": st.integers(1, 2).map(lambda n: n * heads), "num_heads": st.just(heads),
@@ -1495,6 +1684,10 @@ NOT_FUZZED = {
     "Tensor.__rmatmul__": "reached only from a non-tensor left operand, which matmul refuses; `@` is __matmul__",
     **dict.fromkeys(["F.check_dropout_p", "F.check_reduction", "F.class_rows", "F.dropout_mask"],
                     "checks and helpers that the layers share (run by the F and nn entries)"),
+    **dict.fromkeys(["F.legacy_reduction", "F.class_weight", "F.weighted_nll_rows", "F.reduce_class_loss",
+                     "F.reduce_loss", "F.pointwise_pair", "F.weighted_loss", "F.same_shape_pair",
+                     "F.check_padding_idx", "F.check_broadcasts_to"],
+                    "checks and helpers that the losses and Embedding share (run by the F and nn entries)"),
     **dict.fromkeys(["nn.Module", "nn.ModuleList", "nn.ModuleDict", "nn.Parameter"],
                     "containers and the base class: tests/test_nn.py (every nn entry runs through Module)"),
     **dict.fromkeys(["nn.RNNBase", "nn.RNNCellBase"],

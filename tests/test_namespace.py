@@ -42,12 +42,7 @@ NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
 # PyTorch's arguments that tinyattn's functional forms and layers leave out
 DEPRECATED = {"size_average", "reduce"}  # PyTorch's deprecated loss arguments (use reduction)
 LEFT_OUT = {
-    "embedding": {"padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse"},
-    "nll_loss": {"weight"},  # no class weights (nor in cross_entropy)
-    "mse_loss": {"weight"},
     "scaled_dot_product_attention": {"enable_gqa"},  # expand the keys and values to the query heads first
-    "Embedding": {"padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse"},
-    "CrossEntropyLoss": {"weight", "label_smoothing"},
 }
 
 

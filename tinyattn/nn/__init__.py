@@ -9,24 +9,39 @@ from .attention import (
     SelfAttention_v2,
     multihead_from_wrapper,
 )
+from .conv import Conv1d
 from .layers import (
     ELU,
     GELU,
-    CrossEntropyLoss,
+    GLU,
     Dropout,
     Embedding,
+    Flatten,
     Identity,
     LayerNorm,
     LeakyReLU,
     Linear,
-    MSELoss,
+    LogSoftmax,
     ReLU,
     Sigmoid,
     SiLU,
     Softmax,
     Softplus,
     Tanh,
+    Unflatten,
 )
+from .losses import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+from .normalization import BatchNorm1d, BatchNorm2d
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .multihead_attention import MultiheadAttention
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase

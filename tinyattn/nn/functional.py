@@ -7,13 +7,14 @@ tensor ops, so autograd differentiates it for free.
 """
 
 import math
+import warnings
 
 import numpy as np
 
 from .. import backend, dtypes, parallel
-from ..autograd import Function
+from ..autograd import Function, no_grad
 from ..errors import ShapeError
-from ..functions import generator_or_default, tril, ones, tensor, zeros_like
+from ..functions import generator_or_default, tril, ones, tensor, where, zeros_like
 from ..ops import Softmax, broadcast_shape, softmax_backward, softmax_forward, stable_sigmoid, unbroadcast
 from ..tensor import Tensor, _value_to_write
 
@@ -99,14 +100,16 @@ def linear(input, weight, bias=None):
 
 
 class EmbeddingOp(Op):
-    """Rows of `weight` picked by integer ids; the backward adds each gradient row back into its id."""
+    """Rows of `weight` picked by integer ids; the backward adds each gradient row back into its id
+    (except into the padding row, when there is one: it gets no gradient)."""
 
     @staticmethod
-    def forward(ctx, ids, weight):
+    def forward(ctx, ids, weight, padding_idx=None):
         xp = ctx.xp
         flat = xp.reshape(ids, (-1,))
         ctx.save_for_backward(flat)
         ctx.weight_shape = weight.shape
+        ctx.padding_idx = padding_idx
         return xp.reshape(xp.take(weight, flat, axis=0), ids.shape + (weight.shape[1],))
 
     @staticmethod
@@ -115,13 +118,23 @@ class EmbeddingOp(Op):
         xp = ctx.xp
         full = xp.zeros(ctx.weight_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
         rows = xp.reshape(grad, (flat.shape[0], ctx.weight_shape[1]))  # (not -1: the rows may have 0 numbers)
-        return None, backend.index_add_rows(full, flat, rows)
+        full = backend.index_add_rows(full, flat, rows)
+        if ctx.padding_idx is not None:
+            full[ctx.padding_idx, ...] = 0
+        return None, full, None
 
 
-def embedding(input, weight):
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """Rows of `weight` at the ids in `input`. padding_idx: a row that gets no gradient (negative counts
+    from the end)."""
     tensor_argument(input, "embedding", "ids")
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse=True are not supported")
     if input.dtype not in (dtypes.int64, dtypes.int32):
         raise TypeError(f"embedding expects integer ids (int64), got {input.dtype}: use ids.long()")
+    if padding_idx is not None:
+        padding_idx = check_padding_idx(padding_idx, weight.shape[0])
     backend.same_device([input.array, weight.array])
     if input.numel():
         xp = backend.namespace(input.array)
@@ -132,7 +145,17 @@ def embedding(input, weight):
                 f"embedding: id {bad} is out of range for an embedding with {weight.shape[0]} rows "
                 f"(valid ids are 0 to {weight.shape[0] - 1})"
             )
-    return EmbeddingOp.apply(input, weight)
+    return EmbeddingOp.apply(input, weight, padding_idx)
+
+
+def check_padding_idx(padding_idx, num_embeddings):
+    """padding_idx as a row number from 0 (a negative one counts from the end), or a ValueError."""
+    if isinstance(padding_idx, bool) or not hasattr(padding_idx, "__index__"):
+        raise TypeError(f"padding_idx must be an integer row number, got {padding_idx!r}")
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise ValueError(f"padding_idx must be within num_embeddings: {padding_idx} is not in "
+                         f"[{-num_embeddings}, {num_embeddings - 1}]")
+    return int(padding_idx) % num_embeddings
 
 
 # ---------------------------------------------------------------------------------------------
@@ -473,6 +496,21 @@ def _activation(op, input, inplace, *args):
     return input._inplace(op, *args) if inplace else op.apply(input, *args)
 
 
+def glu(input, dim=-1):
+    """The gated linear unit: the first half of `dim` times the sigmoid of the second half."""
+    tensor_argument(input, "glu")
+    if input.ndim == 0:
+        raise ShapeError("glu does not support 0-d (scalar) tensors: it halves a dim")
+    if not -input.ndim <= dim < input.ndim:
+        raise IndexError(f"glu: dim {dim} is out of range for a tensor of {input.ndim} dims")
+    size = input.shape[dim]
+    if size % 2:
+        raise ShapeError(f"glu: halving dimension must be even, but dimension {dim % input.ndim} is size {size}")
+    before = (slice(None),) * (dim % input.ndim)  # the dims before `dim`, whole
+    first, second = input[before + (slice(0, size // 2),)], input[before + (slice(size // 2, size),)]
+    return first * second.sigmoid()
+
+
 def silu(input, inplace=False):
     return _activation(SiluOp, input, inplace)
 
@@ -581,6 +619,84 @@ def _pad_positions(mode, n, before, after, device):
 
 
 # ---------------------------------------------------------------------------------------------
+# convolution
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """Cross-correlation of `input` (N, C_in, L) or (C_in, L) with `weight` (C_out, C_in / groups, k),
+    as PyTorch's conv1d: out[n, o, l] = bias[o] + sum over c, j of weight[o, c, j] x[n, c, l * stride + j * dilation].
+
+    Built from tensor ops (autograd derives the backward): the windows are picked with index_select into
+    (N, C, L_out, k) and multiplied with the weight as one matrix product per group. padding: an int, or
+    'valid' (none) or 'same' (the output as long as the input; stride 1 only).
+    """
+    tensor_argument(input, "conv1d")
+    tensor_argument(weight, "conv1d", "weight")
+    stride, padding, dilation = (_single(v, name) for v, name in ((stride, "stride"), (padding, "padding"),
+                                                                  (dilation, "dilation")))
+    if weight.ndim != 3:
+        raise ShapeError(f"conv1d: the weight must be 3-D (out_channels, in_channels / groups, kernel_size), got "
+                         f"shape {list(weight.shape)}")
+    if input.ndim == 2:  # one sample without a batch dim
+        return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
+    if input.ndim != 3:
+        raise ShapeError(f"conv1d: expected a 2-D (C_in, L) or 3-D (N, C_in, L) input, got shape {list(input.shape)}")
+    if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype):
+        raise TypeError(f"conv1d: the input ({input.dtype}), weight ({weight.dtype}) and bias must have one dtype")
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"conv1d: groups must be a positive integer, got {groups!r}")
+    if stride < 1 or dilation < 1:
+        raise ValueError(f"conv1d: stride and dilation must be positive, got stride={stride}, dilation={dilation}")
+    batch, channels, length = input.shape
+    out_channels, group_channels, kernel = weight.shape
+    if channels != group_channels * groups or out_channels % groups:
+        raise ShapeError(f"conv1d: a weight of shape {list(weight.shape)} with groups={groups} expects "
+                         f"{group_channels * groups} input channels, got {channels} (input shape {list(input.shape)})"
+                         + (f", and out_channels {out_channels} must be divisible by groups" if out_channels % groups
+                            else ""))
+    if bias is not None and tuple(bias.shape) != (out_channels,):
+        raise ShapeError(f"conv1d: the bias must have shape [{out_channels}] (one per output channel), got "
+                         f"{list(bias.shape)}")
+    span = dilation * (kernel - 1)  # how far a window reaches beyond its first element
+    if padding == "same":
+        if stride != 1:
+            raise ValueError("conv1d: padding='same' is not supported for strided convolutions")
+        input = pad(input, (span // 2, span - span // 2))
+    elif padding == "valid":
+        pass
+    elif padding < 0:
+        raise ValueError(f"conv1d: padding must be >= 0, got {padding}")
+    elif padding:
+        input = pad(input, (padding, padding))
+    length = input.shape[2]
+    if length - span < 1:
+        raise ShapeError(f"conv1d: the (padded) input has length {length}, shorter than the kernel's reach "
+                         f"{span + 1} (kernel_size {kernel}, dilation {dilation})")
+    out_length = (length - span - 1) // stride + 1
+    xp = backend.namespace(input.array)
+    starts = xp.arange(out_length, **backend.creation_kwargs(xp)) * stride
+    offsets = xp.arange(kernel, **backend.creation_kwargs(xp)) * dilation
+    positions = Tensor._wrap(xp.reshape(starts[:, None] + offsets[None, :], (-1,)))
+    windows = input.index_select(2, positions).reshape(batch, groups, group_channels, out_length, kernel)
+    rows = windows.permute(0, 1, 3, 2, 4).reshape(batch, groups, out_length, group_channels * kernel)
+    filters = weight.reshape(groups, out_channels // groups, group_channels * kernel)
+    out = (rows @ filters.transpose(-1, -2)).permute(0, 1, 3, 2).reshape(batch, out_channels, out_length)
+    return out if bias is None else out + bias.reshape(1, out_channels, 1)
+
+
+def _single(value, name):
+    """An int argument of conv1d given as an int or a 1-tuple (padding may be 'same' or 'valid' too)."""
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        value = value[0]
+    if name == "padding" and value in ("same", "valid"):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        also = ", 'same' or 'valid'" if name == "padding" else ""
+        raise TypeError(f"conv1d: {name} must be an int (or a 1-tuple){also}, got {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
 # losses
 
 
@@ -681,21 +797,90 @@ def class_rows(name, input, target, ignore_index):
     return input.reshape(target.numel(), classes), target.reshape(-1), expected
 
 
-def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-    """Cross-entropy of logits `input` (C,), (N, C) or (N, C, d...) against class indices `target`."""
-    if weight is not None or label_smoothing:
-        raise NotImplementedError("cross_entropy: class weights and label smoothing are not supported")
+def legacy_reduction(size_average, reduce, reduction):
+    """The reduction that PyTorch's deprecated size_average and reduce arguments stand for, with
+    PyTorch's warning (reduce=False: 'none'; else size_average=False: 'sum'; else 'mean'); `reduction`
+    itself when neither is given."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
+                  stacklevel=3)
+    return reduction
+
+
+def class_weight(name, weight, input, classes):
+    """The per-class weight of a classification loss, checked: C numbers in the input's dtype."""
+    tensor_argument(weight, name, "weight")
+    if tuple(weight.shape) != (classes,):
+        raise ShapeError(f"{name}: the weight should hold one number for each of the {classes} classes (input "
+                         f"shape {list(input.shape)}), got shape {list(weight.shape)}")
+    if weight.dtype is not input.dtype:
+        raise TypeError(f"{name}: the weight is {weight.dtype} but the input is {input.dtype}: convert one")
+    return weight
+
+
+def weighted_nll_rows(log_probs, targets, weight, ignore_index):
+    """(-weight[t] * log_probs[t] per row, 0 where ignored; the valid rows; the sum of their weights,
+    or their count without a weight): the parts of a weighted nll_loss over rows (rows, C)."""
+    valid = targets != ignore_index
+    safe_target = targets.long().masked_fill(~valid, 0)
+    if log_probs.shape[1]:
+        picked = -log_probs.gather(1, safe_target.unsqueeze(1)).squeeze(1)
+    else:  # no classes: every target is ignored (class_rows checked)
+        picked = -log_probs.sum(1)
+    if weight is None:
+        return picked.masked_fill(~valid, 0.0), valid, valid.sum()
+    row_weight = (weight[safe_target] if log_probs.shape[1] else picked.detach() * 0).masked_fill(~valid, 0.0)
+    return (picked * row_weight).masked_fill(~valid, 0.0), valid, row_weight.sum()
+
+
+def reduce_class_loss(losses, total_weight, reduction, shape):
+    if reduction == "none":
+        return losses.reshape(shape)
+    return losses.sum() / total_weight if reduction == "mean" else losses.sum()
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    """Cross-entropy of logits `input` (C,), (N, C) or (N, C, d...) against class indices `target`.
+
+    weight: one number per class, scaling each target's loss (the mean divides by the sum of the
+    targets' weights). label_smoothing = e: the target is (1 - e) on its class plus e / C on every
+    class, i.e. (1 - e) * the loss + e / C * the sum over the classes of -weight * log p (PyTorch's).
+    """
+    reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
     rows, targets, shape = class_rows("cross_entropy", input, target, ignore_index)
+    if weight is not None or label_smoothing:
+        weight = None if weight is None else class_weight("cross_entropy", weight, input, rows.shape[1])
+        log_probs = rows.log_softmax(1)
+        losses, valid, total_weight = weighted_nll_rows(log_probs, targets, weight, ignore_index)
+        loss = reduce_class_loss(losses, total_weight, reduction, shape)
+        if not label_smoothing:
+            return loss
+        spread = -(log_probs if weight is None else log_probs * weight).sum(1).masked_fill(~valid, 0.0)
+        classes = rows.shape[1]  # (no classes: e / 0 is inf, as PyTorch's double division, and 0 * inf NaN)
+        return (1 - label_smoothing) * loss + reduce_class_loss(spread, total_weight, reduction, shape) * (
+            label_smoothing / classes if classes else math.inf)
     loss = CrossEntropyOp.apply(rows, targets.long().array, ignore_index, reduction)
     return loss.reshape(shape) if reduction == "none" else loss
 
 
-def nll_loss(input, target, ignore_index=-100, reduction="mean"):
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of log-probabilities `input` (C,), (N, C) or (N, C, d...) at the classes
-    in `target`."""
+    in `target`; weight: one number per class (the mean divides by the sum of the targets' weights)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     rows, targets, shape = class_rows("nll_loss", input, target, ignore_index)
+    if weight is not None:
+        weight = class_weight("nll_loss", weight, input, rows.shape[1])
+        losses, _, total_weight = weighted_nll_rows(rows, targets, weight, ignore_index)
+        return reduce_class_loss(losses, total_weight, reduction, shape)
     valid = targets != ignore_index
     safe_target = targets.long().masked_fill(~valid, 0)  # ignored places pick class 0, then count 0
     if rows.shape[1]:
@@ -708,15 +893,209 @@ def nll_loss(input, target, ignore_index=-100, reduction="mean"):
     return picked.sum() / valid.sum() if reduction == "mean" else picked.sum()
 
 
-def mse_loss(input, target, reduction="mean"):
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """(input - target)^2, optionally times an elementwise weight (the mean is then sum(weight * loss) /
+    sum(weight)), reduced."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
+    shape = input.shape
     if isinstance(target, Tensor):  # as in PyTorch, a 0-d target counts as a tensor in the dtype here
         dtype = dtypes.promote(input.dtype, target.dtype)
         input, target = input.to(dtype), target.to(dtype)
-    squared = (input - target) ** 2
+    return weighted_loss("mse_loss", (input - target) ** 2, weight, shape, reduction)
+
+
+def reduce_loss(loss, reduction):
+    """The elementwise losses as `reduction` asks: 'none' as they are, 'mean' or 'sum' of them all."""
     if reduction == "none":
-        return squared
-    return squared.mean() if reduction == "mean" else squared.sum()
+        return loss
+    return loss.mean() if reduction == "mean" else loss.sum()
+
+
+def pointwise_pair(name, input, target, warn_sizes=True, dtype=None):
+    """input and target of a regression loss, in their common dtype (as mse_loss); a ShapeError where
+    they do not broadcast, and PyTorch's warning where they broadcast but differ (a (N, 1) output
+    against a (N,) target gives an (N, N) loss: rarely what was meant)."""
+    tensor_argument(input, name)
+    tensor_argument(target, name, "target")
+    if broadcast_shape(input.shape, target.shape) is None:
+        raise ShapeError(f"{name}: the input's shape {list(input.shape)} and the target's shape "
+                         f"{list(target.shape)} do not broadcast together")
+    if warn_sizes and tuple(input.shape) != tuple(target.shape):
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                      "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
+                      "same size.", stacklevel=3)
+    shape = broadcast_shape(input.shape, target.shape)  # both expanded first, as PyTorch's broadcast_tensors
+    if dtype is False:  # the arithmetic's rule (kl_div, as PyTorch): a 0-d operand does not set the dtype
+        dtype = (target.dtype if input.ndim == 0 and target.ndim else input.dtype if target.ndim == 0 and input.ndim
+                 else dtypes.promote(input.dtype, target.dtype))
+    dtype = dtype or dtypes.promote(input.dtype, target.dtype)  # (huber_loss: the input's, as PyTorch)
+    return input.to(dtype).expand(shape), target.to(dtype).expand(shape)
+
+
+def weighted_loss(name, loss, weight, input_shape, reduction, mean_by_weight=True):
+    """Elementwise losses times `weight` (of the input's shape), reduced; the mean divides by the sum of
+    the weights (mse_loss, l1_loss) or by the number of elements (huber_loss), as in PyTorch."""
+    if weight is None:
+        return reduce_loss(loss, reduction)
+    tensor_argument(weight, name, "weight")
+    if tuple(weight.shape) != tuple(input_shape):
+        raise ValueError(f"{name}: the weight's shape {list(weight.shape)} must be the input's shape "
+                         f"{list(input_shape)}")
+    loss = loss * weight
+    if reduction == "mean" and mean_by_weight:
+        return loss.sum() / weight.sum()
+    return reduce_loss(loss, reduction)
+
+
+def same_shape_pair(name, input, target):
+    """input and target of a binary classification loss: tensors of one shape (PyTorch refuses others)."""
+    tensor_argument(input, name)
+    tensor_argument(target, name, "target")
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"{name}: the target's shape {list(target.shape)} must be the same as the input's shape "
+                         f"{list(input.shape)}")
+    if not input.dtype.is_floating_point or not target.dtype.is_floating_point:
+        raise TypeError(f"{name} needs floating point input and target, got {input.dtype} and {target.dtype}: "
+                        "use .float()")
+
+
+def check_broadcasts_to(name, what, t, input):
+    """A ShapeError unless the tensor `t` (a loss's weight) is None or broadcasts to the input's shape
+    (it scales the elementwise losses, so it must not make more of them)."""
+    if t is None:
+        return
+    tensor_argument(t, name, what)
+    if broadcast_shape(t.shape, input.shape) != tuple(input.shape):
+        raise ShapeError(f"{name}: the {what}'s shape {list(t.shape)} does not broadcast to the input's shape "
+                         f"{list(input.shape)}")
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """|input - target|, optionally times an elementwise weight (the mean is then sum(weight * loss) /
+    sum(weight)), reduced. Its slope at 0 is 0."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    shape = input.shape
+    input, target = pointwise_pair("l1_loss", input, target)
+    return weighted_loss("l1_loss", (input - target).abs(), weight, shape, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (d = input - target); l1 at beta = 0."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss does not support negative values for beta, got {beta}")
+    input, target = pointwise_pair("smooth_l1_loss", input, target)
+    diff = input - target
+    size = diff.abs()
+    if beta == 0:  # (the quadratic part would divide by 0)
+        return reduce_loss(size, reduction)
+    near = diff.clamp(-beta, beta)  # the quadratic part on clamped numbers: no inf * 0 in its unused gradient
+    return reduce_loss(where(size < beta, 0.5 * near * near / beta, size - 0.5 * beta), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere (d = input - target)."""
+    check_reduction(reduction)
+    if delta <= 0:
+        raise ValueError(f"huber_loss does not support non-positive values for delta, got {delta}")
+    shape = input.shape
+    input, target = pointwise_pair("huber_loss", input, target, dtype=input.dtype)
+    diff = input - target
+    size = diff.abs()
+    near = diff.clamp(-delta, delta)  # (as in smooth_l1_loss)
+    loss = where(size < delta, 0.5 * near * near, delta * (size - 0.5 * delta))
+    return weighted_loss("huber_loss", loss, weight, shape, reduction, mean_by_weight=False)
+
+
+class BinaryCrossEntropyOp(Op):
+    """-(y log x + (1 - y) log(1 - x)) elementwise, each log clamped at -100 (so x = 0 or 1 gives 100,
+    not inf), with PyTorch's gradients: (x - y) / max(x (1 - x), 1e-12) for x (finite where x is
+    0 or 1), and log(1 - x) - log(x) for y (not clamped: infinite where x is 0 or 1, as PyTorch's)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        xp = ctx.xp
+        log_x = xp.maximum(xp.log(x), -100.0)
+        log_1mx = xp.maximum(xp.log1p(-x), -100.0)
+        ctx.save_for_backward(x, y)
+        return -(y * log_x + (1 - y) * log_1mx)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        xp = ctx.xp
+        gx = grad * (x - y) / xp.maximum(x * (1 - x), BCE_EPSILON) if ctx.needs_input_grad[0] else None
+        gy = grad * (xp.log1p(-x) - xp.log(x)) if ctx.needs_input_grad[1] else None
+        return gx, gy
+
+
+BCE_EPSILON = float(np.float32(1e-12))  # PyTorch's bound, a float32 constant (so its bits in float64 too)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-weight (target log(input) + (1 - target) log(1 - input)) of probabilities `input` in [0, 1]."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    same_shape_pair("binary_cross_entropy", input, target)
+    if input.dtype is not target.dtype:
+        raise TypeError(f"binary_cross_entropy: the input is {input.dtype} but the target is {target.dtype}: "
+                        "convert one")
+    xp = backend.namespace(input.array)
+    if input.numel() and not bool(xp.all((input.array >= 0) & (input.array <= 1))):
+        raise ValueError("binary_cross_entropy: all elements of input should be between 0 and 1 (probabilities: "
+                         "apply sigmoid first, or use binary_cross_entropy_with_logits on the logits)")
+    if target.numel() and not bool(xp.all((target.array >= 0) & (target.array <= 1))):
+        raise ValueError("binary_cross_entropy: all elements of target should be between 0 and 1")
+    loss = BinaryCrossEntropyOp.apply(input, target)
+    check_broadcasts_to("binary_cross_entropy", "weight", weight, input)
+    return reduce_loss(loss if weight is None else loss * weight.to(input.dtype), reduction)  # (input's dtype)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    """binary_cross_entropy(sigmoid(input), target) computed from the logits without overflow:
+    (1 - t) x + (1 + (pos_weight - 1) t) log(1 + e^-x), times weight. pos_weight (one number per
+    class, the last dim) scales the positive targets' part."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    same_shape_pair("binary_cross_entropy_with_logits", input, target)
+    check_broadcasts_to("binary_cross_entropy_with_logits", "weight", weight, input)
+    check_broadcasts_to("binary_cross_entropy_with_logits", "pos_weight", pos_weight, input)
+    # computed in the target's dtype, as PyTorch does (whatever the input's and the weights' are)
+    input, weight, pos_weight = (None if t is None else t.to(target.dtype) for t in (input, weight, pos_weight))
+    minus_log_sigmoid = softplus(-input, 1.0, math.inf)  # log(1 + e^-x), stable for every x
+    if pos_weight is not None:
+        minus_log_sigmoid = minus_log_sigmoid * ((pos_weight - 1) * target + 1)
+    loss = (1 - target) * input + minus_log_sigmoid
+    return reduce_loss(loss if weight is None else loss * weight, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """KL(target || prediction) pointwise, with `input` the prediction's log-probabilities:
+    target (log(target) - input), 0 where target is 0 (or exp(target) (target - input) when the target
+    is given as log-probabilities, log_target=True). reduction='batchmean' divides the sum by the
+    batch size (dim 0): the true KL divergence per sample; 'mean' divides by the number of elements."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("mean", "sum", "none", "batchmean"):
+        raise ValueError(f"{reduction!r} is not a valid value for reduction: use 'mean', 'batchmean', 'sum' or "
+                         "'none'")
+    batch = input.shape[0] if input.ndim else None  # (before the broadcast)
+    input, target = pointwise_pair("kl_div", input, target, warn_sizes=False, dtype=False)
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size. "
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition. "
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      stacklevel=2)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:  # target log(target) is 0 at target = 0 (log of 1 there keeps its gradient finite too)
+        loss = target * target.masked_fill(target == 0, 1.0).log() - target * input
+    if reduction == "batchmean":
+        return loss.sum() if batch is None else loss.sum() / batch
+    return reduce_loss(loss, reduction)
 
 
 def one_hot(tensor, num_classes=-1):
@@ -957,6 +1336,63 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         bias = attn_mask
     context, _ = attention(query, key, value, blocked, bias, scale, dropout_p)
     return context
+
+
+# ---------------------------------------------------------------------------------------------
+# batch normalisation
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Normalise each channel (dim 1) of `input` (N, C, ...) over the batch and the other dims.
+
+    training=True: with the batch's mean and (biased) variance, and the running statistics, if given,
+    moved towards the batch's: running = (1 - momentum) * running + momentum * batch, with the
+    unbiased variance, as PyTorch. training=False: with the running statistics.
+    Built from tensor ops, so autograd derives the backward (through the batch statistics too).
+    """
+    tensor_argument(input, "batch_norm")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"batch_norm needs a floating point input, got {input.dtype}: use input.float()")
+    if input.ndim < 2:
+        raise ShapeError(f"batch_norm: the input needs a batch dim and a channel dim (N, C, ...), got shape "
+                         f"{list(input.shape)}")
+    channels = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and tuple(t.shape) != (channels,):
+            raise ShapeError(f"batch_norm: {name} should contain {channels} elements (one per channel of the "
+                             f"input's dim 1, input shape {list(input.shape)}), got shape {list(t.shape)}")
+        if t is not None and t.dtype is not input.dtype:
+            raise TypeError(f"batch_norm: the input is {input.dtype} but the {name} is {t.dtype}: all must share "
+                            f"one dtype (e.g. model.to({input.dtype}))")
+    stats_shape = (1, channels) + (1,) * (input.ndim - 2)  # broadcasts along dim 1
+    if training:
+        count = input.numel() // channels if channels else 0
+        if count <= 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input "
+                             f"size {list(input.shape)}")
+        dims = (0,) + tuple(range(2, input.ndim))
+        mean = input.mean(dims, keepdim=True)
+        var = input.var(dims, unbiased=False, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                if running_mean is not None:
+                    running_mean.copy_(momentum * mean.reshape(channels) + (1 - momentum) * running_mean)
+                if running_var is not None:
+                    unbiased = var.reshape(channels) * (count / (count - 1))
+                    running_var.copy_(momentum * unbiased + (1 - momentum) * running_var)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var are needed when training=False "
+                             "(or normalise with the batch's statistics: training=True)")
+        mean, var = running_mean.reshape(stats_shape), running_var.reshape(stats_shape)
+    out = (input - mean) / (var + eps).sqrt()
+    if weight is not None:
+        out = out * weight.reshape(stats_shape)
+    if bias is not None:
+        out = out + bias.reshape(stats_shape)
+    return out
+
 
 # a PyTorch name this module lacks says so (tinyattn/missing.py)
 from .. import missing as _missing  # noqa: E402

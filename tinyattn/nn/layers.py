@@ -1,8 +1,10 @@
-"""The basic layers: Linear, Embedding, Dropout, LayerNorm and the activations."""
+"""The basic layers: Linear, Embedding, Dropout, LayerNorm, Flatten and the activations."""
 
 import math
 
 from .. import functions
+from ..autograd import no_grad
+from ..errors import ShapeError
 from . import functional as F
 from . import init
 from .module import Module, Parameter
@@ -24,13 +26,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        # PyTorch's choice: Kaiming-uniform with a = sqrt(5), i.e. U(-1/sqrt(in), 1/sqrt(in)),
-        # drawn for the weight first, then the bias, so seeded layers get PyTorch's numbers
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init.fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init.layer_default_(self.weight, self.bias)  # PyTorch's: U(-1/sqrt(in), 1/sqrt(in)), weight then bias
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
@@ -40,24 +36,56 @@ class Linear(Module):
 
 
 class Embedding(Module):
-    """A lookup table: row i of `weight` is the vector of token id i. Initialised N(0, 1)."""
+    """A lookup table: row i of `weight` is the vector of token id i. Initialised N(0, 1).
 
-    def __init__(self, num_embeddings, embedding_dim, device=None, dtype=None):
+    padding_idx: the id of a padding token, whose row starts at zeros and gets no gradient (a negative
+    one counts from the end, as in PyTorch).
+    """
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
         super().__init__()
         _check_sizes(self, num_embeddings=num_embeddings, embedding_dim=embedding_dim)
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse=True are not supported")
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        self.weight = Parameter(functions.empty(num_embeddings, embedding_dim, device=device, dtype=dtype))
-        self.reset_parameters()
+        self.padding_idx = None if padding_idx is None else F.check_padding_idx(padding_idx, num_embeddings)
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if _weight is None:
+            self.weight = Parameter(functions.empty(num_embeddings, embedding_dim, device=device, dtype=dtype))
+            self.reset_parameters()
+        else:  # from_pretrained: the given table itself (its padding row is left as it is, as in PyTorch)
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise ValueError(f"Embedding: the weight's shape {list(_weight.shape)} does not match "
+                                 f"num_embeddings, embedding_dim = {num_embeddings}, {embedding_dim}")
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self):
         init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input):
-        return F.embedding(input, self.weight)
+        return F.embedding(input, self.weight, self.padding_idx)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, sparse=False):
+        """An Embedding whose weight is `embeddings` (2-D, shared, not copied); frozen unless freeze=False."""
+        F.tensor_argument(embeddings, "Embedding.from_pretrained", "embeddings")
+        if embeddings.ndim != 2:
+            raise ValueError(f"Embedding.from_pretrained: the embeddings are expected to be 2-dimensional "
+                             f"(num_embeddings, embedding_dim), got shape {list(embeddings.shape)}")
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse, _weight=embeddings,
+                   _freeze=freeze)
 
     def extra_repr(self):
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        return f"{self.num_embeddings}, {self.embedding_dim}" + (
+            f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
 
 
 class Dropout(Module):
@@ -198,44 +226,87 @@ class Softmax(Module):
         return f"dim={self.dim}"
 
 
+class GLU(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.log_softmax(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Flatten(Module):
+    """Dims start_dim..end_dim merged into one; by default all but the batch dim: (N, *) -> (N, prod(*))."""
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, input):
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Dim `dim` split into `unflattened_size` (its product must be that dim's size; one -1 is inferred)."""
+
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        if isinstance(dim, str):
+            raise NotImplementedError("Unflatten: named dims are not supported: give dim as an integer")
+        if not isinstance(unflattened_size, (tuple, list)) or not all(
+                isinstance(n, int) and not isinstance(n, bool) for n in unflattened_size):
+            raise TypeError(f"Unflatten: unflattened_size must be a tuple of ints, got {unflattened_size!r}")
+        self.dim = dim
+        self.unflattened_size = tuple(unflattened_size)
+
+    def forward(self, input):
+        ndim = input.ndim
+        if ndim == 0:
+            raise IndexError("Unflatten: the input is 0-d (one number), it has no dim to split")
+        if not -max(ndim, 1) <= self.dim < max(ndim, 1):
+            raise IndexError(f"Unflatten: dim {self.dim} is out of range for an input of shape {list(input.shape)} "
+                             f"(expected to be in range of [{-max(ndim, 1)}, {max(ndim, 1) - 1}])")
+        dim = self.dim % max(ndim, 1)
+        sizes = self.unflattened_size
+        n = input.shape[dim] if ndim else 1
+        known = math.prod(s for s in sizes if s != -1)
+        if not sizes or sizes.count(-1) > 1 or any(s < -1 for s in sizes) or (
+                -1 not in sizes and known != n) or (-1 in sizes and (known == 0 or n % known)):
+            raise ShapeError(f"Unflatten: sizes {list(sizes)} do not multiply to the size {n} of dim {self.dim} "
+                             f"(input shape {list(input.shape)})")
+        if -1 in sizes:  # inferred here (reshape cannot infer it where there are no elements)
+            sizes = tuple(n // known if s == -1 else s for s in sizes)
+        return input.reshape(tuple(input.shape[:dim]) + sizes + tuple(input.shape[dim + 1:]))
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
 class Identity(Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
 
     def forward(self, input):
         return input
-
-
-def _check_legacy_arguments(size_average, reduce):
-    if size_average is not None or reduce is not None:
-        raise ValueError("size_average and reduce are PyTorch's deprecated arguments: give reduction='mean', "
-                         "'sum' or 'none' instead")
-
-
-class CrossEntropyLoss(Module):
-    """PyTorch's arguments in PyTorch's order; class weights and label smoothing are not supported."""
-
-    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
-                 label_smoothing=0.0):
-        super().__init__()
-        _check_legacy_arguments(size_average, reduce)
-        if weight is not None or label_smoothing:
-            raise NotImplementedError("CrossEntropyLoss: class weights and label smoothing are not supported")
-        self.ignore_index = ignore_index
-        self.reduction = reduction
-
-    def forward(self, input, target):
-        return F.cross_entropy(input, target, ignore_index=self.ignore_index, reduction=self.reduction)
-
-
-class MSELoss(Module):
-    def __init__(self, size_average=None, reduce=None, reduction="mean"):
-        super().__init__()
-        _check_legacy_arguments(size_average, reduce)
-        self.reduction = reduction
-
-    def forward(self, input, target):
-        return F.mse_loss(input, target, self.reduction)
 
 
 def _check_sizes(layer, **sizes):

@@ -41,6 +41,97 @@ class Parameter(Tensor):
         return copy
 
 
+class _ModuleHook:
+    """One registered module hook and its options (compared by identity, so removing one of two
+    registrations of the same function removes that one)."""
+
+    __slots__ = ("function", "with_kwargs", "always_call")
+
+    def __init__(self, function, with_kwargs=False, always_call=False):
+        self.function, self.with_kwargs, self.always_call = function, with_kwargs, always_call
+
+
+class _IdentityWithHook(autograd.Function):
+    """The identity on some tensors, whose backward hands their gradients to `on_grads` (which may
+    replace them): how a full backward hook sees the gradients of a module's inputs and outputs."""
+
+    takes_arrays = True
+
+    @staticmethod
+    def forward(ctx, on_grads, *arrays):
+        ctx.on_grads = on_grads
+        ctx.set_materialize_grads(False)
+        return tuple(a[...] for a in arrays)  # views: new tensors of the same memory, recorded in the graph
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None, *ctx.on_grads(grads))
+
+
+class _BackwardHookState:
+    """The full backward hooks of one call of a module: the inputs and outputs are passed through
+    _IdentityWithHook; the outputs' gradients are kept, and the hooks run on the inputs' gradients
+    (or, when no input needs a gradient, as soon as the outputs' gradients are there)."""
+
+    def __init__(self, module, hooks, args):
+        self.module, self.hooks = module, hooks
+        self.count = len(args)
+        self.input_places = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+        self.grad_output = None
+
+    def wrap_inputs(self, args):
+        if not self.input_places or not autograd.is_grad_enabled():
+            return args
+        wrapped = _IdentityWithHook.apply(self.on_input_grads, *(args[i] for i in self.input_places))
+        args = list(args)
+        for place, tensor in zip(self.input_places, wrapped if isinstance(wrapped, tuple) else (wrapped,)):
+            args[place] = tensor
+        return tuple(args)
+
+    def wrap_outputs(self, output):
+        single = isinstance(output, Tensor)
+        outputs = (output,) if single else output
+        if not isinstance(outputs, tuple) or not autograd.is_grad_enabled():
+            return output
+        places = [i for i, o in enumerate(outputs) if isinstance(o, Tensor) and o.requires_grad]
+        if not places:
+            return output
+        self.output_count = len(outputs)
+        self.output_places = places
+        wrapped = _IdentityWithHook.apply(self.on_output_grads, *(outputs[i] for i in places))
+        outputs = list(outputs)
+        for place, tensor in zip(places, wrapped if isinstance(wrapped, tuple) else (wrapped,)):
+            outputs[place] = tensor
+        return outputs[0] if single else tuple(outputs)
+
+    def on_output_grads(self, grads):
+        full = [None] * self.output_count
+        for place, g in zip(self.output_places, grads):
+            full[place] = None if g is None else Tensor._wrap(g)
+        self.grad_output = tuple(full)
+        if not self.input_places:  # nothing upstream to wait for: the hooks run now, on no input gradients
+            self.run_hooks((None,) * self.count)
+        return grads
+
+    def on_input_grads(self, grads):
+        full = [None] * self.count
+        for place, g in zip(self.input_places, grads):
+            full[place] = None if g is None else Tensor._wrap(g)
+        full = self.run_hooks(tuple(full))
+        return tuple(None if full[place] is None else full[place].array for place in self.input_places)
+
+    def run_hooks(self, grad_input):
+        for entry in self.hooks:
+            result = entry.function(self.module, grad_input, self.grad_output or ())
+            if result is not None:
+                result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                if len(result) != len(grad_input):
+                    raise RuntimeError(f"a backward hook returned {len(result)} gradients, but the module has "
+                                       f"{len(grad_input)} inputs")
+                grad_input = result
+        return grad_input
+
+
 class Module:
     """Base class of every layer: subclass it, assign layers and Parameters in __init__, write forward."""
 
@@ -167,6 +258,11 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
+        if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks:
+            return self._call_with_hooks(args, kwargs)
+        return self._run_forward(args, kwargs)
+
+    def _run_forward(self, args, kwargs):
         if autograd.observers:  # a trace is recording: tell it which module is running
             watching = autograd.observers_here()
             for observer in watching:
@@ -177,6 +273,81 @@ class Module:
                 for observer in watching:
                     observer.on_module_exit(self)
         return self.forward(*args, **kwargs)
+
+    # --- hooks: functions called around forward (and backward), as PyTorch's ---
+    # Kept in lists on the instance (created on first use); the class-level empty tuples make the
+    # check in __call__ cheap for the modules that have none.
+
+    _forward_pre_hooks = _forward_hooks = _backward_hooks = ()
+
+    def _add_hook(self, registry, hook, prepend, **options):
+        if not callable(hook):
+            raise TypeError(f"a hook must be callable, got {type(hook).__name__}")
+        if registry not in self.__dict__:
+            object.__setattr__(self, registry, [])
+        hooks = self.__dict__[registry]
+        entry = _ModuleHook(hook, **options)
+        hooks.insert(0, entry) if prepend else hooks.append(entry)
+        return autograd.RemovableHandle(hooks, entry)
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """Call hook(module, args) before each forward (hook(module, args, kwargs) with_kwargs=True).
+
+        A hook that returns something other than None replaces the positional arguments (a single
+        value counts as a 1-tuple), or, with_kwargs, returns (args, kwargs). Returns a handle:
+        handle.remove() takes the hook away. prepend=True runs it before the hooks already there.
+        """
+        return self._add_hook("_forward_pre_hooks", hook, prepend, with_kwargs=with_kwargs)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """Call hook(module, args, output) after each forward (hook(module, args, kwargs, output)
+        with_kwargs=True); a hook that returns something other than None replaces the output.
+        always_call=True: called even when forward raised (with output None; the error goes on)."""
+        return self._add_hook("_forward_hooks", hook, prepend, with_kwargs=with_kwargs, always_call=always_call)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """Call hook(module, grad_input, grad_output) when the gradients of the module's inputs are
+        computed: grad_input holds one gradient per positional argument (None for one that is not a
+        tensor needing grad), grad_output one per tensor output. A hook that returns a tuple replaces
+        grad_input. Called once all the output gradients have arrived."""
+        return self._add_hook("_backward_hooks", hook, prepend)
+
+    def _call_with_hooks(self, args, kwargs):
+        for entry in tuple(self._forward_pre_hooks):
+            if entry.with_kwargs:
+                result = entry.function(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError("a forward pre-hook with with_kwargs=True must return None or a tuple "
+                                           f"(new_args, new_kwargs), got {type(result).__name__}")
+                    args, kwargs = result
+            else:
+                result = entry.function(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        backward_hooks = tuple(self._backward_hooks)
+        if backward_hooks:
+            watch = _BackwardHookState(self, backward_hooks, args)
+            args = watch.wrap_inputs(args)
+        try:
+            output = self._run_forward(args, kwargs)
+        except Exception:
+            for entry in tuple(self._forward_hooks):
+                if entry.always_call:
+                    try:
+                        entry.function(self, args, kwargs, None) if entry.with_kwargs else entry.function(self, args,
+                                                                                                          None)
+                    except Exception:
+                        pass  # the forward's error is the one to see
+            raise
+        for entry in tuple(self._forward_hooks):
+            result = (entry.function(self, args, kwargs, output) if entry.with_kwargs
+                      else entry.function(self, args, output))
+            if result is not None:
+                output = result
+        if backward_hooks:
+            output = watch.wrap_outputs(output)
+        return output
 
     def train(self, mode=True):
         for module in self.modules():
