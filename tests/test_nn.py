@@ -582,9 +582,10 @@ def test_softmax_and_cross_entropy_are_stable_at_large_logits():
     np.testing.assert_allclose(loss.item(), (1e4 + math.log(3)) / 2, rtol=1e-6)
 
 
-def test_softmax_needs_dim():
-    with pytest.raises(TypeError, match="dim"):
-        F.softmax(tinyattn.ones(3))
+def test_softmax_without_dim_warns_and_takes_pytorchs_implicit_dim():
+    with pytest.warns(UserWarning, match="dim=X"):
+        out = F.softmax(tinyattn.ones(3))
+    np.testing.assert_allclose(out.numpy(), np.full(3, 1 / 3), rtol=1e-6)
 
 
 def numpy_cross_entropy(logits, target, ignore_index=-100):

@@ -396,15 +396,23 @@ def sigmoid(input):
     return input.sigmoid()
 
 
+def implicit_softmax_dim(name, ndim):
+    """The dim PyTorch's deprecated `softmax(x)` without dim= picks, with its warning: 0 for 0-, 1- and
+    3-dim inputs, else 1 (older code, such as some seq2seq tutorials, still relies on it)."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
+                  "dim=X as an argument.", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
 def softmax(input, dim=None, dtype=None):
     if dim is None:
-        raise TypeError("softmax needs dim= (e.g. dim=-1): PyTorch's implicit choice is deprecated")
+        dim = implicit_softmax_dim("softmax", input.ndim)
     return (input if dtype is None else input.to(dtype)).softmax(dim)
 
 
 def log_softmax(input, dim=None, dtype=None):
     if dim is None:
-        raise TypeError("log_softmax needs dim= (e.g. dim=-1)")
+        dim = implicit_softmax_dim("log_softmax", input.ndim)
     return (input if dtype is None else input.to(dtype)).log_softmax(dim)
 
 
