@@ -481,6 +481,21 @@ def sum_along(x, axis, keepdims=False):
     return xp.sum(x, axis=axis, keepdims=keepdims)
 
 
+def mean_along(x, axis, count, keepdims=False):
+    """`xp.mean(x, axis=axis, keepdims=keepdims)` for a tuple of axes over `count` elements.
+
+    For a NumPy float32 or float64 array it takes the steps `np.mean` takes (a sum in the array's
+    dtype, then a division by the count as an `intp`, rounded back to the dtype), without its
+    wrappers, which cost more than the sum of a small array: the same bits, a few µs sooner.
+    """
+    if type(x) is np.ndarray and x.dtype.kind == "f" and x.dtype.itemsize >= 4 and count:
+        total = np.add.reduce(x, axis=axis, keepdims=keepdims)
+        if type(total) is np.ndarray:
+            return np.true_divide(total, np.intp(count), out=total, casting="unsafe")
+        return total.dtype.type(total / np.intp(count))
+    return namespace(x).mean(x, axis=axis, keepdims=keepdims)
+
+
 def matmul(a, b):
     """`a @ b`, with the right operand of a batch of small products laid out row by row first.
 
