@@ -806,6 +806,8 @@ class Tensor:
     # --- reductions ---
 
     def sum(self, dim=None, keepdim=False, dtype=None):
+        if dtype is None and _numpy_float(self):  # the common case, told without looking up the dtype
+            return ops.Sum.apply(self, _all_dims_if_empty(dim), keepdim)
         _check_differentiable_dtype(self, dtype, "sum")
         x = self if dtype is None else self.to(dtype)
         if x.dtype is dtypes.bool_:
@@ -816,6 +818,8 @@ class Tensor:
         return total
 
     def mean(self, dim=None, keepdim=False, dtype=None):
+        if dtype is None and _numpy_float(self):
+            return ops.Mean.apply(self, _all_dims_if_empty(dim), keepdim)
         x = self if dtype is None else self.to(dtype)
         if not x.dtype.is_floating_point:
             raise TypeError(
@@ -1841,7 +1845,14 @@ def _check_floating(x, name):
 
 def _floating(x):
     """Integer inputs of exp, log, softmax ... become float32 first, as in PyTorch."""
-    return x if x.dtype.is_floating_point else x.to(dtypes.default_float)
+    return x if _numpy_float(x) or x.dtype.is_floating_point else x.to(dtypes.default_float)
+
+
+def _numpy_float(x):
+    """Whether x holds a NumPy array of a float dtype: the common case, told from the array itself
+    (no lookup of the tinyattn dtype)."""
+    array = x.array
+    return type(array) is np.ndarray and array.dtype.kind == "f"
 
 
 def _scaled_sum(input, product, inner, beta, alpha, name):
