@@ -294,8 +294,16 @@ class Function:
             node.sequence = next(_sequence)
             node.edges = tuple([_edge_to(a) if need else None for a, need in zip(args, needs)])
             node.input_meta = tuple(metas)
-            node.output_meta = tuple([(a.shape, a.dtype) for a in out_arrays])
-            outputs = [Tensor._wrap(a, _is_float(a), node, i) for i, a in enumerate(out_arrays)]
+            if single:  # (most ops: one output, without the loops)
+                out = out_arrays[0]
+                node.output_meta = ((out.shape, out.dtype),)
+                outputs = [Tensor._wrap(out, _is_float(out), node, 0)]
+            else:
+                node.output_meta = tuple([(a.shape, a.dtype) for a in out_arrays])
+                outputs = [Tensor._wrap(a, _is_float(a), node, i) for i, a in enumerate(out_arrays)]
+        elif single:
+            node.saved = ()
+            outputs = [Tensor._wrap(out_arrays[0])]
         else:
             node.saved = ()
             outputs = [Tensor._wrap(a) for a in out_arrays]
