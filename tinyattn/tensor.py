@@ -1098,6 +1098,10 @@ class Tensor:
     # --- indexing and masking ---
 
     def __getitem__(self, key):
+        if type(self.array) is np.ndarray:
+            simple = _simple_key(key, self.array.shape)
+            if simple is not None:  # x[3], x[k, j], C[ix]: a view, its dims in the order both libraries agree on
+                return ops.Index.apply(self, simple)
         key = _array_key(key, self)
         order = _pytorch_order(key, self.ndim)
         result = ops.Index.apply(self, key)  # basic keys give a view: it shares self's version counter
