@@ -382,10 +382,14 @@ def _edge_to(tensor):
 def _saved_versions(saved, inputs, outputs):
     """For each saved item that is an input's or output's data, that tensor's version counter now."""
     versions = []
+    candidates = inputs + outputs  # (two short lists: one list is quicker to walk than a chain of them)
     for item in saved:
-        for t in itertools.chain(inputs, outputs):
+        if item is None:  # (what an op keeps in place of a gradient it need not compute)
+            continue
+        for t in candidates:
             if item is t or item is t.array:
-                versions.append((t._version, t._version[0], t.array.shape))
+                counter = t._version
+                versions.append((counter, counter[0], t.array.shape))
                 break
     return tuple(versions)
 
