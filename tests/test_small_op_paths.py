@@ -1,5 +1,5 @@
 """The direct paths for small ops (in place without a graph, simple index keys, the mean of a NumPy float array)
-versions and the errors of the general path.
+give the bits, the versions and the errors of the general path.
 
 The in-place direct paths step aside while an observer (the tracer, anomaly detection) watches the
 ops, so running the same program with a silent observer gives the general path to compare with.
