@@ -1,5 +1,5 @@
-"""The direct paths for small ops (in place without a graph, simple index keys) give the bits, the
-versions and the errors of the general path.
+"""The direct paths for small ops (in place without a graph, simple index keys, the mean of a NumPy float array)
+give the bits, the versions and the errors of the general path.
 
 The in-place direct paths step aside while an observer (the tracer, anomaly detection) watches the
 ops, so running the same program with a silent observer gives the general path to compare with.
@@ -128,3 +128,22 @@ def test_a_leaf_that_requires_grad_is_still_refused_in_place_outside_no_grad():
         p += 1.0
     with pytest.raises(tinyattn.errors.BackwardError):
         p[0] = 1.0
+
+
+@given(
+    hnp.arrays(st.sampled_from([np.float32, np.float64]), hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=5),
+               elements=st.floats(-1e4, 1e4, width=32)),
+    st.data(), st.booleans(), st.booleans(),
+)
+def test_mean_is_numpys_mean_bit_for_bit(values, data, keepdim, transposed):
+    """backend.mean_along takes np.mean's steps without its wrappers: the same type, dtype, shape and bits."""
+    from tinyattn import backend
+
+    x = values.T if transposed else values  # a non-contiguous layout too
+    axes = tuple(sorted(data.draw(st.sets(st.integers(0, max(x.ndim - 1, 0)), max_size=x.ndim)))) or tuple(range(x.ndim))
+    count = int(np.prod([x.shape[a] for a in axes]))
+    expected = np.mean(x, axis=axes, keepdims=keepdim)
+    got = backend.mean_along(x, axes, count, keepdim)
+    assert type(got) is type(expected) and got.dtype == expected.dtype and np.shape(got) == np.shape(expected)
+    assert np.asarray(got).tobytes() == np.asarray(expected).tobytes()
+    assert tinyattn.tensor(x).mean(axes or None, keepdim=keepdim).numpy().tobytes() == np.asarray(expected).tobytes()

@@ -294,8 +294,16 @@ class Function:
             node.sequence = next(_sequence)
             node.edges = tuple([_edge_to(a) if need else None for a, need in zip(args, needs)])
             node.input_meta = tuple(metas)
-            node.output_meta = tuple([(a.shape, a.dtype) for a in out_arrays])
-            outputs = [Tensor._wrap(a, _is_float(a), node, i) for i, a in enumerate(out_arrays)]
+            if single:  # (most ops: one output, without the loops)
+                out = out_arrays[0]
+                node.output_meta = ((out.shape, out.dtype),)
+                outputs = [Tensor._wrap(out, _is_float(out), node, 0)]
+            else:
+                node.output_meta = tuple([(a.shape, a.dtype) for a in out_arrays])
+                outputs = [Tensor._wrap(a, _is_float(a), node, i) for i, a in enumerate(out_arrays)]
+        elif single:
+            node.saved = ()
+            outputs = [Tensor._wrap(out_arrays[0])]
         else:
             node.saved = ()
             outputs = [Tensor._wrap(a) for a in out_arrays]
@@ -374,10 +382,14 @@ def _edge_to(tensor):
 def _saved_versions(saved, inputs, outputs):
     """For each saved item that is an input's or output's data, that tensor's version counter now."""
     versions = []
+    candidates = inputs + outputs  # (two short lists: one list is quicker to walk than a chain of them)
     for item in saved:
-        for t in itertools.chain(inputs, outputs):
+        if item is None:  # (what an op keeps in place of a gradient it need not compute)
+            continue
+        for t in candidates:
             if item is t or item is t.array:
-                versions.append((t._version, t._version[0], t.array.shape))
+                counter = t._version
+                versions.append((counter, counter[0], t.array.shape))
                 break
     return tuple(versions)
 

@@ -465,6 +465,8 @@ def sum_along(x, axis, keepdims=False):
     and sums over leading axes (a bias's gradient) row after row. BLAS does both as a product with a
     vector of ones, 3-5x faster. Rows longer than 4096 keep NumPy's more accurate pairwise sum.
     """
+    if type(x) is np.ndarray and x.size < BLAS_SUM_MIN_SIZE and x.dtype.kind == "f":  # a small array: at once
+        return np.add.reduce(x, axis=axis, keepdims=keepdims)  # what np.sum calls, without its wrappers
     xp = namespace(x)
     fast = (xp is numpy_xp and x.size >= BLAS_SUM_MIN_SIZE and x.dtype in (np.float32, np.float64)
             and x.flags.c_contiguous)  # (the size first: a small array is told at once)
@@ -479,6 +481,21 @@ def sum_along(x, axis, keepdims=False):
     if type(x) is np.ndarray and x.dtype.kind == "f":
         return np.add.reduce(x, axis=axis, keepdims=keepdims)  # what np.sum calls, without its wrappers
     return xp.sum(x, axis=axis, keepdims=keepdims)
+
+
+def mean_along(x, axis, count, keepdims=False):
+    """`xp.mean(x, axis=axis, keepdims=keepdims)` for a tuple of axes over `count` elements.
+
+    For a NumPy float32 or float64 array it takes the steps `np.mean` takes (a sum in the array's
+    dtype, then a division by the count as an `intp`, rounded back to the dtype), without its
+    wrappers, which cost more than the sum of a small array: the same bits, a few µs sooner.
+    """
+    if type(x) is np.ndarray and x.dtype.kind == "f" and x.dtype.itemsize >= 4 and count:
+        total = np.add.reduce(x, axis=axis, keepdims=keepdims)
+        if type(total) is np.ndarray:
+            return np.true_divide(total, np.intp(count), out=total, casting="unsafe")
+        return total.dtype.type(total / np.intp(count))
+    return namespace(x).mean(x, axis=axis, keepdims=keepdims)
 
 
 def matmul(a, b):

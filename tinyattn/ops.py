@@ -495,7 +495,7 @@ class Mean(Op):
         axes = normalize_dims(dim, x.ndim)
         ctx.in_shape, ctx.axes = x.shape, axes
         ctx.count = math.prod(x.shape[a] for a in axes)
-        return ctx.xp.mean(x, axis=axes, keepdims=keepdim)
+        return backend.mean_along(x, axes, ctx.count, keepdim)
 
     @staticmethod
     def backward(ctx, grad):

@@ -906,6 +906,8 @@ class Tensor:
     def sum(self, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("sum", dim, keepdim, axis, keepdims)
+        if dtype is None and _numpy_float(self):  # the common case, told without looking up the dtype
+            return ops.Sum.apply(self, _all_dims_if_empty(dim), keepdim)
         _check_differentiable_dtype(self, dtype, "sum")
         x = self if dtype is None else self.to(dtype)
         if x.dtype is not dtypes.int64 and dtypes.sums_as_int64(x.dtype):
@@ -918,6 +920,8 @@ class Tensor:
     def mean(self, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("mean", dim, keepdim, axis, keepdims)
+        if dtype is None and _numpy_float(self):
+            return ops.Mean.apply(self, _all_dims_if_empty(dim), keepdim)
         x = self if dtype is None else self.to(dtype)
         if not x.dtype.is_floating_point:
             raise TypeError(
@@ -1246,6 +1250,10 @@ class Tensor:
     # --- indexing and masking ---
 
     def __getitem__(self, key):
+        if type(self.array) is np.ndarray:
+            simple = _simple_key(key, self.array.shape)
+            if simple is not None:  # x[3], x[k, j], C[ix]: a view, its dims in the order both libraries agree on
+                return ops.Index.apply(self, simple)
         key = _array_key(key, self)
         order = _pytorch_order(key, self.ndim)
         result = ops.Index.apply(self, key)  # basic keys give a view: it shares self's version counter
@@ -2024,7 +2032,14 @@ def _check_floating(x, name):
 
 def _floating(x):
     """Integer inputs of exp, log, softmax ... become float32 first, as in PyTorch."""
-    return x if x.dtype.is_floating_point else x.to(dtypes.default_float)
+    return x if _numpy_float(x) or x.dtype.is_floating_point else x.to(dtypes.default_float)
+
+
+def _numpy_float(x):
+    """Whether x holds a NumPy array of a float dtype: the common case, told from the array itself
+    (no lookup of the tinyattn dtype)."""
+    array = x.array
+    return type(array) is np.ndarray and array.dtype.kind == "f"
 
 
 def _scaled_sum(input, product, inner, beta, alpha, name):
