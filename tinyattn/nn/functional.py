@@ -396,7 +396,7 @@ def sigmoid(input):
     return input.sigmoid()
 
 
-def implicit_softmax_dim(name, ndim):
+def _implicit_softmax_dim(name, ndim):
     """The dim PyTorch's deprecated `softmax(x)` without dim= picks, with its warning: 0 for 0-, 1- and
     3-dim inputs, else 1 (older code, such as some seq2seq tutorials, still relies on it)."""
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
@@ -406,13 +406,13 @@ def implicit_softmax_dim(name, ndim):
 
 def softmax(input, dim=None, dtype=None):
     if dim is None:
-        dim = implicit_softmax_dim("softmax", input.ndim)
+        dim = _implicit_softmax_dim("softmax", input.ndim)
     return (input if dtype is None else input.to(dtype)).softmax(dim)
 
 
 def log_softmax(input, dim=None, dtype=None):
     if dim is None:
-        dim = implicit_softmax_dim("log_softmax", input.ndim)
+        dim = _implicit_softmax_dim("log_softmax", input.ndim)
     return (input if dtype is None else input.to(dtype)).log_softmax(dim)
 
 
