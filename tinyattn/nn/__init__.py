@@ -29,5 +29,12 @@ from .layers import (
 )
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .multihead_attention import MultiheadAttention
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from . import utils  # noqa: E402  (clip_grad_norm_)
 from . import parallel  # noqa: E402  (DataParallel; DistributedDataParallel, which one process cannot run)
