@@ -1061,6 +1061,56 @@ def mha_quirks(seed, options, query, key, value, mask=OMIT, need_weights=OMIT):
     return "keys of no elements" if key.values.size == 0 else None
 
 
+def transformer_sequence(of=None):
+    """src or tgt for the nn.Transformer entries, d_model 4: (L, N, 4), N the batch of drawn[of] if given
+    (dim 1, or dim 0 with batch_first; the layers' options are drawn[1])."""
+
+    def shape(data, drawn):
+        batch_first = drawn[1]["batch_first"]
+        length = data.draw(st.integers(1, 3), label="length")
+        if of is None:
+            batch = data.draw(st.integers(1, 2), label="batch")
+        else:
+            batch = drawn[of].shape[0 if batch_first else 1]
+        return (batch, length, 4) if batch_first else (length, batch, 4)
+
+    return T(("float32",), shape=shape, specials=False)
+
+
+def transformer_module(kind):
+    """nn.KIND built at a seed (a stack of two layers, or a Transformer of one and two), run at another
+    seed (dropout's masks) on the drawn sequences."""
+
+    def call(L, seed, options, *inputs):
+        L.manual_seed(seed)
+        if kind == "Transformer":
+            layer = L.nn.Transformer(d_model=4, num_encoder_layers=1, num_decoder_layers=2, **options)
+        elif kind in ("TransformerEncoder", "TransformerDecoder"):
+            block = getattr(L.nn, kind + "Layer")(4, **options)
+            layer = getattr(L.nn, kind)(block, 2, L.nn.LayerNorm(4))
+        else:
+            layer = getattr(L.nn, kind)(4, **options)
+        L.leaves.extend(p for _, p in layer.named_parameters())
+        L.manual_seed(seed + 1)
+        return layer(*inputs)
+
+    return call
+
+
+def rows_of_equal_features(seed, options, *sequences):
+    """A position whose features (nearly) all equal: a LayerNorm there divides rounding noise by
+    sqrt(eps), so PyTorch's answer is noise too (it sums the mean in another order)."""
+    if any(np.ptp(s.values, axis=-1).min(initial=1.0) < 1e-2 for s in sequences):
+        return "a position whose features are all equal, which LayerNorm turns into rounding noise"
+    return None
+
+
+TRANSFORMER_OPTIONS = st.fixed_dictionaries({
+    "nhead": st.sampled_from([1, 2]), "dim_feedforward": st.integers(1, 3), "dropout": st.sampled_from([0.0, 0.5]),
+    "activation": st.sampled_from(["relu", "gelu"]), "batch_first": st.booleans(), "norm_first": st.booleans(),
+    "bias": st.booleans()})
+
+
 SEEDS = st.integers(0, 2**32 - 1)
 BETA = number(("int", "float"))
 X = T()  # any dtype, any shape (0-d and 0-size included)
@@ -1395,6 +1445,11 @@ TABLE = [
            mha_shape("query"), mha_shape("key"), mha_shape("value"),
            Kw("key_padding_mask", maybe(key_padding_mask)), Kw("need_weights", maybe(st.booleans()))),
           quirk=mha_quirks),
+    *[Entry(f"nn.{kind}", f"nn.{kind}", transformer_module(kind),
+            (SEEDS, TRANSFORMER_OPTIONS, transformer_sequence(), *([transformer_sequence(of=2)] if two else [])),
+            quirk=rows_of_equal_features)
+      for kind, two in (("TransformerEncoderLayer", False), ("TransformerEncoder", False),
+                        ("TransformerDecoderLayer", True), ("TransformerDecoder", True), ("Transformer", True))],
     Entry("nn.Sequential", "nn.Sequential", sequential, (SEEDS, st.integers(1, 3), T(FLOATS, shape=(2, 3)))),
     # (no inf and NaN in the attention modules' inputs: the fused attention and the book's chain of ops
     # spread a NaN to different places of the gradients)

@@ -59,6 +59,15 @@ def _relu_or_gelu(activation):
     return 0
 
 
+def _dropout_sequence_first(dropout, x, batch_first):
+    """dropout(x) for an attention output, with PyTorch's mask. PyTorch's MultiheadAttention computes
+    sequence first and returns a batch-first result as a transposed view of an (L, N, E) array; its
+    dropout draws the mask in that memory order. Drawing it for x.transpose(0, 1) gives the same mask."""
+    if batch_first and x.ndim == 3 and dropout.training and dropout.p > 0:
+        return dropout(x.transpose(0, 1)).transpose(0, 1)
+    return dropout(x)
+
+
 def _check_sizes(d_model, nhead):
     if d_model <= 0 or nhead <= 0:
         raise ValueError(f"d_model and nhead must be greater than 0, got d_model={d_model} and nhead={nhead}")
@@ -142,7 +151,7 @@ class TransformerEncoderLayer(Module):
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
                            is_causal=is_causal)[0]
-        return self.dropout1(x)
+        return _dropout_sequence_first(self.dropout1, x, self.self_attn.batch_first)
 
     def _ff_block(self, x):
         x = self.linear2(self.dropout(self.activation(self.linear1(x))))
@@ -200,12 +209,12 @@ class TransformerDecoderLayer(Module):
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
                            need_weights=False)[0]
-        return self.dropout1(x)
+        return _dropout_sequence_first(self.dropout1, x, self.self_attn.batch_first)
 
     def _mha_block(self, x, memory, attn_mask, key_padding_mask, is_causal):
         x = self.multihead_attn(x, memory, memory, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                                 is_causal=is_causal, need_weights=False)[0]
-        return self.dropout2(x)
+        return _dropout_sequence_first(self.dropout2, x, self.multihead_attn.batch_first)
 
     def _ff_block(self, x):
         x = self.linear2(self.dropout(self.activation(self.linear1(x))))
