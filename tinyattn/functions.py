@@ -471,6 +471,10 @@ def split(tensor, split_size_or_sections, dim=0):
     return tensor.split(split_size_or_sections, dim)
 
 
+def narrow(input, dim, start, length):
+    return input.narrow(dim, start, length)
+
+
 def chunk(input, chunks, dim=0):
     return input.chunk(chunks, dim)
 

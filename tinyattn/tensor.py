@@ -1043,10 +1043,14 @@ class Tensor:
         )
         return expanded.reshape(tuple(r * n for r, n in zip(sizes, x.shape)))
 
-    def split(self, split_size_or_sections, dim=0):
+    def split(self, split_size, dim=0):
+        """Pieces of split_size along dim (the last one shorter), or of the sizes in a list; views.
+        (The keyword is `split_size` here, as Tensor.split spells it; torch.split's is
+        `split_size_or_sections`.)"""
         _check_not_0d(self, "split")
         axis = _dim(dim, self.ndim)
         length = self.array.shape[axis]
+        split_size_or_sections = split_size
         if isinstance(split_size_or_sections, int):
             size = split_size_or_sections
             if size < 0 or size == 0 and length:
@@ -1063,6 +1067,24 @@ class Tensor:
             pieces.append(self[(slice(None),) * axis + (slice(start, start + size),)])
             start += size
         return tuple(pieces)
+
+    def narrow(self, dim, start, length):
+        """The `length` elements from `start` along dim, as a view (x[..., start:start + length, ...]);
+        a negative start counts from the end."""
+        _check_not_0d(self, "narrow")
+        axis = _dim(dim, self.ndim)
+        size = self.array.shape[axis]
+        start, length = int(start), int(length)
+        if not -size <= start <= size:
+            raise IndexError(f"narrow: start {start} is out of range for dim {dim} of size {size} "
+                             f"(shape {list(self.shape)})")
+        start = start + size if start < 0 else start
+        if length < 0:
+            raise ValueError(f"narrow: length must be non-negative, got {length}")
+        if start + length > size:
+            raise ShapeError(f"narrow: start ({start}) + length ({length}) exceeds dimension size ({size}) "
+                             f"of dim {dim} (shape {list(self.shape)})")
+        return self[(slice(None),) * axis + (slice(start, start + length),)]
 
     def chunk(self, chunks, dim=0):
         if chunks <= 0:
