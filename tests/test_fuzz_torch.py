@@ -1168,6 +1168,8 @@ TABLE = [
     # `//` and `%` record no gradient in tinyattn (README: Differences from PyTorch)
     *[method(f"__{op}__", T(coarse=True), one_of(T(like=0, coarse=True), number(coarse=True)), grad=False)
       for op in ("floordiv", "mod", "rfloordiv", "rmod")],
+    # fmod, unlike `%`, is differentiable: 1 for the dividend, -trunc(a / b) for the divisor, as in PyTorch
+    *both("fmod", T(coarse=True), one_of(T(like=0, coarse=True), number(coarse=True))),
     method("__neg__", X), method("__pos__", X), method("__abs__", X), method("__invert__", X),
     # --- in place ---
     *[inplace(f"__i{op}__", X, one_of(Y, NUMBER)) for op in ("add", "sub", "mul", "truediv", "and", "or", "xor")],
@@ -1227,6 +1229,8 @@ TABLE = [
     method("repeat", X, size_list(low=0, high=2)),
     *both("split", X, one_of(st.integers(-1, 3), st.lists(st.integers(0, 3), max_size=3)), Kw("dim", maybe(DIM))),
     *both("chunk", X, st.integers(-1, 4), Kw("dim", maybe(DIM))),
+    method("split", X, Kw("split_size", st.integers(1, 3)), Kw("dim", maybe(DIM)), id="split(split_size=)"),
+    *both("narrow", X, dim(), st.integers(-4, 4), st.integers(-1, 3)),
     *both("unbind", X, Kw("dim", maybe(DIM))),
     *both("tril", X, Kw("diagonal", maybe(st.integers(-3, 3)))),
     *both("triu", X, Kw("diagonal", maybe(st.integers(-3, 3)))),
@@ -1493,6 +1497,8 @@ NOT_FUZZED = {
                     "autograd itself: every entry runs backward; hooks are in tests/test_autograd.py"),
     **dict.fromkeys(["Tensor.__repr__", "Tensor.__str__"], "printing: tests/test_printing.py against PyTorch's"),
     "Tensor.__hash__": "identity, as in PyTorch",
+    "Tensor.data_ptr": "a memory address, which differs between the libraries: tests/test_pytorch_leftovers.py",
+    "nn.DataParallel": "nn.parallel.DataParallel, which runs its module as it is: tests/test_pytorch_leftovers.py",
     "Tensor.__array_ufunc__": "None: it makes NumPy hand `np.float64(2) * t` to the tensor",
     "Tensor.__rmatmul__": "reached only from a non-tensor left operand, which matmul refuses; `@` is __matmul__",
     **dict.fromkeys(["F.check_dropout_p", "F.check_reduction", "F.class_rows", "F.dropout_mask"],

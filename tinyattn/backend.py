@@ -625,6 +625,28 @@ def reshape_view(array, shape):
         return None
 
 
+def data_pointer(array):
+    """The address of the array's first element: CuPy's device pointer, or NumPy's (under
+    array_api_strict, that of the NumPy array it wraps)."""
+    if is_cupy_array(array):
+        return int(array.data.ptr)
+    array = getattr(array, "_array", array)
+    return int(array.__array_interface__["data"][0])
+
+
+def fmod(xp, a, b):
+    """C's fmod: a - trunc(a / b) * b, exactly, the result with a's sign. The Array API standard has only
+    `remainder` (the result with b's sign), from which fmod follows by one correction."""
+    if hasattr(xp, "fmod"):
+        return xp.fmod(a, b)
+    result = xp.remainder(a, b)
+    wrong_sign = (result != 0) & ((result < 0) != (a < 0))
+    result = xp.where(wrong_sign, result - b, result)
+    if is_float(result):  # a zero takes the dividend's sign
+        result = xp.where(result == 0, xp.copysign(result, xp.asarray(a, dtype=result.dtype)), result)
+    return result
+
+
 def _polynomial_fit(f, lo, hi, degree):
     """Coefficients (lowest power first) of a polynomial in t that is `f` at lo + (hi - lo) (t + 1) / 2.
 

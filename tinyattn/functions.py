@@ -367,6 +367,10 @@ def clamp(input, min=None, max=None):
 clip = clamp
 
 
+def fmod(input, other):
+    return input.fmod(other)
+
+
 def maximum(input, other):
     return input.maximum(other)
 

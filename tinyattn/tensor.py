@@ -246,6 +246,11 @@ class Tensor:
     def element_size(self):
         return self.dtype.itemsize
 
+    def data_ptr(self):
+        """The address of the tensor's first element (an int): equal for tensors that start at the same
+        memory, as views of one another do; x[1:].data_ptr() is x.data_ptr() + x.element_size()."""
+        return backend.data_pointer(self.array)
+
     @property
     def requires_grad(self):
         return self._requires_grad
@@ -802,6 +807,10 @@ class Tensor:
 
     def minimum(self, other):
         return _binary(ops.Minimum, self, other)
+
+    def fmod(self, other):
+        """The remainder of self / other with self's sign (C's fmod): fmod(-5, 3) = -2 where -5 % 3 = 1."""
+        return _binary(ops.Fmod, self, other)
 
     # --- reductions ---
 

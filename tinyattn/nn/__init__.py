@@ -38,3 +38,4 @@ from .transformer import (
 )
 from . import utils  # noqa: E402  (clip_grad_norm_)
 from . import parallel  # noqa: E402  (DataParallel; DistributedDataParallel, which one process cannot run)
+from .parallel import DataParallel  # noqa: E402  (nn.DataParallel, as PyTorch exports it)
