@@ -47,6 +47,7 @@ from . import optim  # noqa: E402
 from . import utils  # noqa: E402  (tinyattn.utils.data: Dataset, DataLoader)
 # names that PyTorch programs use and a CPU engine only accepts, each module documented as such
 from . import amp, backends, cuda, distributed  # noqa: E402
+from . import distributions  # noqa: E402  (Categorical)
 from .amp import autocast, is_autocast_enabled  # noqa: E402
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 from .compiler import compile  # noqa: E402
