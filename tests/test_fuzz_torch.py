@@ -1194,6 +1194,56 @@ def conv1d_module_quirks(seed, options, x):
     return "empty input" if 0 in x.shape else None
 
 
+def transformer_sequence(of=None):
+    """src or tgt for the nn.Transformer entries, d_model 4: (L, N, 4), N the batch of drawn[of] if given
+    (dim 1, or dim 0 with batch_first; the layers' options are drawn[1])."""
+
+    def shape(data, drawn):
+        batch_first = drawn[1]["batch_first"]
+        length = data.draw(st.integers(1, 3), label="length")
+        if of is None:
+            batch = data.draw(st.integers(1, 2), label="batch")
+        else:
+            batch = drawn[of].shape[0 if batch_first else 1]
+        return (batch, length, 4) if batch_first else (length, batch, 4)
+
+    return T(("float32",), shape=shape, specials=False)
+
+
+def transformer_module(kind):
+    """nn.KIND built at a seed (a stack of two layers, or a Transformer of one and two), run at another
+    seed (dropout's masks) on the drawn sequences."""
+
+    def call(L, seed, options, *inputs):
+        L.manual_seed(seed)
+        if kind == "Transformer":
+            layer = L.nn.Transformer(d_model=4, num_encoder_layers=1, num_decoder_layers=2, **options)
+        elif kind in ("TransformerEncoder", "TransformerDecoder"):
+            block = getattr(L.nn, kind + "Layer")(4, **options)
+            layer = getattr(L.nn, kind)(block, 2, L.nn.LayerNorm(4))
+        else:
+            layer = getattr(L.nn, kind)(4, **options)
+        L.leaves.extend(p for _, p in layer.named_parameters())
+        L.manual_seed(seed + 1)
+        return layer(*inputs)
+
+    return call
+
+
+def rows_of_equal_features(seed, options, *sequences):
+    """A position whose features (nearly) all equal: a LayerNorm there divides rounding noise by
+    sqrt(eps), so PyTorch's answer is noise too (it sums the mean in another order)."""
+    if any(np.ptp(s.values, axis=-1).min(initial=1.0) < 1e-2 for s in sequences):
+        return "a position whose features are all equal, which LayerNorm turns into rounding noise"
+    return None
+
+
+TRANSFORMER_OPTIONS = st.fixed_dictionaries({
+    "nhead": st.sampled_from([1, 2]), "dim_feedforward": st.integers(1, 3), "dropout": st.sampled_from([0.0, 0.5]),
+    "activation": st.sampled_from(["relu", "gelu"]), "batch_first": st.booleans(), "norm_first": st.booleans(),
+    "bias": st.booleans()})
+
+
 SEEDS = st.integers(0, 2**32 - 1)
 BETA = number(("int", "float"))
 X = T()  # any dtype, any shape (0-d and 0-size included)
@@ -1239,7 +1289,6 @@ TABLE = [
     function("clip", X, Kw("min", maybe(NUMBER)), Kw("max", maybe(NUMBER))),
     method("clip", X, Kw("min", maybe(NUMBER)), Kw("max", maybe(NUMBER))),
     *both("maximum", X, Y),
-    *both("fmod", X, one_of(Y, NUMBER)),
     *both("minimum", X, Y),
     *both("isnan", X), *both("isinf", X), *both("isfinite", X),
     method("logical_not", X),
@@ -1252,6 +1301,8 @@ TABLE = [
     # `//` and `%` record no gradient in tinyattn (README: Differences from PyTorch)
     *[method(f"__{op}__", T(coarse=True), one_of(T(like=0, coarse=True), number(coarse=True)), grad=False)
       for op in ("floordiv", "mod", "rfloordiv", "rmod")],
+    # fmod, unlike `%`, is differentiable: 1 for the dividend, -trunc(a / b) for the divisor, as in PyTorch
+    *both("fmod", T(coarse=True), one_of(T(like=0, coarse=True), number(coarse=True))),
     method("__neg__", X), method("__pos__", X), method("__abs__", X), method("__invert__", X),
     # --- in place ---
     *[inplace(f"__i{op}__", X, one_of(Y, NUMBER)) for op in ("add", "sub", "mul", "truediv", "and", "or", "xor")],
@@ -1312,6 +1363,7 @@ TABLE = [
     *both("split", X, one_of(st.integers(-1, 3), st.lists(st.integers(0, 3), max_size=3)), Kw("dim", maybe(DIM))),
     *both("chunk", X, st.integers(-1, 4), Kw("dim", maybe(DIM))),
     *both("narrow", X, DIM, one_of(st.integers(-4, 4), T(("int64",), shape=())), st.integers(-1, 4)),
+    method("split", X, Kw("split_size", st.integers(1, 3)), Kw("dim", maybe(DIM)), id="split(split_size=)"),
     *both("unbind", X, Kw("dim", maybe(DIM))),
     *both("tril", X, Kw("diagonal", maybe(st.integers(-3, 3)))),
     *both("triu", X, Kw("diagonal", maybe(st.integers(-3, 3)))),
@@ -1635,6 +1687,11 @@ TABLE = [
              T(FLOATS, shape=module_input("input_size")))
       for name, extra in (("RNNCell", {"nonlinearity": st.sampled_from(["tanh", "relu"])}), ("GRUCell", {}),
                           ("LSTMCell", {}))],
+    *[Entry(f"nn.{kind}", f"nn.{kind}", transformer_module(kind),
+            (SEEDS, TRANSFORMER_OPTIONS, transformer_sequence(), *([transformer_sequence(of=2)] if two else [])),
+            quirk=rows_of_equal_features)
+      for kind, two in (("TransformerEncoderLayer", False), ("TransformerEncoder", False),
+                        ("TransformerDecoderLayer", True), ("TransformerDecoder", True), ("Transformer", True))],
     Entry("nn.Sequential", "nn.Sequential", sequential, (SEEDS, st.integers(1, 3), T(FLOATS, shape=(2, 3)))),
     # (no inf and NaN in the attention modules' inputs: the fused attention and the book's chain of ops
     # spread a NaN to different places of the gradients)
@@ -1680,6 +1737,7 @@ NOT_FUZZED = {
     "Tensor.__getattr__": "only reached for a name Tensor lacks; its error message: tests/test_missing_names.py",
     "Tensor.__hash__": "identity, as in PyTorch",
     "Tensor.data_ptr": "a memory address, not comparable across libraries: tests/test_accelerator_and_data_ptr.py",
+    "nn.DataParallel": "nn.parallel.DataParallel, which runs its module as it is: tests/test_pytorch_leftovers.py",
     "Tensor.__array_ufunc__": "None: it makes NumPy hand `np.float64(2) * t` to the tensor",
     "Tensor.__rmatmul__": "reached only from a non-tensor left operand, which matmul refuses; `@` is __matmul__",
     **dict.fromkeys(["F.check_dropout_p", "F.check_reduction", "F.class_rows", "F.dropout_mask"],

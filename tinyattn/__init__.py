@@ -52,6 +52,7 @@ from . import utils  # noqa: E402  (tinyattn.utils.data: Dataset, DataLoader)
 # names that PyTorch programs use and a CPU engine only accepts, each module documented as such
 from . import accelerator, amp, backends, cuda, distributed  # noqa: E402
 from . import multiprocessing  # noqa: E402  (Python's multiprocessing, as torch.multiprocessing)
+from . import distributions  # noqa: E402  (Categorical)
 from .amp import autocast, is_autocast_enabled  # noqa: E402
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 from .compiler import compile  # noqa: E402

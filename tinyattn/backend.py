@@ -606,25 +606,6 @@ def shares_elements(array):
     return any(stride == 0 and n > 1 for stride, n in zip(inner.strides, inner.shape))
 
 
-@quiet_float_errors
-def fmod(a, b):
-    """C's fmod (the remainder of a / b truncated toward zero, with a's sign), which the Array API lacks."""
-    xp = namespace(a if hasattr(a, "dtype") else b)
-    if xp is numpy_xp or xp is _ns.cuda:
-        return xp.fmod(a, b)
-    host = np.fmod(*(to_host(v) if hasattr(v, "dtype") else v for v in (a, b)))  # array_api_strict
-    return from_host(host, device_of(a if hasattr(a, "dtype") else b))
-
-
-def data_pointer(array):
-    """The address of the array's first element (a tensor's data_ptr()): equal for arrays sharing memory."""
-    xp = namespace(array)
-    if xp is _ns.cuda:
-        return array.data.ptr
-    inner = array if xp is numpy_xp else array._array  # array_api_strict's NumPy array
-    return inner.__array_interface__["data"][0]
-
-
 def is_read_only(array):
     """Whether NumPy refuses writes to `array`: a view into an expand()ed array is read-only there."""
     xp = namespace(array)
@@ -661,6 +642,28 @@ def reshape_view(array, shape):
         return xp.reshape(array, shape, copy=False)
     except (ValueError, AttributeError):
         return None
+
+
+def data_pointer(array):
+    """The address of the array's first element: CuPy's device pointer, or NumPy's (under
+    array_api_strict, that of the NumPy array it wraps)."""
+    if is_cupy_array(array):
+        return int(array.data.ptr)
+    array = getattr(array, "_array", array)
+    return int(array.__array_interface__["data"][0])
+
+
+def fmod(xp, a, b):
+    """C's fmod: a - trunc(a / b) * b, exactly, the result with a's sign. The Array API standard has only
+    `remainder` (the result with b's sign), from which fmod follows by one correction."""
+    if hasattr(xp, "fmod"):
+        return xp.fmod(a, b)
+    result = xp.remainder(a, b)
+    wrong_sign = (result != 0) & ((result < 0) != (a < 0))
+    result = xp.where(wrong_sign, result - b, result)
+    if is_float(result):  # a zero takes the dividend's sign
+        result = xp.where(result == 0, xp.copysign(result, xp.asarray(a, dtype=result.dtype)), result)
+    return result
 
 
 def _polynomial_fit(f, lo, hi, degree):

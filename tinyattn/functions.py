@@ -371,6 +371,10 @@ def clamp(input, min=None, max=None):
 clip = clamp
 
 
+def fmod(input, other):
+    return input.fmod(other)
+
+
 def maximum(input, other):
     return input.maximum(other)
 
@@ -822,10 +826,6 @@ def _sublist_equation(args):
 
 
 # sorting, selecting, scattering
-
-def fmod(input, other):
-    return input.fmod(other)
-
 
 def result_type(tensor1, tensor2):
     """The dtype of an arithmetic op between these two (tensors or Python numbers), by PyTorch's promotion."""

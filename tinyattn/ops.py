@@ -153,6 +153,31 @@ class Div(Op):
         return ga, gb
 
 
+class Fmod(Op):
+    """a - trunc(a / b) * b, the remainder with the dividend's sign (C's fmod; `%` is Python's, the
+    divisor's sign). d/da = 1; d/db = -trunc(a / b), as PyTorch has it (both are piecewise constant)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        if all(isinstance(x, bool) or getattr(x, "dtype", None) == ctx.xp.bool for x in (a, b)):
+            raise TypeError("fmod is not implemented for bool tensors (PyTorch neither): convert them first, "
+                            "e.g. x.long()")
+        nonempty = all(x.size for x in (a, b) if hasattr(x, "size"))  # an empty result divides nothing
+        if _is_integer(a) and _is_integer(b) and nonempty and bool(ctx.xp.any(ctx.xp.asarray(b) == 0)):
+            raise ZeroDivisionError("integer fmod by zero: the divisor holds a 0 (PyTorch raises too); mask the "
+                                    "zeros out first, or use floats (x.float()) to get nan")
+        ctx.shapes = shape_of(a), shape_of(b)
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[1] else None)
+        return backend.fmod(ctx.xp, a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        ga = unbroadcast(ctx.xp, grad, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(ctx.xp, -grad * ctx.xp.trunc(a / b), ctx.shapes[1]) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
 def _is_integer(x):
     """An integer (or bool) array or Python number."""
     return not backend.is_float(x) if hasattr(x, "dtype") else not isinstance(x, float)
@@ -383,23 +408,6 @@ class Maximum(Op):
         ga, gb = tie_shares(xp, grad, a, b, a < b, a > b)
         ga = unbroadcast(xp, ga, shape_of(a)) if ctx.needs_input_grad[0] else None
         gb = unbroadcast(xp, gb, shape_of(b)) if ctx.needs_input_grad[1] else None
-        return ga, gb
-
-
-class Fmod(Op):
-    """C's fmod: a - trunc(a / b) * b, with a's sign. d/da = 1, d/db = -trunc(a / b), as PyTorch has them."""
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return backend.fmod(a, b)
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        xp = ctx.xp
-        ga = unbroadcast(xp, grad, shape_of(a)) if ctx.needs_input_grad[0] else None
-        gb = unbroadcast(xp, -grad * xp.trunc(a / b), shape_of(b)) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 

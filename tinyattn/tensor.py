@@ -298,6 +298,11 @@ class Tensor:
     def element_size(self):
         return self.dtype.itemsize
 
+    def data_ptr(self):
+        """The address of the tensor's first element (an int): equal for tensors that start at the same
+        memory, as views of one another do; x[1:].data_ptr() is x.data_ptr() + x.element_size()."""
+        return backend.data_pointer(self.array)
+
     @property
     def requires_grad(self):
         return self._requires_grad
@@ -431,10 +436,6 @@ class Tensor:
         if kwargs.get("copy") and result is self:
             result = self.clone()
         return result
-
-    def data_ptr(self):
-        """The memory address of the first element: two tensors sharing their numbers have the same one."""
-        return backend.data_pointer(self.array)
 
     def pin_memory(self):
         """PyTorch pins host memory for faster copies to a GPU. tinyattn has no pinned memory (CuPy
@@ -1177,10 +1178,14 @@ class Tensor:
         )
         return expanded.reshape(tuple(r * n for r, n in zip(sizes, x.shape)))
 
-    def split(self, split_size_or_sections, dim=0):
+    def split(self, split_size, dim=0):
+        """Pieces of split_size along dim (the last one shorter), or of the sizes in a list; views.
+        (The keyword is `split_size` here, as Tensor.split spells it; torch.split's is
+        `split_size_or_sections`.)"""
         _check_not_0d(self, "split")
         axis = _dim(dim, self.ndim)
         length = self.array.shape[axis]
+        split_size_or_sections = split_size
         if isinstance(split_size_or_sections, int):
             size = split_size_or_sections
             if size < 0 or size == 0 and length:

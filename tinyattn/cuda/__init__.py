@@ -50,10 +50,15 @@ def current_device():
 
 
 def set_device(device):
-    """Make GPU `device` (an int, 'cuda:1' or a tinyattn.device) the current one: CuPy's Device(i).use()."""
-    if not isinstance(device, int) and backend.Device(device).type != "cuda":
-        raise ValueError(f"Expected a cuda device, but got: {device}")
-    _cupy("tinyattn.cuda.set_device()").cuda.Device(_index(device)).use()
+    """Make `device` (an int, 'cuda:1' or a tinyattn.device) the current GPU. A negative index does
+    nothing, as in PyTorch; without a GPU any other raises a DeviceError (PyTorch's CPU build raises too)."""
+    if isinstance(device, str) or hasattr(device, "type"):
+        kind = device.split(":")[0] if isinstance(device, str) else device.type
+        if kind != "cuda":
+            raise ValueError(f"Expected a cuda device, but got: {device}")
+    index = device if isinstance(device, int) else backend.Device(device).index
+    if index is None or index >= 0:
+        _cupy("tinyattn.cuda.set_device()").cuda.Device(index or 0).use()
 
 
 def synchronize(device=None):

@@ -45,8 +45,16 @@ from .normalization import BatchNorm1d, BatchNorm2d
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .multihead_attention import MultiheadAttention
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from . import utils  # noqa: E402  (clip_grad_norm_)
 from . import parallel  # noqa: E402  (DataParallel; DistributedDataParallel, which one process cannot run)
+from .parallel import DataParallel  # noqa: E402  (nn.DataParallel, as PyTorch exports it)
 
 # a PyTorch name this module lacks says so (tinyattn/missing.py)
 from .. import missing as _missing  # noqa: E402
