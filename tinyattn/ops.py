@@ -159,13 +159,7 @@ class Fmod(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        if all(isinstance(x, bool) or getattr(x, "dtype", None) == ctx.xp.bool for x in (a, b)):
-            raise TypeError("fmod is not implemented for bool tensors (PyTorch neither): convert them first, "
-                            "e.g. x.long()")
-        nonempty = all(x.size for x in (a, b) if hasattr(x, "size"))  # an empty result divides nothing
-        if _is_integer(a) and _is_integer(b) and nonempty and bool(ctx.xp.any(ctx.xp.asarray(b) == 0)):
-            raise ZeroDivisionError("integer fmod by zero: the divisor holds a 0 (PyTorch raises too); mask the "
-                                    "zeros out first, or use floats (x.float()) to get nan")
+        # (bools and an integer divisor of 0 are refused before, by Tensor.fmod, as for // and %)
         ctx.shapes = shape_of(a), shape_of(b)
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[1] else None)
         return backend.fmod(ctx.xp, a, b)
