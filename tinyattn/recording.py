@@ -1,0 +1,990 @@
+"""`tinyattn.replayed(step)`: run a training step's array calls again without the Python around them.
+
+A learner's loop runs the same small step 200,000 times, and on tensors of a few thousand numbers
+most of an op's time is Python: checking the arguments, promoting dtypes, building the tensor and its
+graph node. `replayed` records the step once as the list of array calls it made and from then on
+makes only those calls:
+
+    step = tinyattn.replayed(step)      # or @tinyattn.replayed above `def step():`
+    for i in range(200000):
+        loss = step()
+
+Call 1 runs the step as usual and records it. Call 2 runs it as usual again and also replays the
+recording on copies of everything it touched, then compares the two bit for bit: the returned
+tensors, every tensor and `.grad` the step read or wrote, and the random number generator. Only if
+all of them agree do calls 3, 4, ... replay. Whatever the recorder cannot repeat (listed below) makes
+the step run as usual from then on, with one warning that says why; `strict=True` raises instead.
+
+What a replay repeats: the ops on tensors (forward and backward, through the engine's own backward
+pass), in-place writes (`p.data += -lr * p.grad`, `x[i] += v`), `p.grad = None`, and the random and
+creation functions called through the `tinyattn` namespace (`tinyattn.randint`, `tinyattn.zeros_like`,
+`F.one_hot`...), which draw new numbers each time. Tensors that existed before the step (parameters,
+the dataset) are read afresh on every call.
+
+What it cannot repeat, and refuses:
+- reading a tensor's value into Python inside the step (`.item()`, `if loss > 2:`, `print(x)`, an
+  index that is a 0-d tensor): the Python that follows would not run again;
+- keeping a tensor the step made after it returns (`self.out = x`, appending to a list): a replay
+  makes no tensors, so that one would keep its first value; return it instead;
+- hooks, custom `autograd.Function`s, `autograd.grad`, an explicit `generator=`, GPU arrays.
+
+What it cannot see, so the step must not do it: Python work that does not touch tensors (a counter,
+a learning rate read from a changing variable) runs during the two recorded calls only; its values
+stay as they were then. The step's arguments are the way in: a call with other Python values or
+tensor shapes as arguments records the step again.
+"""
+
+import gc
+import threading
+import warnings
+import weakref
+
+import numpy as np
+
+from . import autograd, backend, functions, ops, random
+from .autograd import Function, Node
+from .nn import functional as F
+from .tensor import _INPLACE_UFUNCS, Tensor
+
+__all__ = ["ReplayError", "Replayed", "replayed"]
+
+
+class ReplayError(RuntimeError):
+    """A step that `replayed` cannot record or replay (raised with strict=True; a warning otherwise)."""
+
+
+# the functions whose calls a replay makes again (they make new tensors without an op: random draws,
+# zeros, one-hot codes); they are found by name in these namespaces while a step is recorded
+_FACTORIES = {
+    functions: ("randint", "randn", "rand", "randperm", "randn_like", "rand_like",
+                "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
+                "arange", "linspace", "eye", "tensor"),
+    F: ("one_hot",),
+}
+# the Tensor methods that hand a tensor's values to Python
+_TO_PYTHON = ("item", "tolist", "numpy", "__array__", "__bool__", "__int__", "__float__", "__index__",
+              "__repr__", "__str__", "__format__")
+
+_patch_lock = threading.Lock()  # one recording at a time patches the Tensor class
+
+
+def replayed(step=None, *, strict=False):
+    """Wrap `step` (a function that runs one training step) so that from its third call on it replays
+    the array calls it recorded. Used bare or as a decorator: `@replayed` or `@replayed(strict=True)`."""
+    if step is None:
+        return lambda fn: Replayed(fn, strict=strict)
+    return Replayed(step, strict=strict)
+
+
+class Replayed:
+    """A step with its recording. `state` says what the next call does: "record", "check", "replay",
+    or "eager" (the step runs as usual; `reason` says why)."""
+
+    def __init__(self, step, strict=False):
+        if not callable(step):
+            raise TypeError(f"replayed() takes a function that runs one step, got {type(step).__name__}")
+        self.step, self.strict = step, strict
+        self.state, self.reason = "record", None
+        self._program, self._guard, self._records = None, None, 0
+
+    def __repr__(self):
+        why = f": {self.reason}" if self.reason else ""
+        return f"<replayed {getattr(self.step, '__name__', 'step')} ({self.state}{why})>"
+
+    def __call__(self, *args):
+        if self.state == "eager":
+            return self.step(*args)
+        guard = _guard_of(args)
+        if guard is None:
+            return self._give_up("its arguments must be tensors or Python numbers, strings, None", args)
+        if guard != self._guard:  # other shapes or Python values than recorded: record again
+            self.state, self._guard, self._program = "record", guard, None
+        if self.state == "replay":
+            if self._program.externals_unchanged():
+                return self._program.run(args)
+            self.state = "record"  # a tensor it reads was given a new shape or dtype: record again
+        if self.state == "record":
+            return self._record(args)
+        return self._check(args)
+
+    def _record(self, args):
+        self._records += 1
+        if self._records > 8:
+            return self._give_up("it was recorded 8 times (its arguments' shapes or Python values keep "
+                                 "changing): each new one records the step again", args)
+        recorder = _Recorder(args)
+        result = recorder.run(self.step)
+        if recorder.refusal:
+            self._give_up(recorder.refusal)
+        else:
+            self._program, self.state = recorder.program(result), "check"
+        return result
+
+    def _check(self, args):
+        """Run the step as usual and its recording on copies of what it touches; replay from now on
+        only if both give the same bits."""
+        program = self._program
+        before = program.snapshot(args)
+        recorder = _Recorder(args)  # the second call is watched too: its refusals count as well
+        result = recorder.run(self.step)
+        if recorder.refusal:
+            self._give_up(recorder.refusal)
+            return result
+        if not program.same_steps(recorder.program(result)):
+            self._give_up("its second call did other work than its first (an `if` or a loop that "
+                          "depends on something outside the step)")
+            return result
+        after = random.get_rng_state()
+        random.set_rng_state(before.rng)
+        try:
+            replayed_result = program.run(before.args, externals=before.externals)
+            difference = program.difference(args, before, result, replayed_result, after)
+        except Exception as error:  # noqa: BLE001  (any failure of the replay means: do not replay)
+            difference = f"its replay failed: {type(error).__name__}: {error}"
+        finally:
+            random.set_rng_state(after)
+        if difference:
+            self._give_up(f"the replay of its second call did not give the same bits as running it: {difference}")
+        else:
+            self.state = "replay"
+        return result
+
+    def _give_up(self, reason, args=None):
+        self.state, self.reason, self._program = "eager", reason, None
+        message = f"replayed({getattr(self.step, '__name__', 'step')}) runs it as usual from now on: {reason}"
+        if self.strict:
+            raise ReplayError(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        return None if args is None else self.step(*args)
+
+
+_PYTHON_VALUES = (int, float, bool, str, type(None))
+
+
+def _guard_of(args):
+    """What must stay the same for a recording to hold: each tensor argument's shape and dtype, and
+    every other argument's value (None if an argument is neither a tensor nor a plain Python value)."""
+    parts = []
+    for a in args:
+        if isinstance(a, Tensor):
+            parts.append(("tensor", a.array.shape, a.array.dtype, type(a.array)))
+        elif type(a) in _PYTHON_VALUES:
+            parts.append(("value", type(a), a))
+        else:
+            return None
+    return tuple(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# recording: one eager call, watched
+
+
+class _Refused(Exception):
+    """Raised inside a watched call to stop recording; the call itself goes on."""
+
+
+class _Recorder:
+    """Watches one call of the step and writes down its array calls.
+
+    Every array the step works with gets a slot number: the step's tensor arguments, the tensors that
+    existed before the call (externals), the outputs of ops and factories, gradients after a backward,
+    constants in an op's arguments. An event reads and writes slots.
+    """
+
+    def __init__(self, args):
+        self.thread = threading.get_ident()
+        self.args = args
+        self.refusal = None
+        self.events = []
+        self.slot_of = {}  # id(array) -> slot
+        self.arrays = []  # slot -> array (kept alive, so that the ids in slot_of stay theirs)
+        self.kinds = []  # slot -> ("arg", i) | ("external", i) | ("made",) | ("const",)
+        self.externals, self.external_index = [], {}  # tensors from before the call, id -> index
+        self.new_tensors = set()  # ids of the tensors made during the call
+        self.made = []  # weak references to the tensors the step made itself
+        self.node_index = {}  # node -> index of its op event
+        self.producer = {}  # slot -> the op event that made it
+        self.index_values = []  # (position in the key, slot, value) of the ints the next index takes from tensors
+        self.depth = 0  # > 0 inside a factory or a backward pass: their own inner work is not the step's
+        self.graph_nodes = []  # (op event index, node) for nodes with a graph, to read retain_grad from
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor):
+                self._new_slot(a.array, ("arg", i))
+
+    # --- the watched call ---
+
+    def run(self, step):
+        if not _patch_lock.acquire(blocking=False):
+            self.refuse("another step is being recorded at the same time (in this thread or another)")
+            return step(*self.args)
+        try:
+            with _Watch(self):
+                result = step(*self.args)
+        finally:
+            _patch_lock.release()
+        if self.refusal is None:
+            self._check_result(result)
+        if self.refusal is None:
+            self._check_nothing_kept(result)
+        return result
+
+    def refuse(self, reason):
+        if self.refusal is None:
+            self.refusal = reason
+
+    def watching(self):
+        return self.refusal is None and self.depth == 0 and threading.get_ident() == self.thread
+
+    # --- slots ---
+
+    def _new_slot(self, array, kind):
+        slot = len(self.arrays)
+        self.slot_of[id(array)] = slot
+        self.arrays.append(array)
+        self.kinds.append(kind)
+        return slot
+
+    def slot_of_tensor(self, tensor, what):
+        slot = self.slot_of.get(id(tensor.array))
+        if slot is not None:
+            return slot
+        if id(tensor) in self.new_tensors:
+            raise _Refused(f"{what} is a tensor made by a function it cannot repeat (shape "
+                           f"{list(tensor.shape)}); make it with a tinyattn function, outside the step, or pass it in")
+        return self._new_slot(tensor.array, ("external", self.external(tensor)))
+
+    def external(self, tensor):
+        index = self.external_index.get(id(tensor))
+        if index is None:
+            if type(tensor.array) is not np.ndarray:
+                raise _Refused("it works on GPU arrays: replays are made for NumPy arrays")
+            index = self.external_index[id(tensor)] = len(self.externals)
+            self.externals.append(tensor)
+        return index
+
+    def template(self, value, what):
+        """An argument as the replay will build it: slots for tensors and their arrays, constants else."""
+        if isinstance(value, Tensor):
+            return ("slot", self.slot_of_tensor(value, what))
+        if hasattr(value, "__cuda_array_interface__"):
+            raise _Refused("it works on GPU arrays: replays are made for NumPy arrays")
+        if type(value) is np.ndarray:
+            slot = self.slot_of.get(id(value))
+            return ("const", value) if slot is None else ("array", slot)
+        if isinstance(value, (tuple, list)):
+            parts = [self.template(v, what) for v in value]
+            if all(p[0] == "const" for p in parts):
+                return ("const", value)
+            return ("tuple" if isinstance(value, tuple) else "list", parts)
+        if isinstance(value, random.Generator):
+            raise _Refused("it passes an explicit generator=: a replay draws from the default generator only")
+        if callable(value) and not isinstance(value, type):
+            raise _Refused(f"{what} gets a function ({getattr(value, '__name__', value)!r}) it would call again")
+        return ("const", value)
+
+    # --- what the watch reports ---
+
+    def on_forward(self, node, args, outputs):
+        if not self.watching():
+            return
+        function = node.function
+        try:
+            if not function.takes_arrays:
+                raise _Refused(f"it calls the custom autograd.Function {function.__name__}, whose forward "
+                               "is Python on tensors")
+            if node.hooks:
+                raise _Refused("a tensor it makes has a hook (register_hook)")
+            inputs = [self.template(a, f"an input of {function.__name__}") for a in args]
+            if self.index_values:
+                inputs[1] = self._key_from_tensors(function, args[1], inputs[1])
+        except _Refused as refusal:
+            self.refuse(str(refusal))
+            return
+        has_graph = hasattr(node, "edges")
+        out_slots = [self._new_slot(t.array, ("made",)) for t in outputs]
+        event = _OpEvent(function, inputs, node.needs_input_grad, out_slots, has_graph)
+        for slot in out_slots:
+            self.producer[slot] = event
+        if has_graph:
+            event.input_meta, event.output_meta = node.input_meta, node.output_meta
+            event.edges = [self._edge(edge) for edge in node.edges]
+            event.requires_grad = [t._requires_grad for t in outputs]
+            event.name_hint, event.materialize = node.name_hint, node.materialize_grads
+            self.graph_nodes.append((len(self.events), node))
+        self.node_index[node] = len(self.events)
+        self.events.append(event)
+
+    def _key_from_tensors(self, function, key, template):
+        """The template of an index key whose ints came from 0-d tensors: those ints are read again."""
+        pending, self.index_values = self.index_values, []
+        if function not in (ops.Index, ops.IndexPut):
+            raise _Refused("an index taken from a tensor reached an op that is not indexing")
+        parts = list(key) if isinstance(key, tuple) else [key]
+        templates = list(template[1]) if template[0] == "tuple" else [("const", part) for part in parts]
+        for position, slot, value in pending:
+            if position >= len(parts) or parts[position] != value:
+                raise _Refused("an index taken from a tensor did not reach its indexing op")
+            templates[position] = ("int_of", slot)
+        return ("tuple", templates) if isinstance(key, tuple) else templates[0]
+
+    def _edge(self, edge):
+        if edge is None:
+            return None
+        target, index = edge
+        if type(target) is Node:
+            op = self.node_index.get(target)
+            if op is None:
+                raise _Refused("an op's input comes from a graph made before the step (or from a view "
+                               "taken again): the step must build its own graph")
+            return ("op", op, index)
+        if id(target) in self.new_tensors:
+            raise _Refused("it makes a new tensor that requires grad: make the parameters outside the step")
+        return ("leaf", self.external(target))
+
+    def on_backward(self, node, grads_out, grads_in):
+        """A node's backward ran: the order they run in is the order a replay runs them in."""
+        event = getattr(self, "pending_backward", None)
+        if event is not None and threading.get_ident() == self.thread:
+            op = self.node_index.get(node)
+            if op is None:
+                self.refuse("its backward runs through ops made before the step")
+            else:
+                event.schedule.append(op)
+
+    def on_index_value(self, tensor, position):
+        """An index key holds a 0-d integer tensor, at `position`: the Index or IndexPut op that takes
+        the key next gets that int from the tensor's slot on each replay."""
+        if self.watching():
+            try:
+                self.index_values.append((position, self.slot_of_tensor(tensor, "a tensor used as an index"),
+                                          int(tensor.array)))
+            except _Refused as refusal:
+                self.refuse(str(refusal))
+
+    def on_module_enter(self, module):
+        pass
+
+    def on_module_exit(self, module):
+        pass
+
+    def on_store(self, tensor, array):
+        """An in-place op wrote `array` into `tensor`'s memory."""
+        if not self.watching():
+            return
+        if autograd.grad_mode.enabled and tensor.requires_grad:
+            self.refuse("it changes a tensor that requires grad in place while recording a graph")
+            return
+        try:
+            target = self.slot_of_tensor(tensor, "the tensor it changes in place")
+            source = self.template(array, "the value it writes in place")
+            op = self.producer.get(source[1]) if source[0] == "array" else None
+            if op is not None and op.has_graph:
+                raise _Refused("it runs an in-place op that records a graph")
+        except _Refused as refusal:
+            self.refuse(str(refusal))
+            return
+        kind = self.kinds[target]
+        self.events.append(_StoreEvent(target, source, kind[1] if kind[0] == "external" else None))
+
+    def on_set_grad(self, tensor, value):
+        if not self.watching() or id(tensor) in self.new_tensors:
+            return
+        if value is not None:
+            self.refuse("it sets a .grad to a tensor: only `.grad = None` is repeated")
+            return
+        try:
+            self.events.append(_SetGradEvent(self.external(tensor)))
+        except _Refused as refusal:
+            self.refuse(str(refusal))
+
+    def on_to_python(self, tensor, method):
+        if self.watching():
+            self.refuse(f"it reads a tensor's value into Python ({method} of a tensor of shape "
+                        f"{list(tensor.shape)}): the Python that follows would not run again; do that "
+                        "outside the step, on what it returns")
+
+    def on_made(self, tensor):
+        if threading.get_ident() == self.thread:
+            self.new_tensors.add(id(tensor))
+            if self.depth == 0:
+                self.made.append(weakref.ref(tensor))
+
+    def on_factory(self, function, args, kwargs, result):
+        if not self.watching():
+            return
+        try:
+            if not isinstance(result, Tensor):
+                raise _Refused(f"{function.__name__} did not return a tensor")
+            if result.requires_grad:
+                raise _Refused("it makes a new tensor that requires grad: make the parameters outside the step")
+            arg_templates = [self.template(a, f"an argument of {function.__name__}") for a in args]
+            kwarg_templates = {k: self.template(v, f"{k}= of {function.__name__}") for k, v in kwargs.items()}
+        except _Refused as refusal:
+            self.refuse(str(refusal))
+            return
+        slot = self._new_slot(result.array, ("made",))
+        self.events.append(_FactoryEvent(function, arg_templates, kwarg_templates, slot))
+
+    def on_backward_call(self, tensors, gradient, retain_graph, inputs):
+        if not self.watching():
+            return False
+        try:
+            if inputs is not None:
+                raise _Refused("it calls backward(inputs=...)")
+            if not isinstance(tensors, Tensor):
+                raise _Refused("it calls backward on several tensors at once")
+            root = self.slot_of.get(id(tensors.array))
+            op = self.node_index.get(tensors.grad_fn)
+            if root is None or op is None:
+                raise _Refused("it calls backward on a tensor it did not compute")
+            grad = None if gradient is None else self.template(gradient, "the gradient given to backward")
+            for index, node in self.graph_nodes:
+                if node.retained:
+                    self.events[index].retained = [i for i, ref in node.retained if ref() is not None]
+                if node.hooks:
+                    raise _Refused("a tensor it makes has a hook (register_hook)")
+        except _Refused as refusal:
+            self.refuse(str(refusal))
+            return False
+        self.pending_backward = _BackwardEvent(root, op, tensors.output_nr, grad, bool(retain_graph))
+        return True
+
+    def after_backward(self):
+        """The gradients are in .grad now: give each a slot, to be read there after a replay's backward."""
+        event = self.pending_backward
+        for index, tensor in enumerate(self.externals):
+            if tensor._hooks:
+                self.refuse("a tensor it uses has a hook (register_hook)")
+            if tensor.grad is not None:
+                event.grads.append((self._new_slot(tensor.grad.array, ("made",)), index))
+                self.new_tensors.add(id(tensor.grad))
+        for index, node in self.graph_nodes:
+            for output, ref in node.retained or ():
+                tensor = ref()
+                if tensor is not None and tensor.grad is not None:
+                    event.retained_grads.append((self._new_slot(tensor.grad.array, ("made",)), index, output))
+        self.events.append(event)
+        self.pending_backward = None
+
+    # --- after the call ---
+
+    def _check_result(self, result):
+        try:
+            self.result_template = self.template(result, "what it returns")
+        except _Refused as refusal:
+            self.refuse(str(refusal))
+
+    def _check_nothing_kept(self, result):
+        returned = {id(t) for t in _tensors_in(result)}
+        grads = {id(t.grad) for t in self.externals if t.grad is not None}
+        gc.collect()
+        for ref in self.made:
+            tensor = ref()
+            if tensor is not None and id(tensor) not in returned and id(tensor) not in grads:
+                self.refuse(f"it keeps a tensor it made (shape {list(tensor.shape)}) after it returns (in an "
+                            "attribute, a list, a global): a replay would leave its first values there; return it")
+                return
+
+    def program(self, result):
+        return _Program(self.events, self.kinds, self.arrays, self.externals, self.result_template,
+                        result_ops=self._result_ops())
+
+    def _result_ops(self):
+        """For each slot that is an op's output: (op event index, output index), to give returned
+        tensors their grad_fn."""
+        where = {}
+        for index, event in enumerate(self.events):
+            if type(event) is _OpEvent:
+                for output, slot in enumerate(event.out_slots):
+                    where[slot] = (index, output)
+        return where
+
+
+def _tensors_in(value):
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors_in(v)]
+    return []
+
+
+class _Watch:
+    """While a step is recorded: observe its ops (autograd.observers) and, by wrapping a few Tensor
+    methods and functions for the duration, its in-place writes, `.grad = None`, values read into
+    Python, new tensors, factory calls and backward calls. Everything is put back on exit."""
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.undo = []
+
+    def __enter__(self):
+        recorder = self.recorder
+        autograd.observers.append(recorder)
+        self.undo.append(lambda: autograd.observers.remove(recorder))
+
+        store = Tensor._store
+
+        def _store(tensor, array):
+            recorder.on_store(tensor, array)
+            return store(tensor, array)
+
+        self._set(Tensor, "_store", _store)
+
+        grad_slot = Tensor.__dict__["grad"]  # the slot's own descriptor
+
+        def set_grad(tensor, value):
+            try:
+                grad_slot.__get__(tensor, Tensor)
+            except AttributeError:  # a tensor being made: its first .grad = None is not the step's
+                pass
+            else:
+                recorder.on_set_grad(tensor, value)
+            grad_slot.__set__(tensor, value)
+
+        self._set(Tensor, "grad", property(grad_slot.__get__, set_grad))
+
+        for name in _TO_PYTHON:
+            self._set(Tensor, name, _to_python_watcher(recorder, getattr(Tensor, name), name))
+
+        wrap, from_data, init = Tensor.__dict__["_wrap"].__func__, Tensor.__dict__["_from_data"].__func__, Tensor.__init__
+
+        def _wrap(cls, *args, **kwargs):
+            tensor = wrap(cls, *args, **kwargs)
+            recorder.on_made(tensor)
+            return tensor
+
+        def _from_data(cls, *args, **kwargs):
+            tensor = from_data(cls, *args, **kwargs)
+            recorder.on_made(tensor)
+            return tensor
+
+        def __init__(tensor, *args, **kwargs):
+            init(tensor, *args, **kwargs)
+            recorder.on_made(tensor)
+
+        self._set(Tensor, "_wrap", classmethod(_wrap))
+        self._set(Tensor, "_from_data", classmethod(_from_data))
+        self._set(Tensor, "__init__", __init__)
+
+        backward = autograd.backward
+
+        def watched_backward(tensors, grad_tensors=None, retain_graph=False, inputs=None):
+            recorded = recorder.on_backward_call(tensors, grad_tensors, retain_graph, inputs)
+            recorder.depth += 1
+            try:
+                result = backward(tensors, grad_tensors, retain_graph)
+            finally:
+                recorder.depth -= 1
+            if recorded:
+                recorder.after_backward()
+            return result
+
+        self._set(autograd, "backward", watched_backward)
+
+        import tinyattn
+
+        for module, names in _FACTORIES.items():
+            for name in names:
+                function = getattr(module, name)
+                watched = _factory_watcher(recorder, function)
+                self._set(module, name, watched)
+                if module is functions and getattr(tinyattn, name, None) is function:
+                    self._set(tinyattn, name, watched)
+        return self
+
+    def _set(self, owner, name, value):
+        had = name in owner.__dict__ if isinstance(owner, type) else hasattr(owner, name)
+        old = owner.__dict__[name] if isinstance(owner, type) and had else getattr(owner, name, None)
+        setattr(owner, name, value)
+        self.undo.append(lambda: setattr(owner, name, old) if had else delattr(owner, name))
+
+    def __exit__(self, *exc):
+        while self.undo:
+            self.undo.pop()()
+        return False
+
+
+def _to_python_watcher(recorder, method, name):
+    def watched(tensor, *args, **kwargs):
+        recorder.on_to_python(tensor, f".{name}()" if not name.startswith("__") else name.strip("_") + "()")
+        return method(tensor, *args, **kwargs)
+
+    watched.__name__ = name
+    return watched
+
+
+def _factory_watcher(recorder, function):
+    def watched(*args, **kwargs):
+        recorder.depth += 1
+        try:
+            result = function(*args, **kwargs)
+        finally:
+            recorder.depth -= 1
+        recorder.on_factory(function, args, kwargs, result)
+        return result
+
+    watched.__name__ = function.__name__
+    return watched
+
+
+# ---------------------------------------------------------------------------------------------
+# the program: the recorded events, and their replay
+
+
+class _OpEvent:
+    """A built-in op: its forward on the input arrays and, when it recorded a graph, its node."""
+
+    retained = ()
+
+    def __init__(self, function, inputs, needs, out_slots, has_graph):
+        self.function, self.inputs, self.needs = function, inputs, needs
+        self.out_slots, self.has_graph = out_slots, has_graph
+        if not has_graph:
+            self.ctx = Node(function)
+            self.ctx.xp, self.ctx.needs_input_grad = backend.numpy_xp, needs
+        # the inputs as (is a slot, slot or constant) pairs, where none is a tuple of them (the common case)
+        if all(i[0] in ("slot", "array", "const") for i in inputs):
+            self.plain = tuple([(i[0] != "const", i[1]) for i in inputs])
+        else:
+            self.plain = None
+
+
+class _StoreEvent:
+    """An in-place write of one slot's array (or a constant) into another's memory."""
+
+    def __init__(self, target, source, external):
+        self.target, self.source, self.external = target, source, external
+
+
+class _InplaceEvent:
+    """An op and the in-place write of its result, as one NumPy call that writes into the target's
+    memory (`p.data += -lr * p.grad`): the same numbers, as Tensor._inplace_direct computes them."""
+
+    def __init__(self, ufunc, target, other, external):
+        self.ufunc, self.target, self.other, self.external = ufunc, target, other, external
+
+
+class _SetitemEvent:
+    def __init__(self, target, key, value, external):
+        self.target, self.key, self.value, self.external = target, key, value, external
+
+
+def _fuse_inplace(events, arrays, result):
+    """Replace each op + store pair that Tensor._inplace_direct would run as one ufunc by that ufunc."""
+    used = {}  # slot -> how many times an event or the result reads it
+    for slot in _slots_read(events, result):
+        used[slot] = used.get(slot, 0) + 1
+    fused = []
+    i = 0
+    while i < len(events):
+        op, store = events[i], events[i + 1] if i + 1 < len(events) else None
+        ufunc = _INPLACE_UFUNCS.get(getattr(op, "function", None))
+        if (ufunc is not None and type(op) is _OpEvent and not op.has_graph and type(store) is _StoreEvent
+                and op.plain is not None and op.plain[0] == (True, store.target)
+                and store.source == ("array", op.out_slots[0]) and used.get(op.out_slots[0]) == 1):
+            target, (other_is_slot, other) = arrays[store.target], op.plain[1]
+            if target.dtype.kind == "f" and (
+                    (other_is_slot and arrays[other].dtype is target.dtype and arrays[other].ndim <= target.ndim)
+                    or (not other_is_slot and type(other) in (int, float))):
+                fused.append(_InplaceEvent(ufunc, store.target, op.plain[1], store.external))
+                fused.append(None)  # (keeps the event numbers that edges refer to)
+                i += 2
+                continue
+        if (type(op) is _OpEvent and op.function is ops.IndexPut and not op.has_graph
+                and type(store) is _StoreEvent and op.inputs[0] == ("slot", store.target)
+                and store.source == ("array", op.out_slots[0]) and used.get(op.out_slots[0]) == 1):
+            # x[key] = value with no graph: written into x's memory, as Tensor._setitem_direct does
+            fused.append(_SetitemEvent(store.target, op.inputs[1], op.inputs[2], store.external))
+            fused.append(None)
+            i += 2
+            continue
+        fused.append(op)
+        i += 1
+    return fused
+
+
+def _slots_read(events, result):
+    for event in events:
+        kind = type(event)
+        if kind is _OpEvent:
+            templates = event.inputs
+        elif kind is _StoreEvent:
+            templates = [event.source]
+        elif kind is _FactoryEvent:
+            templates = list(event.args) + list(event.kwargs.values())
+        elif kind is _BackwardEvent:
+            templates = [] if event.grad is None else [event.grad]
+        else:
+            templates = []
+        for template in templates:
+            yield from _slots_in(template)
+    yield from _slots_in(result)
+
+
+def _slots_in(template):
+    if template[0] in ("slot", "array", "int_of"):
+        yield template[1]
+    elif template[0] in ("tuple", "list"):
+        for part in template[1]:
+            yield from _slots_in(part)
+
+
+class _SetGradEvent:
+    def __init__(self, external):
+        self.external = external
+
+
+class _FactoryEvent:
+    def __init__(self, function, args, kwargs, slot):
+        self.function, self.args, self.kwargs, self.slot = function, args, kwargs, slot
+
+
+class _BackwardEvent:
+    def __init__(self, root, op, output, grad, retain_graph):
+        self.root, self.op, self.output, self.grad, self.retain_graph = root, op, output, grad, retain_graph
+        self.grads, self.retained_grads = [], []  # (slot, external) and (slot, op, output) to read after
+        self.schedule = []  # the op events whose backward ran, in the order they ran
+
+
+class _Snapshot:
+    """Copies of what a step touches, taken before a call, to replay that call on."""
+
+    def __init__(self, args, externals, rng):
+        self.args, self.externals, self.rng = args, externals, rng
+
+
+def _copy_tensor(tensor):
+    copy = Tensor._wrap(tensor.array.copy(), tensor._requires_grad)
+    if tensor.grad is not None:
+        copy.grad = Tensor._wrap(tensor.grad.array.copy())
+    return copy
+
+
+def _same_bits(a, b):
+    return (type(a) is type(b) and a.shape == b.shape and a.dtype == b.dtype
+            and np.array_equal(np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8)))
+
+
+class _Program:
+    def __init__(self, events, kinds, arrays, externals, result_template, result_ops):
+        self.events, self.externals, self.result = events, externals, result_template
+        self.steps = _fuse_inplace(events, arrays, result_template)  # what a replay runs
+        self.result_ops = result_ops
+        self.size = len(kinds)
+        self.argument_slots = [(slot, kind[1]) for slot, kind in enumerate(kinds) if kind[0] == "arg"]
+        self.external_slots = [(slot, kind[1]) for slot, kind in enumerate(kinds) if kind[0] == "external"]
+        self.external_of_slot = dict(self.external_slots)
+        self.layout = [(t.array.shape, t.array.dtype) for t in externals]
+
+    def same_steps(self, other):
+        """Whether another recording made the same calls, in order, on the same tensors."""
+        if len(self.events) != len(other.events) or len(self.externals) != len(other.externals):
+            return False
+        if any(a is not b for a, b in zip(self.externals, other.externals)):
+            return False
+        for a, b in zip(self.events, other.events):
+            if type(a) is not type(b) or getattr(a, "function", None) is not getattr(b, "function", None):
+                return False
+        return True
+
+    def externals_unchanged(self):
+        for tensor, (shape, dtype) in zip(self.externals, self.layout):
+            array = tensor.array
+            if type(array) is not np.ndarray or array.shape != shape or array.dtype != dtype:
+                return False
+        return True
+
+    def snapshot(self, args):
+        copies = [_copy_tensor(t) for t in self.externals]
+        args = tuple(_copy_tensor(a) if isinstance(a, Tensor) else a for a in args)
+        return _Snapshot(args, copies, random.get_rng_state())
+
+    def run(self, args, externals=None):
+        """One replay: the recorded array calls, on the current values of the arguments and externals."""
+        externals = self.externals if externals is None else externals
+        values = [None] * self.size
+        for slot, index in self.argument_slots:
+            values[slot] = args[index].array
+        for slot, index in self.external_slots:
+            values[slot] = externals[index].array
+        nodes, standins = [], {}
+        quiet = backend.float_errors_off()  # inf and NaN without NumPy's warnings, as in Function.apply
+        try:
+            for event in self.steps:
+                kind = type(event)
+                if kind is _OpEvent:
+                    nodes.append(self._run_op(event, values, nodes, externals, standins))
+                    continue
+                nodes.append(None)
+                if kind is _InplaceEvent:
+                    target = values[event.target]
+                    is_slot, other = event.other
+                    event.ufunc(target, values[other] if is_slot else other, out=target)
+                    if event.external is not None:
+                        externals[event.external]._version[0] += 1
+                elif kind is _SetitemEvent:
+                    values[event.target][_build(event.key, values)] = _build(event.value, values)
+                    if event.external is not None:
+                        externals[event.external]._version[0] += 1
+                elif event is None:
+                    pass
+                elif kind is _StoreEvent:
+                    target = values[event.target]
+                    source = _build(event.source, values)
+                    if source is not target:
+                        target[...] = source
+                    if event.external is not None:
+                        externals[event.external]._version[0] += 1
+                elif kind is _SetGradEvent:
+                    externals[event.external].grad = None
+                elif kind is _FactoryEvent:
+                    made = event.function(*[_build_tensors(a, values) for a in event.args],
+                                          **{k: _build_tensors(v, values) for k, v in event.kwargs.items()})
+                    values[event.slot] = made.array
+                else:
+                    self._run_backward(event, values, nodes, externals, standins)
+        finally:
+            backend.float_errors_restore(quiet)
+        return self._result(self.result, values, nodes, externals)
+
+    def _run_op(self, event, values, nodes, externals, standins):
+        if event.has_graph:
+            node = Node(event.function)
+            node.xp, node.needs_input_grad = backend.numpy_xp, event.needs
+        else:  # no backward will read it: one ctx serves every replay
+            node = event.ctx
+        if event.plain is not None:
+            result = event.function.forward(node, *[values[v] if is_slot else v for is_slot, v in event.plain])
+        else:
+            result = event.function.forward(node, *[_build(i, values) for i in event.inputs])
+        outputs = result if isinstance(result, tuple) else (result,)
+        for slot, array in zip(event.out_slots, outputs):
+            values[slot] = np.asarray(array) if type(array) is not np.ndarray else array
+        if not event.has_graph:
+            return node
+        node.sequence = next(autograd._sequence)
+        node.input_meta, node.output_meta = event.input_meta, event.output_meta
+        node.name_hint, node.materialize_grads = event.name_hint, event.materialize
+        node.edges = tuple([None if e is None else (nodes[e[1]], e[2]) if e[0] == "op" else (externals[e[1]], 0)
+                            for e in event.edges])
+        if event.retained:
+            kept = []
+            for output in event.retained:
+                standin = Tensor._wrap(values[event.out_slots[output]], True, node, output)
+                standins[(len(nodes), output)] = standin
+                kept.append((output, weakref.ref(standin)))
+            node.retained = tuple(kept)
+        return node
+
+    def _run_backward(self, event, values, nodes, externals, standins):
+        node = nodes[event.op]
+        root = values[self.events[event.op].out_slots[event.output]]
+        if event.grad is None:
+            self._backward_as_recorded(event, root, nodes, externals)
+        else:  # (the engine's own pass, which converts the given gradient as backward(gradient) does)
+            gradient = Tensor._wrap(_build(event.grad, values))
+            autograd.backward(Tensor._wrap(root, True, node, event.output), gradient, retain_graph=event.retain_graph)
+        for slot, index in event.grads:
+            values[slot] = externals[index].grad.array
+        for slot, op, output in event.retained_grads:
+            values[slot] = standins[(op, output)].grad.array
+
+    def _backward_as_recorded(self, event, root, nodes, externals):
+        """autograd's backward pass with the order of its nodes known: the recorded one. Each node
+        gets the same gradients, added up in the same order, as in autograd._run_backward."""
+        buffers = {event.op: [None] * len(self.events[event.op].output_meta)}
+        buffers[event.op][event.output] = np.ones_like(root)
+        leaf_grads = {}
+        for op in event.schedule:
+            node, edges = nodes[op], self.events[op].edges
+            grads = buffers.pop(op)
+            if node.retained:
+                for index, ref in node.retained:
+                    tensor = ref()
+                    if tensor is not None and grads[index] is not None:
+                        autograd._accumulate(tensor, grads[index])
+            input_grads = autograd._call_backward(node, grads)
+            if not event.retain_graph:
+                node.saved, node.released = (), True
+            for edge, g, meta in zip(edges, input_grads, node.input_meta):
+                if edge is None or g is None:
+                    continue
+                if g.shape != meta[0] or g.dtype != meta[1]:
+                    g = autograd._check_grad(node, g, meta)
+                if edge[0] == "op":
+                    buffer = buffers.get(edge[1])
+                    if buffer is None:
+                        buffer = buffers[edge[1]] = [None] * len(self.events[edge[1]].output_meta)
+                    index = edge[2]
+                    buffer[index] = g if buffer[index] is None else buffer[index] + g
+                else:
+                    leaf = externals[edge[1]]
+                    previous = leaf_grads.get(leaf)
+                    leaf_grads[leaf] = g if previous is None else previous + g
+        for leaf, g in leaf_grads.items():
+            for hook in list(leaf._hooks or ()):  # (hooks added since the recording)
+                g = autograd._run_hook(hook, g)
+            autograd._accumulate(leaf, g)
+
+    def _result(self, template, values, nodes, externals):
+        kind = template[0]
+        if kind == "const":
+            return template[1]
+        if kind in ("tuple", "list"):
+            parts = [self._result(t, values, nodes, externals) for t in template[1]]
+            return tuple(parts) if kind == "tuple" else parts
+        slot = template[1]
+        if slot in self.external_of_slot:
+            return externals[self.external_of_slot[slot]]
+        where = self.result_ops.get(slot)
+        if where is not None and self.events[where[0]].has_graph:
+            op, output = where
+            return Tensor._wrap(values[slot], self.events[op].requires_grad[output], nodes[op], output)
+        return Tensor._wrap(values[slot])
+
+    def difference(self, args, before, result, replayed_result, rng_after):
+        """What differs between running a call and replaying it on copies ("" when nothing does)."""
+        for i, (real, copy) in enumerate(zip(self.externals, before.externals)):
+            if not _same_bits(real.array, copy.array):
+                return f"a tensor it uses (shape {list(real.shape)}) ends with other values"
+            if (real.grad is None) != (copy.grad is None) or (
+                    real.grad is not None and not _same_bits(real.grad.array, copy.grad.array)):
+                return f"the .grad of a tensor it uses (shape {list(real.shape)}) differs"
+        for real, copy in zip(args, before.args):
+            if isinstance(real, Tensor) and not _same_bits(real.array, copy.array):
+                return f"a tensor it was given (shape {list(real.shape)}) ends with other values"
+        got, expected = _tensors_in(replayed_result), _tensors_in(result)
+        if len(got) != len(expected) or not all(_same_bits(a.array, b.array) for a, b in zip(got, expected)):
+            return "what it returns differs"
+        state = random.get_rng_state()
+        if not (_same_bits(state["key"], rng_after["key"]) and state["pos"] == rng_after["pos"]
+                and state["has_cached_normal"] == rng_after["has_cached_normal"]
+                and state["cached_normal"] == rng_after["cached_normal"]):
+            return "it draws random numbers in a way the replay does not repeat"
+        return ""
+
+
+def _build(template, values):
+    """An op's argument from its template: the slot's array, a constant, or a tuple of them."""
+    kind = template[0]
+    if kind == "slot" or kind == "array":
+        return values[template[1]]
+    if kind == "const":
+        return template[1]
+    if kind == "int_of":  # an index that was a 0-d tensor
+        return int(values[template[1]])
+    parts = [_build(t, values) for t in template[1]]
+    return tuple(parts) if kind == "tuple" else parts
+
+
+def _build_tensors(template, values):
+    """A factory's argument: as _build, with tensors where the step passed tensors."""
+    kind = template[0]
+    if kind == "slot":
+        return Tensor._wrap(values[template[1]])
+    if kind == "array":
+        return values[template[1]]
+    if kind == "const":
+        return template[1]
+    parts = [_build_tensors(t, values) for t in template[1]]
+    return tuple(parts) if kind == "tuple" else parts
