@@ -15,25 +15,30 @@ tensors, every tensor and `.grad` the step read or wrote, and the random number 
 all of them agree do calls 3, 4, ... replay. Whatever the recorder cannot repeat (listed below) makes
 the step run as usual from then on, with one warning that says why; `strict=True` raises instead.
 
-What a replay repeats: the ops on tensors (forward and backward, through the engine's own backward
-pass), in-place writes (`p.data += -lr * p.grad`, `x[i] += v`), `p.grad = None`, and the random and
-creation functions called through the `tinyattn` namespace (`tinyattn.randint`, `tinyattn.zeros_like`,
-`F.one_hot`...), which draw new numbers each time. Tensors that existed before the step (parameters,
-the dataset) are read afresh on every call.
+What a replay repeats: the ops on tensors, forward and backward; in-place writes (`p.data += -lr *
+p.grad`, `dC[ix] += demb[k, j]`, also with `ix` a 0-d tensor); `p.grad = None`; and the calls of
+the random and creation functions of the `tinyattn` namespace (`tinyattn.randint`, `zeros_like`,
+`F.one_hot`, dropout's masks), which draw new numbers each time. The tensors that existed before the
+step (parameters, the dataset) are read afresh on every call, so changes made to them between calls
+are seen.
 
-What it cannot repeat, and refuses:
-- reading a tensor's value into Python inside the step (`.item()`, `if loss > 2:`, `print(x)`, an
-  index that is a 0-d tensor): the Python that follows would not run again;
-- keeping a tensor the step made after it returns (`self.out = x`, appending to a list): a replay
-  makes no tensors, so that one would keep its first value; return it instead;
-- hooks, custom `autograd.Function`s, `autograd.grad`, an explicit `generator=`, GPU arrays.
+What it refuses (the step then runs as usual):
+- a tensor's value read into Python inside the step (`.item()`, `if loss > 2:`, `print(x)`,
+  `x[i:i + 8]` with `i` a tensor): the Python that follows would not run again;
+- a tensor the step makes and keeps after it returns (`self.out = x`, a list of activations): a
+  replay makes no tensors, so that one would keep its first values; return it instead;
+- hooks, custom `autograd.Function`s, an explicit `generator=`, GPU arrays;
+- work it cannot see, such as an optimizer's `step()`, which updates the parameters' arrays
+  directly: the check on call 2 finds the difference. Replay the forward and backward, and call
+  `optimizer.step()` after the replayed function.
 
-What it cannot see, so the step must not do it: Python work that does not touch tensors (a counter,
-a learning rate read from a changing variable) runs during the two recorded calls only; its values
-stay as they were then. The step's arguments are the way in: a call with other Python values or
-tensor shapes as arguments records the step again.
+What it cannot know: Python values that do not come from tensors (a learning rate in a variable, a
+step counter, a NumPy array) are read while the step is recorded and stay what they were then. Pass
+them as arguments: a call with other Python values, other tensor shapes, another default dtype, with
+gradients off, or with a module switched between train() and eval() records the step again.
 """
 
+import functools
 import gc
 import threading
 import warnings
@@ -41,8 +46,8 @@ import weakref
 
 import numpy as np
 
-from . import autograd, backend, functions, ops, random
-from .autograd import Function, Node
+from . import autograd, backend, dtypes, functions, ops, random
+from .autograd import Node
 from .nn import functional as F
 from .tensor import _INPLACE_UFUNCS, Tensor
 
@@ -59,11 +64,11 @@ _FACTORIES = {
     functions: ("randint", "randn", "rand", "randperm", "randn_like", "rand_like",
                 "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
                 "arange", "linspace", "eye", "tensor"),
-    F: ("one_hot",),
+    F: ("one_hot", "dropout_mask"),
 }
 # the Tensor methods that hand a tensor's values to Python
 _TO_PYTHON = ("item", "tolist", "numpy", "__array__", "__bool__", "__int__", "__float__", "__index__",
-              "__repr__", "__str__", "__format__")
+              "__repr__", "__str__", "__format__", "equal", "allclose")
 
 _patch_lock = threading.Lock()  # one recording at a time patches the Tensor class
 
@@ -100,6 +105,8 @@ class Replayed:
         if guard != self._guard:  # other shapes or Python values than recorded: record again
             self.state, self._guard, self._program = "record", guard, None
         if self.state == "replay":
+            if autograd.observers:  # a trace or detect_anomaly is watching: it must see the ops run
+                return self.step(*args)
             if self._program.externals_unchanged():
                 return self._program.run(args)
             self.state = "record"  # a tensor it reads was given a new shape or dtype: record again
@@ -124,6 +131,8 @@ class Replayed:
         """Run the step as usual and its recording on copies of what it touches; replay from now on
         only if both give the same bits."""
         program = self._program
+        if not program.externals_unchanged():  # a module's mode or a tensor's shape changed: start over
+            return self._record(args)
         before = program.snapshot(args)
         recorder = _Recorder(args)  # the second call is watched too: its refusals count as well
         result = recorder.run(self.step)
@@ -162,9 +171,10 @@ _PYTHON_VALUES = (int, float, bool, str, type(None))
 
 
 def _guard_of(args):
-    """What must stay the same for a recording to hold: each tensor argument's shape and dtype, and
-    every other argument's value (None if an argument is neither a tensor nor a plain Python value)."""
-    parts = []
+    """What must stay the same for a recording to hold: each tensor argument's shape and dtype, every
+    other argument's value (None if an argument is neither a tensor nor a plain Python value), whether
+    gradients are recorded, and the default float dtype (which factories make)."""
+    parts = [autograd.grad_mode.enabled, dtypes.default_float]
     for a in args:
         if isinstance(a, Tensor):
             parts.append(("tensor", a.array.shape, a.array.dtype, type(a.array)))
@@ -181,6 +191,21 @@ def _guard_of(args):
 
 class _Refused(Exception):
     """Raised inside a watched call to stop recording; the call itself goes on."""
+
+
+def _hook(method):
+    """A recorder's hook: what goes wrong in it stops the recording, never the step being recorded."""
+
+    @functools.wraps(method)
+    def hook(recorder, *args):
+        try:
+            return method(recorder, *args)
+        except _Refused as refusal:
+            recorder.refuse(str(refusal))
+        except Exception as error:  # noqa: BLE001
+            recorder.refuse(f"the recorder failed ({type(error).__name__}: {error})")
+
+    return hook
 
 
 class _Recorder:
@@ -205,8 +230,10 @@ class _Recorder:
         self.node_index = {}  # node -> index of its op event
         self.producer = {}  # slot -> the op event that made it
         self.index_values = []  # (position in the key, slot, value) of the ints the next index takes from tensors
+        self.modules, self.module_ids = [], set()  # the modules the step called
         self.depth = 0  # > 0 inside a factory or a backward pass: their own inner work is not the step's
         self.graph_nodes = []  # (op event index, node) for nodes with a graph, to read retain_grad from
+        self.pending_backward = None  # the backward event being recorded
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 self._new_slot(a.array, ("arg", i))
@@ -284,30 +311,27 @@ class _Recorder:
 
     # --- what the watch reports ---
 
+    @_hook
     def on_forward(self, node, args, outputs):
         if not self.watching():
             return
         function = node.function
-        try:
-            if not function.takes_arrays:
-                raise _Refused(f"it calls the custom autograd.Function {function.__name__}, whose forward "
-                               "is Python on tensors")
-            if node.hooks:
-                raise _Refused("a tensor it makes has a hook (register_hook)")
-            inputs = [self.template(a, f"an input of {function.__name__}") for a in args]
-            if self.index_values:
-                inputs[1] = self._key_from_tensors(function, args[1], inputs[1])
-        except _Refused as refusal:
-            self.refuse(str(refusal))
-            return
+        if not function.takes_arrays:
+            raise _Refused(f"it calls the custom autograd.Function {function.__name__}, whose forward "
+                           "is Python on tensors")
+        if node.hooks:
+            raise _Refused("a tensor it makes has a hook (register_hook)")
+        inputs = [self.template(a, f"an input of {function.__name__}") for a in args]
+        if self.index_values:
+            inputs[1] = self._key_from_tensors(function, args[1], inputs[1])
         has_graph = hasattr(node, "edges")
+        edges = [self._edge(edge) for edge in node.edges] if has_graph else None
         out_slots = [self._new_slot(t.array, ("made",)) for t in outputs]
         event = _OpEvent(function, inputs, node.needs_input_grad, out_slots, has_graph)
         for slot in out_slots:
             self.producer[slot] = event
         if has_graph:
-            event.input_meta, event.output_meta = node.input_meta, node.output_meta
-            event.edges = [self._edge(edge) for edge in node.edges]
+            event.edges, event.input_meta, event.output_meta = edges, node.input_meta, node.output_meta
             event.requires_grad = [t._requires_grad for t in outputs]
             event.name_hint, event.materialize = node.name_hint, node.materialize_grads
             self.graph_nodes.append((len(self.events), node))
@@ -341,120 +365,109 @@ class _Recorder:
             raise _Refused("it makes a new tensor that requires grad: make the parameters outside the step")
         return ("leaf", self.external(target))
 
+    @_hook
     def on_backward(self, node, grads_out, grads_in):
         """A node's backward ran: the order they run in is the order a replay runs them in."""
-        event = getattr(self, "pending_backward", None)
+        event = self.pending_backward
         if event is not None and threading.get_ident() == self.thread:
             op = self.node_index.get(node)
             if op is None:
-                self.refuse("its backward runs through ops made before the step")
-            else:
-                event.schedule.append(op)
+                raise _Refused("its backward runs through ops made before the step")
+            event.schedule.append(op)
 
+    @_hook
     def on_index_value(self, tensor, position):
         """An index key holds a 0-d integer tensor, at `position`: the Index or IndexPut op that takes
         the key next gets that int from the tensor's slot on each replay."""
         if self.watching():
-            try:
-                self.index_values.append((position, self.slot_of_tensor(tensor, "a tensor used as an index"),
-                                          int(tensor.array)))
-            except _Refused as refusal:
-                self.refuse(str(refusal))
+            slot = self.slot_of_tensor(tensor, "a tensor used as an index")
+            self.index_values.append((position, slot, int(tensor.array)))
 
+    @_hook
     def on_module_enter(self, module):
-        pass
+        if self.watching() and id(module) not in self.module_ids:  # its train()/eval() mode is read again
+            self.module_ids.add(id(module))
+            self.modules.append(module)
 
     def on_module_exit(self, module):
         pass
 
+    @_hook
     def on_store(self, tensor, array):
         """An in-place op wrote `array` into `tensor`'s memory."""
         if not self.watching():
             return
         if autograd.grad_mode.enabled and tensor.requires_grad:
-            self.refuse("it changes a tensor that requires grad in place while recording a graph")
-            return
-        try:
-            target = self.slot_of_tensor(tensor, "the tensor it changes in place")
-            source = self.template(array, "the value it writes in place")
-            op = self.producer.get(source[1]) if source[0] == "array" else None
-            if op is not None and op.has_graph:
-                raise _Refused("it runs an in-place op that records a graph")
-        except _Refused as refusal:
-            self.refuse(str(refusal))
-            return
+            raise _Refused("it changes a tensor that requires grad in place while recording a graph")
+        target = self.slot_of_tensor(tensor, "the tensor it changes in place")
+        source = self.template(array, "the value it writes in place")
+        op = self.producer.get(source[1]) if source[0] == "array" else None
+        if op is not None and op.has_graph:
+            raise _Refused("it runs an in-place op that records a graph")
         kind = self.kinds[target]
         self.events.append(_StoreEvent(target, source, kind[1] if kind[0] == "external" else None))
 
+    @_hook
     def on_set_grad(self, tensor, value):
         if not self.watching() or id(tensor) in self.new_tensors:
             return
         if value is not None:
-            self.refuse("it sets a .grad to a tensor: only `.grad = None` is repeated")
-            return
-        try:
-            self.events.append(_SetGradEvent(self.external(tensor)))
-        except _Refused as refusal:
-            self.refuse(str(refusal))
+            raise _Refused("it sets a .grad to a tensor: only `.grad = None` is repeated")
+        self.events.append(_SetGradEvent(self.external(tensor)))
 
+    @_hook
     def on_to_python(self, tensor, method):
         if self.watching():
             self.refuse(f"it reads a tensor's value into Python ({method} of a tensor of shape "
                         f"{list(tensor.shape)}): the Python that follows would not run again; do that "
                         "outside the step, on what it returns")
 
+    @_hook
     def on_made(self, tensor):
         if threading.get_ident() == self.thread:
             self.new_tensors.add(id(tensor))
             if self.depth == 0:
                 self.made.append(weakref.ref(tensor))
 
+    @_hook
     def on_factory(self, function, args, kwargs, result):
         if not self.watching():
             return
-        try:
-            if not isinstance(result, Tensor):
-                raise _Refused(f"{function.__name__} did not return a tensor")
-            if result.requires_grad:
-                raise _Refused("it makes a new tensor that requires grad: make the parameters outside the step")
-            arg_templates = [self.template(a, f"an argument of {function.__name__}") for a in args]
-            kwarg_templates = {k: self.template(v, f"{k}= of {function.__name__}") for k, v in kwargs.items()}
-        except _Refused as refusal:
-            self.refuse(str(refusal))
-            return
-        slot = self._new_slot(result.array, ("made",))
+        if not isinstance(result, (Tensor, np.ndarray)):
+            raise _Refused(f"{function.__name__} did not return a tensor")
+        if isinstance(result, Tensor) and result.requires_grad:
+            raise _Refused("it makes a new tensor that requires grad: make the parameters outside the step")
+        arg_templates = [self.template(a, f"an argument of {function.__name__}") for a in args]
+        kwarg_templates = {k: self.template(v, f"{k}= of {function.__name__}") for k, v in kwargs.items()}
+        slot = self._new_slot(result.array if isinstance(result, Tensor) else result, ("made",))
         self.events.append(_FactoryEvent(function, arg_templates, kwarg_templates, slot))
 
-    def on_backward_call(self, tensors, gradient, retain_graph, inputs):
+    @_hook
+    def on_backward_call(self, tensors, gradient, retain_graph):
+        """Returns True if this backward is recorded (then after_backward follows it)."""
         if not self.watching():
             return False
-        try:
-            if inputs is not None:
-                raise _Refused("it calls backward(inputs=...)")
-            if not isinstance(tensors, Tensor):
-                raise _Refused("it calls backward on several tensors at once")
-            root = self.slot_of.get(id(tensors.array))
-            op = self.node_index.get(tensors.grad_fn)
-            if root is None or op is None:
-                raise _Refused("it calls backward on a tensor it did not compute")
-            grad = None if gradient is None else self.template(gradient, "the gradient given to backward")
-            for index, node in self.graph_nodes:
-                if node.retained:
-                    self.events[index].retained = [i for i, ref in node.retained if ref() is not None]
-                if node.hooks:
-                    raise _Refused("a tensor it makes has a hook (register_hook)")
-        except _Refused as refusal:
-            self.refuse(str(refusal))
-            return False
-        self.pending_backward = _BackwardEvent(root, op, tensors.output_nr, grad, bool(retain_graph))
+        if not isinstance(tensors, Tensor):
+            raise _Refused("it calls backward on several tensors at once")
+        op = self.node_index.get(tensors.grad_fn)
+        if op is None:
+            raise _Refused("it calls backward on a tensor it did not compute")
+        grad = None if gradient is None else self.template(gradient, "the gradient given to backward")
+        for index, node in self.graph_nodes:
+            if node.retained:
+                self.events[index].retained = [i for i, ref in node.retained if ref() is not None]
+            if node.hooks:
+                raise _Refused("a tensor it makes has a hook (register_hook)")
+        self.pending_backward = _BackwardEvent(op, tensors.output_nr, grad, bool(retain_graph))
         return True
 
+    @_hook
     def after_backward(self):
         """The gradients are in .grad now: give each a slot, to be read there after a replay's backward."""
         event = self.pending_backward
         for index, tensor in enumerate(self.externals):
             if tensor._hooks:
-                self.refuse("a tensor it uses has a hook (register_hook)")
+                raise _Refused("a tensor it uses has a hook (register_hook)")
             if tensor.grad is not None:
                 event.grads.append((self._new_slot(tensor.grad.array, ("made",)), index))
                 self.new_tensors.add(id(tensor.grad))
@@ -468,11 +481,9 @@ class _Recorder:
 
     # --- after the call ---
 
+    @_hook
     def _check_result(self, result):
-        try:
-            self.result_template = self.template(result, "what it returns")
-        except _Refused as refusal:
-            self.refuse(str(refusal))
+        self.result_template = self.template(result, "what it returns")
 
     def _check_nothing_kept(self, result):
         returned = {id(t) for t in _tensors_in(result)}
@@ -487,7 +498,7 @@ class _Recorder:
 
     def program(self, result):
         return _Program(self.events, self.kinds, self.arrays, self.externals, self.result_template,
-                        result_ops=self._result_ops())
+                        result_ops=self._result_ops(), modules=self.modules)
 
     def _result_ops(self):
         """For each slot that is an op's output: (op event index, output index), to give returned
@@ -518,7 +529,14 @@ class _Watch:
         self.undo = []
 
     def __enter__(self):
-        recorder = self.recorder
+        try:
+            self._watch(self.recorder)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _watch(self, recorder):
         autograd.observers.append(recorder)
         self.undo.append(lambda: autograd.observers.remove(recorder))
 
@@ -546,7 +564,8 @@ class _Watch:
         for name in _TO_PYTHON:
             self._set(Tensor, name, _to_python_watcher(recorder, getattr(Tensor, name), name))
 
-        wrap, from_data, init = Tensor.__dict__["_wrap"].__func__, Tensor.__dict__["_from_data"].__func__, Tensor.__init__
+        wrap, from_data = Tensor.__dict__["_wrap"].__func__, Tensor.__dict__["_from_data"].__func__
+        init = Tensor.__init__
 
         def _wrap(cls, *args, **kwargs):
             tensor = wrap(cls, *args, **kwargs)
@@ -568,8 +587,8 @@ class _Watch:
 
         backward = autograd.backward
 
-        def watched_backward(tensors, grad_tensors=None, retain_graph=False, inputs=None):
-            recorded = recorder.on_backward_call(tensors, grad_tensors, retain_graph, inputs)
+        def watched_backward(tensors, grad_tensors=None, retain_graph=False):
+            recorded = recorder.on_backward_call(tensors, grad_tensors, retain_graph)
             recorder.depth += 1
             try:
                 result = backward(tensors, grad_tensors, retain_graph)
@@ -590,7 +609,6 @@ class _Watch:
                 self._set(module, name, watched)
                 if module is functions and getattr(tinyattn, name, None) is function:
                     self._set(tinyattn, name, watched)
-        return self
 
     def _set(self, owner, name, value):
         had = name in owner.__dict__ if isinstance(owner, type) else hasattr(owner, name)
@@ -740,8 +758,8 @@ class _FactoryEvent:
 
 
 class _BackwardEvent:
-    def __init__(self, root, op, output, grad, retain_graph):
-        self.root, self.op, self.output, self.grad, self.retain_graph = root, op, output, grad, retain_graph
+    def __init__(self, op, output, grad, retain_graph):
+        self.op, self.output, self.grad, self.retain_graph = op, output, grad, retain_graph
         self.grads, self.retained_grads = [], []  # (slot, external) and (slot, op, output) to read after
         self.schedule = []  # the op events whose backward ran, in the order they ran
 
@@ -766,7 +784,7 @@ def _same_bits(a, b):
 
 
 class _Program:
-    def __init__(self, events, kinds, arrays, externals, result_template, result_ops):
+    def __init__(self, events, kinds, arrays, externals, result_template, result_ops, modules):
         self.events, self.externals, self.result = events, externals, result_template
         self.steps = _fuse_inplace(events, arrays, result_template)  # what a replay runs
         self.result_ops = result_ops
@@ -775,6 +793,7 @@ class _Program:
         self.external_slots = [(slot, kind[1]) for slot, kind in enumerate(kinds) if kind[0] == "external"]
         self.external_of_slot = dict(self.external_slots)
         self.layout = [(t.array.shape, t.array.dtype) for t in externals]
+        self.modes = [(m, m.training) for m in modules]  # dropout and batch norm differ in eval()
 
     def same_steps(self, other):
         """Whether another recording made the same calls, in order, on the same tensors."""
@@ -788,11 +807,12 @@ class _Program:
         return True
 
     def externals_unchanged(self):
+        """Whether the tensors it reads keep their shapes and dtypes, and its modules their mode."""
         for tensor, (shape, dtype) in zip(self.externals, self.layout):
             array = tensor.array
             if type(array) is not np.ndarray or array.shape != shape or array.dtype != dtype:
                 return False
-        return True
+        return all(module.training == training for module, training in self.modes)
 
     def snapshot(self, args):
         copies = [_copy_tensor(t) for t in self.externals]
@@ -840,7 +860,7 @@ class _Program:
                 elif kind is _FactoryEvent:
                     made = event.function(*[_build_tensors(a, values) for a in event.args],
                                           **{k: _build_tensors(v, values) for k, v in event.kwargs.items()})
-                    values[event.slot] = made.array
+                    values[event.slot] = made.array if isinstance(made, Tensor) else made
                 else:
                     self._run_backward(event, values, nodes, externals, standins)
         finally:
