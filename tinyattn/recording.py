@@ -40,6 +40,7 @@ gradients off, or with a module switched between train() and eval() records the 
 
 import functools
 import gc
+import operator
 import threading
 import warnings
 import weakref
@@ -327,7 +328,7 @@ class _Recorder:
         has_graph = hasattr(node, "edges")
         edges = [self._edge(edge) for edge in node.edges] if has_graph else None
         out_slots = [self._new_slot(t.array, ("made",)) for t in outputs]
-        event = _OpEvent(function, inputs, node.needs_input_grad, out_slots, has_graph)
+        event = _OpEvent(len(self.events), function, inputs, node.needs_input_grad, out_slots, has_graph)
         for slot in out_slots:
             self.producer[slot] = event
         if has_graph:
@@ -458,7 +459,7 @@ class _Recorder:
                 self.events[index].retained = [i for i, ref in node.retained if ref() is not None]
             if node.hooks:
                 raise _Refused("a tensor it makes has a hook (register_hook)")
-        self.pending_backward = _BackwardEvent(op, tensors.output_nr, grad, bool(retain_graph))
+        self.pending_backward = _BackwardEvent(op, tensors.output_nr, grad, bool(retain_graph), self.events)
         return True
 
     @_hook
@@ -647,24 +648,69 @@ def _factory_watcher(recorder, function):
 
 # ---------------------------------------------------------------------------------------------
 # the program: the recorded events, and their replay
+#
+# A replay keeps every array of the step in one list, `values`, indexed by slot; each event reads
+# its inputs from there and writes its outputs there. `nodes[i]` is the graph node op event i made.
+
+
+class _Replay:
+    """The state of one replay."""
+
+    __slots__ = ("values", "nodes", "externals", "standins")
+
+    def __init__(self, values, nodes, externals):
+        self.values, self.nodes, self.externals, self.standins = values, nodes, externals, {}
 
 
 class _OpEvent:
     """A built-in op: its forward on the input arrays and, when it recorded a graph, its node."""
 
-    retained = ()
+    retained = ()  # the outputs whose tensors had retain_grad()
 
-    def __init__(self, function, inputs, needs, out_slots, has_graph):
-        self.function, self.inputs, self.needs = function, inputs, needs
+    def __init__(self, index, function, inputs, needs, out_slots, has_graph):
+        self.index, self.function, self.inputs, self.needs = index, function, inputs, needs
         self.out_slots, self.has_graph = out_slots, has_graph
-        if not has_graph:
+        self.gather = None  # set by _Program: itemgetter of the input slots, where every input is one
+        if not has_graph:  # no backward will read its ctx: one serves every replay
             self.ctx = Node(function)
             self.ctx.xp, self.ctx.needs_input_grad = backend.numpy_xp, needs
-        # the inputs as (is a slot, slot or constant) pairs, where none is a tuple of them (the common case)
-        if all(i[0] in ("slot", "array", "const") for i in inputs):
-            self.plain = tuple([(i[0] != "const", i[1]) for i in inputs])
+
+    def run(self, r):
+        values = r.values
+        if self.has_graph:
+            ctx = Node(self.function)
+            ctx.xp, ctx.needs_input_grad = backend.numpy_xp, self.needs
         else:
-            self.plain = None
+            ctx = self.ctx
+        if self.gather is None:
+            result = self.function.forward(ctx, *[_build(i, values) for i in self.inputs])
+        elif self.single:
+            result = self.function.forward(ctx, self.gather(values))
+        else:
+            result = self.function.forward(ctx, *self.gather(values))
+        if len(self.out_slots) == 1:
+            values[self.out_slots[0]] = result if type(result) is np.ndarray else np.asarray(result)
+        else:
+            for slot, array in zip(self.out_slots, result):
+                values[slot] = array if type(array) is np.ndarray else np.asarray(array)
+        if self.has_graph:
+            self._link(ctx, r)
+
+    def _link(self, node, r):
+        """Give the node its place in the graph, as Function.apply does."""
+        node.sequence = next(autograd._sequence)
+        node.input_meta, node.output_meta = self.input_meta, self.output_meta
+        node.name_hint, node.materialize_grads = self.name_hint, self.materialize
+        node.edges = tuple([None if e is None else (r.nodes[e[1]], e[2]) if e[0] == "op" else (r.externals[e[1]], 0)
+                            for e in self.edges])
+        if self.retained:  # the tensors retain_grad() was called on, stood in for, to receive .grad
+            kept = []
+            for output in self.retained:
+                standin = Tensor._wrap(r.values[self.out_slots[output]], True, node, output)
+                r.standins[(self.index, output)] = standin
+                kept.append((output, weakref.ref(standin)))
+            node.retained = tuple(kept)
+        r.nodes[self.index] = node
 
 
 class _StoreEvent:
@@ -672,6 +718,13 @@ class _StoreEvent:
 
     def __init__(self, target, source, external):
         self.target, self.source, self.external = target, source, external
+
+    def run(self, r):
+        target, source = r.values[self.target], _build(self.source, r.values)
+        if source is not target:  # (ops that wrote in place already did)
+            target[...] = source
+        if self.external is not None:
+            r.externals[self.external]._version[0] += 1
 
 
 class _InplaceEvent:
@@ -681,44 +734,137 @@ class _InplaceEvent:
     def __init__(self, ufunc, target, other, external):
         self.ufunc, self.target, self.other, self.external = ufunc, target, other, external
 
+    def run(self, r):
+        target = r.values[self.target]
+        self.ufunc(target, _build(self.other, r.values), out=target)
+        if self.external is not None:
+            r.externals[self.external]._version[0] += 1
+
 
 class _SetitemEvent:
+    """x[key] = value with no graph, written into x's memory, as Tensor._setitem_direct does."""
+
     def __init__(self, target, key, value, external):
         self.target, self.key, self.value, self.external = target, key, value, external
 
+    def run(self, r):
+        values = r.values
+        values[self.target][_build(self.key, values)] = _build(self.value, values)
+        if self.external is not None:
+            r.externals[self.external]._version[0] += 1
+
+
+class _SetGradEvent:
+    def __init__(self, external):
+        self.external = external
+
+    def run(self, r):
+        r.externals[self.external].grad = None
+
+
+class _FactoryEvent:
+    """A call of a random or creation function, made again (random ones draw new numbers)."""
+
+    def __init__(self, function, args, kwargs, slot):
+        self.function, self.args, self.kwargs, self.slot = function, args, kwargs, slot
+
+    def run(self, r):
+        values = r.values
+        made = self.function(*[_build_tensors(a, values) for a in self.args],
+                             **{k: _build_tensors(v, values) for k, v in self.kwargs.items()})
+        values[self.slot] = made.array if isinstance(made, Tensor) else made
+
+
+class _BackwardEvent:
+    """loss.backward(): the nodes' backward calls in the recorded order, then the new .grad arrays
+    go to their slots."""
+
+    def __init__(self, op, output, grad, retain_graph, events):
+        self.op, self.output, self.grad, self.retain_graph = op, output, grad, retain_graph
+        self.events = events  # the program's events, to find each node's edges
+        self.grads, self.retained_grads = [], []  # (slot, external) and (slot, op, output) to read after
+        self.schedule = []  # the op events whose backward ran, in the order they ran
+
+    def run(self, r):
+        node, root = r.nodes[self.op], r.values[self.events[self.op].out_slots[self.output]]
+        if self.grad is None:
+            self._backward_as_recorded(r, root)
+        else:  # (the engine's own pass, which converts the given gradient as backward(gradient) does)
+            gradient = Tensor._wrap(_build(self.grad, r.values))
+            autograd.backward(Tensor._wrap(root, True, node, self.output), gradient, retain_graph=self.retain_graph)
+        for slot, index in self.grads:
+            r.values[slot] = r.externals[index].grad.array
+        for slot, op, output in self.retained_grads:
+            r.values[slot] = r.standins[(op, output)].grad.array
+
+    def _backward_as_recorded(self, r, root):
+        """autograd._run_backward with the order of the nodes known: each node gets the same
+        gradients, added up in the same order, and leaves receive theirs the same way."""
+        events, nodes = self.events, r.nodes
+        buffers = {self.op: [None] * len(events[self.op].output_meta)}
+        buffers[self.op][self.output] = np.ones_like(root)
+        leaf_grads = {}
+        for op in self.schedule:
+            node = nodes[op]
+            grads = buffers.pop(op)
+            if node.retained:
+                for index, ref in node.retained:
+                    tensor = ref()
+                    if tensor is not None and grads[index] is not None:
+                        autograd._accumulate(tensor, grads[index])
+            input_grads = autograd._call_backward(node, grads)
+            if not self.retain_graph:
+                node.saved, node.released = (), True
+            for edge, g, meta in zip(events[op].edges, input_grads, node.input_meta):
+                if edge is None or g is None:
+                    continue
+                if g.shape != meta[0] or g.dtype != meta[1]:
+                    g = autograd._check_grad(node, g, meta)
+                if edge[0] == "op":
+                    buffer = buffers.get(edge[1])
+                    if buffer is None:
+                        buffer = buffers[edge[1]] = [None] * len(events[edge[1]].output_meta)
+                    index = edge[2]
+                    buffer[index] = g if buffer[index] is None else buffer[index] + g
+                else:
+                    leaf = r.externals[edge[1]]
+                    previous = leaf_grads.get(leaf)
+                    leaf_grads[leaf] = g if previous is None else previous + g
+        for leaf, g in leaf_grads.items():
+            for hook in list(leaf._hooks or ()):  # (hooks added since the recording)
+                g = autograd._run_hook(hook, g)
+            autograd._accumulate(leaf, g)
+
 
 def _fuse_inplace(events, arrays, result):
-    """Replace each op + store pair that Tensor._inplace_direct would run as one ufunc by that ufunc."""
+    """The events a replay runs: each op + in-place write that Tensor._inplace_direct or
+    _setitem_direct would run as one NumPy call becomes that call."""
     used = {}  # slot -> how many times an event or the result reads it
     for slot in _slots_read(events, result):
         used[slot] = used.get(slot, 0) + 1
-    fused = []
-    i = 0
+    steps, i = [], 0
     while i < len(events):
         op, store = events[i], events[i + 1] if i + 1 < len(events) else None
-        ufunc = _INPLACE_UFUNCS.get(getattr(op, "function", None))
-        if (ufunc is not None and type(op) is _OpEvent and not op.has_graph and type(store) is _StoreEvent
-                and op.plain is not None and op.plain[0] == (True, store.target)
-                and store.source == ("array", op.out_slots[0]) and used.get(op.out_slots[0]) == 1):
-            target, (other_is_slot, other) = arrays[store.target], op.plain[1]
+        fusable = (type(op) is _OpEvent and not op.has_graph and type(store) is _StoreEvent
+                   and op.inputs[0] == ("slot", store.target) and store.source == ("array", op.out_slots[0])
+                   and used.get(op.out_slots[0]) == 1)
+        ufunc = _INPLACE_UFUNCS.get(op.function) if fusable else None
+        if ufunc is not None:
+            target, other = arrays[store.target], op.inputs[1]
             if target.dtype.kind == "f" and (
-                    (other_is_slot and arrays[other].dtype is target.dtype and arrays[other].ndim <= target.ndim)
-                    or (not other_is_slot and type(other) in (int, float))):
-                fused.append(_InplaceEvent(ufunc, store.target, op.plain[1], store.external))
-                fused.append(None)  # (keeps the event numbers that edges refer to)
+                    other[0] == "const" and type(other[1]) in (int, float)
+                    or other[0] in ("slot", "array") and arrays[other[1]].dtype is target.dtype
+                    and arrays[other[1]].ndim <= target.ndim):
+                steps.append(_InplaceEvent(ufunc, store.target, other, store.external))
                 i += 2
                 continue
-        if (type(op) is _OpEvent and op.function is ops.IndexPut and not op.has_graph
-                and type(store) is _StoreEvent and op.inputs[0] == ("slot", store.target)
-                and store.source == ("array", op.out_slots[0]) and used.get(op.out_slots[0]) == 1):
-            # x[key] = value with no graph: written into x's memory, as Tensor._setitem_direct does
-            fused.append(_SetitemEvent(store.target, op.inputs[1], op.inputs[2], store.external))
-            fused.append(None)
+        if fusable and op.function is ops.IndexPut:
+            steps.append(_SetitemEvent(store.target, op.inputs[1], op.inputs[2], store.external))
             i += 2
             continue
-        fused.append(op)
+        steps.append(op)
         i += 1
-    return fused
+    return steps
 
 
 def _slots_read(events, result):
@@ -747,23 +893,6 @@ def _slots_in(template):
             yield from _slots_in(part)
 
 
-class _SetGradEvent:
-    def __init__(self, external):
-        self.external = external
-
-
-class _FactoryEvent:
-    def __init__(self, function, args, kwargs, slot):
-        self.function, self.args, self.kwargs, self.slot = function, args, kwargs, slot
-
-
-class _BackwardEvent:
-    def __init__(self, op, output, grad, retain_graph):
-        self.op, self.output, self.grad, self.retain_graph = op, output, grad, retain_graph
-        self.grads, self.retained_grads = [], []  # (slot, external) and (slot, op, output) to read after
-        self.schedule = []  # the op events whose backward ran, in the order they ran
-
-
 class _Snapshot:
     """Copies of what a step touches, taken before a call, to replay that call on."""
 
@@ -786,9 +915,19 @@ def _same_bits(a, b):
 class _Program:
     def __init__(self, events, kinds, arrays, externals, result_template, result_ops, modules):
         self.events, self.externals, self.result = events, externals, result_template
-        self.steps = _fuse_inplace(events, arrays, result_template)  # what a replay runs
         self.result_ops = result_ops
-        self.size = len(kinds)
+        self.steps = _fuse_inplace(events, arrays, result_template)  # what a replay runs
+        self.initial = [None] * len(kinds)  # the values list a replay starts from: constants filled in
+        for event in self.steps:
+            if type(event) is _OpEvent and all(i[0] in ("slot", "array", "const") for i in event.inputs):
+                slots = []
+                for kind, value in event.inputs:
+                    if kind == "const":  # a constant gets a slot of its own, so that one C call gathers all
+                        slots.append(len(self.initial))
+                        self.initial.append(value)
+                    else:
+                        slots.append(value)
+                event.gather, event.single = operator.itemgetter(*slots), len(slots) == 1
         self.argument_slots = [(slot, kind[1]) for slot, kind in enumerate(kinds) if kind[0] == "arg"]
         self.external_slots = [(slot, kind[1]) for slot, kind in enumerate(kinds) if kind[0] == "external"]
         self.external_of_slot = dict(self.external_slots)
@@ -822,145 +961,35 @@ class _Program:
     def run(self, args, externals=None):
         """One replay: the recorded array calls, on the current values of the arguments and externals."""
         externals = self.externals if externals is None else externals
-        values = [None] * self.size
+        values = self.initial.copy()
         for slot, index in self.argument_slots:
             values[slot] = args[index].array
         for slot, index in self.external_slots:
             values[slot] = externals[index].array
-        nodes, standins = [], {}
+        r = _Replay(values, [None] * len(self.events), externals)
         quiet = backend.float_errors_off()  # inf and NaN without NumPy's warnings, as in Function.apply
         try:
             for event in self.steps:
-                kind = type(event)
-                if kind is _OpEvent:
-                    nodes.append(self._run_op(event, values, nodes, externals, standins))
-                    continue
-                nodes.append(None)
-                if kind is _InplaceEvent:
-                    target = values[event.target]
-                    is_slot, other = event.other
-                    event.ufunc(target, values[other] if is_slot else other, out=target)
-                    if event.external is not None:
-                        externals[event.external]._version[0] += 1
-                elif kind is _SetitemEvent:
-                    values[event.target][_build(event.key, values)] = _build(event.value, values)
-                    if event.external is not None:
-                        externals[event.external]._version[0] += 1
-                elif event is None:
-                    pass
-                elif kind is _StoreEvent:
-                    target = values[event.target]
-                    source = _build(event.source, values)
-                    if source is not target:
-                        target[...] = source
-                    if event.external is not None:
-                        externals[event.external]._version[0] += 1
-                elif kind is _SetGradEvent:
-                    externals[event.external].grad = None
-                elif kind is _FactoryEvent:
-                    made = event.function(*[_build_tensors(a, values) for a in event.args],
-                                          **{k: _build_tensors(v, values) for k, v in event.kwargs.items()})
-                    values[event.slot] = made.array if isinstance(made, Tensor) else made
-                else:
-                    self._run_backward(event, values, nodes, externals, standins)
+                event.run(r)
         finally:
             backend.float_errors_restore(quiet)
-        return self._result(self.result, values, nodes, externals)
+        return self._result(self.result, r)
 
-    def _run_op(self, event, values, nodes, externals, standins):
-        if event.has_graph:
-            node = Node(event.function)
-            node.xp, node.needs_input_grad = backend.numpy_xp, event.needs
-        else:  # no backward will read it: one ctx serves every replay
-            node = event.ctx
-        if event.plain is not None:
-            result = event.function.forward(node, *[values[v] if is_slot else v for is_slot, v in event.plain])
-        else:
-            result = event.function.forward(node, *[_build(i, values) for i in event.inputs])
-        outputs = result if isinstance(result, tuple) else (result,)
-        for slot, array in zip(event.out_slots, outputs):
-            values[slot] = np.asarray(array) if type(array) is not np.ndarray else array
-        if not event.has_graph:
-            return node
-        node.sequence = next(autograd._sequence)
-        node.input_meta, node.output_meta = event.input_meta, event.output_meta
-        node.name_hint, node.materialize_grads = event.name_hint, event.materialize
-        node.edges = tuple([None if e is None else (nodes[e[1]], e[2]) if e[0] == "op" else (externals[e[1]], 0)
-                            for e in event.edges])
-        if event.retained:
-            kept = []
-            for output in event.retained:
-                standin = Tensor._wrap(values[event.out_slots[output]], True, node, output)
-                standins[(len(nodes), output)] = standin
-                kept.append((output, weakref.ref(standin)))
-            node.retained = tuple(kept)
-        return node
-
-    def _run_backward(self, event, values, nodes, externals, standins):
-        node = nodes[event.op]
-        root = values[self.events[event.op].out_slots[event.output]]
-        if event.grad is None:
-            self._backward_as_recorded(event, root, nodes, externals)
-        else:  # (the engine's own pass, which converts the given gradient as backward(gradient) does)
-            gradient = Tensor._wrap(_build(event.grad, values))
-            autograd.backward(Tensor._wrap(root, True, node, event.output), gradient, retain_graph=event.retain_graph)
-        for slot, index in event.grads:
-            values[slot] = externals[index].grad.array
-        for slot, op, output in event.retained_grads:
-            values[slot] = standins[(op, output)].grad.array
-
-    def _backward_as_recorded(self, event, root, nodes, externals):
-        """autograd's backward pass with the order of its nodes known: the recorded one. Each node
-        gets the same gradients, added up in the same order, as in autograd._run_backward."""
-        buffers = {event.op: [None] * len(self.events[event.op].output_meta)}
-        buffers[event.op][event.output] = np.ones_like(root)
-        leaf_grads = {}
-        for op in event.schedule:
-            node, edges = nodes[op], self.events[op].edges
-            grads = buffers.pop(op)
-            if node.retained:
-                for index, ref in node.retained:
-                    tensor = ref()
-                    if tensor is not None and grads[index] is not None:
-                        autograd._accumulate(tensor, grads[index])
-            input_grads = autograd._call_backward(node, grads)
-            if not event.retain_graph:
-                node.saved, node.released = (), True
-            for edge, g, meta in zip(edges, input_grads, node.input_meta):
-                if edge is None or g is None:
-                    continue
-                if g.shape != meta[0] or g.dtype != meta[1]:
-                    g = autograd._check_grad(node, g, meta)
-                if edge[0] == "op":
-                    buffer = buffers.get(edge[1])
-                    if buffer is None:
-                        buffer = buffers[edge[1]] = [None] * len(self.events[edge[1]].output_meta)
-                    index = edge[2]
-                    buffer[index] = g if buffer[index] is None else buffer[index] + g
-                else:
-                    leaf = externals[edge[1]]
-                    previous = leaf_grads.get(leaf)
-                    leaf_grads[leaf] = g if previous is None else previous + g
-        for leaf, g in leaf_grads.items():
-            for hook in list(leaf._hooks or ()):  # (hooks added since the recording)
-                g = autograd._run_hook(hook, g)
-            autograd._accumulate(leaf, g)
-
-    def _result(self, template, values, nodes, externals):
+    def _result(self, template, r):
         kind = template[0]
         if kind == "const":
             return template[1]
         if kind in ("tuple", "list"):
-            parts = [self._result(t, values, nodes, externals) for t in template[1]]
+            parts = [self._result(t, r) for t in template[1]]
             return tuple(parts) if kind == "tuple" else parts
         slot = template[1]
         if slot in self.external_of_slot:
-            return externals[self.external_of_slot[slot]]
+            return r.externals[self.external_of_slot[slot]]
         where = self.result_ops.get(slot)
         if where is not None and self.events[where[0]].has_graph:
             op, output = where
-            return Tensor._wrap(values[slot], self.events[op].requires_grad[output], nodes[op], output)
-        return Tensor._wrap(values[slot])
+            return Tensor._wrap(r.values[slot], self.events[op].requires_grad[output], r.nodes[op], output)
+        return Tensor._wrap(r.values[slot])
 
     def difference(self, args, before, result, replayed_result, rng_after):
         """What differs between running a call and replaying it on copies ("" when nothing does)."""
