@@ -47,7 +47,7 @@ import weakref
 
 import numpy as np
 
-from . import autograd, backend, dtypes, functions, ops, random
+from . import autograd, backend, dtypes, functions, ops, random, tracing
 from .autograd import Node
 from .nn import functional as F
 from .tensor import _INPLACE_UFUNCS, Tensor
@@ -256,8 +256,11 @@ class _Recorder:
             self._check_nothing_kept(result)
         return result
 
-    def refuse(self, reason):
+    def refuse(self, reason, where=True):
         if self.refusal is None:
+            site = tracing._call_site() if where else None  # the step's line that did it
+            if site is not None and site.file:
+                reason += f" (at {tracing.short_path(site.file)}:{site.line}: {site.code})"
             self.refusal = reason
 
     def watching(self):
@@ -399,7 +402,8 @@ class _Recorder:
         if not self.watching():
             return
         if autograd.grad_mode.enabled and tensor.requires_grad:
-            raise _Refused("it changes a tensor that requires grad in place while recording a graph")
+            raise _Refused("it changes a tensor that requires grad in place while recording a graph "
+                           "(`x += b`: write `x = x + b`)")
         target = self.slot_of_tensor(tensor, "the tensor it changes in place")
         source = self.template(array, "the value it writes in place")
         op = self.producer.get(source[1]) if source[0] == "array" else None
@@ -494,7 +498,8 @@ class _Recorder:
             tensor = ref()
             if tensor is not None and id(tensor) not in returned and id(tensor) not in grads:
                 self.refuse(f"it keeps a tensor it made (shape {list(tensor.shape)}) after it returns (in an "
-                            "attribute, a list, a global): a replay would leave its first values there; return it")
+                            "attribute, a list, a global): a replay would leave its first values there; return it",
+                            where=False)
                 return
 
     def program(self, result):
