@@ -67,6 +67,12 @@ _FACTORIES = {
                 "arange", "linspace", "eye", "tensor"),
     F: ("one_hot", "dropout_mask"),
 }
+# the Tensor methods that make a tensor without an op (no gradient flows through them): comparisons,
+# masks, integer division, arg-max; a replay calls them again
+_TENSOR_FACTORIES = ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "eq", "ne", "gt", "lt", "ge",
+                     "le", "__and__", "__or__", "__xor__", "__invert__", "__floordiv__", "__rfloordiv__",
+                     "__mod__", "__rmod__", "argmax", "argmin", "isnan", "isinf", "isfinite", "logical_not",
+                     "any", "all", "argsort")
 # the Tensor methods that hand a tensor's values to Python
 _TO_PYTHON = ("item", "tolist", "numpy", "__array__", "__bool__", "__int__", "__float__", "__index__",
               "__repr__", "__str__", "__format__", "equal", "allclose")
@@ -105,12 +111,12 @@ class Replayed:
             return self._give_up("its arguments must be tensors or Python numbers, strings, None", args)
         if guard != self._guard:  # other shapes or Python values than recorded: record again
             self.state, self._guard, self._program = "record", guard, None
+        if self.state != "record" and not self._program.holds_for(args):
+            self.state = "record"  # a tensor it reads changed shape, dtype or requires_grad, or ...: record again
         if self.state == "replay":
             if autograd.observers:  # a trace or detect_anomaly is watching: it must see the ops run
                 return self.step(*args)
-            if self._program.externals_unchanged():
-                return self._program.run(args)
-            self.state = "record"  # a tensor it reads was given a new shape or dtype: record again
+            return self._program.run(args)
         if self.state == "record":
             return self._record(args)
         return self._check(args)
@@ -132,8 +138,8 @@ class Replayed:
         """Run the step as usual and its recording on copies of what it touches; replay from now on
         only if both give the same bits."""
         program = self._program
-        if not program.externals_unchanged():  # a module's mode or a tensor's shape changed: start over
-            return self._record(args)
+        program.checked = True
+        program.checked_with_other_arguments = any(ref() is not args[i] for i, ref in program.argument_refs)
         before = program.snapshot(args)
         recorder = _Recorder(args)  # the second call is watched too: its refusals count as well
         result = recorder.run(self.step)
@@ -176,9 +182,11 @@ def _guard_of(args):
     other argument's value (None if an argument is neither a tensor nor a plain Python value), whether
     gradients are recorded, and the default float dtype (which factories make)."""
     parts = [autograd.grad_mode.enabled, dtypes.default_float]
-    for a in args:
+    first = {}  # id(array) -> the first argument holding it: step(x, x) is another step than step(x, y)
+    for i, a in enumerate(args):
         if isinstance(a, Tensor):
-            parts.append(("tensor", a.array.shape, a.array.dtype, type(a.array)))
+            same_as = first.setdefault(id(a.array), i)
+            parts.append(("tensor", a.array.shape, a.array.dtype, type(a.array), a._requires_grad, same_as))
         elif type(a) in _PYTHON_VALUES:
             parts.append(("value", type(a), a))
         else:
@@ -227,6 +235,7 @@ class _Recorder:
         self.kinds = []  # slot -> ("arg", i) | ("external", i) | ("made",) | ("const",)
         self.externals, self.external_index = [], {}  # tensors from before the call, id -> index
         self.new_tensors = set()  # ids of the tensors made during the call
+        self.unrepeatable = {}  # id -> array of the tensors the step made outside ops and known functions
         self.made = []  # weak references to the tensors the step made itself
         self.node_index = {}  # node -> index of its op event
         self.producer = {}  # slot -> the op event that made it
@@ -235,9 +244,11 @@ class _Recorder:
         self.depth = 0  # > 0 inside a factory or a backward pass: their own inner work is not the step's
         self.graph_nodes = []  # (op event index, node) for nodes with a graph, to read retain_grad from
         self.pending_backward = None  # the backward event being recorded
+        self.argument_index = {}  # id(tensor) -> its position among the step's arguments
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 self._new_slot(a.array, ("arg", i))
+                self.argument_index.setdefault(id(a), i)
 
     # --- the watched call ---
 
@@ -284,6 +295,17 @@ class _Recorder:
                            f"{list(tensor.shape)}); make it with a tinyattn function, outside the step, or pass it in")
         return self._new_slot(tensor.array, ("external", self.external(tensor)))
 
+    def owner(self, tensor):
+        """Where a replay finds this tensor: ("arg", i) among its arguments, or ("ext", i) among the
+        tensors from before the call."""
+        i = self.argument_index.get(id(tensor))
+        return ("arg", i) if i is not None else ("ext", self.external(tensor))
+
+    def _owner_of_slot(self, slot):
+        """The tensor whose memory a slot is, where that tensor is an argument or from before the call."""
+        kind = self.kinds[slot]
+        return ("ext", kind[1]) if kind[0] == "external" else ("arg", kind[1]) if kind[0] == "arg" else None
+
     def external(self, tensor):
         index = self.external_index.get(id(tensor))
         if index is None:
@@ -301,7 +323,12 @@ class _Recorder:
             raise _Refused("it works on GPU arrays: replays are made for NumPy arrays")
         if type(value) is np.ndarray:
             slot = self.slot_of.get(id(value))
-            return ("const", value) if slot is None else ("array", slot)
+            if slot is not None:
+                return ("array", slot)
+            if id(value) in self.unrepeatable:
+                raise _Refused(f"{what} comes from a tensor made by a function it cannot repeat "
+                               f"(shape {list(value.shape)})")
+            return ("const", value)
         if isinstance(value, (tuple, list)):
             parts = [self.template(v, what) for v in value]
             if all(p[0] == "const" for p in parts):
@@ -367,7 +394,7 @@ class _Recorder:
             return ("op", op, index)
         if id(target) in self.new_tensors:
             raise _Refused("it makes a new tensor that requires grad: make the parameters outside the step")
-        return ("leaf", self.external(target))
+        return ("leaf", self.owner(target))
 
     @_hook
     def on_backward(self, node, grads_out, grads_in):
@@ -409,8 +436,7 @@ class _Recorder:
         op = self.producer.get(source[1]) if source[0] == "array" else None
         if op is not None and op.has_graph:
             raise _Refused("it runs an in-place op that records a graph")
-        kind = self.kinds[target]
-        self.events.append(_StoreEvent(target, source, kind[1] if kind[0] == "external" else None))
+        self.events.append(_StoreEvent(target, source, self._owner_of_slot(target)))
 
     @_hook
     def on_set_grad(self, tensor, value):
@@ -418,7 +444,7 @@ class _Recorder:
             return
         if value is not None:
             raise _Refused("it sets a .grad to a tensor: only `.grad = None` is repeated")
-        self.events.append(_SetGradEvent(self.external(tensor)))
+        self.events.append(_SetGradEvent(self.owner(tensor)))
 
     @_hook
     def on_to_python(self, tensor, method):
@@ -431,12 +457,15 @@ class _Recorder:
     def on_made(self, tensor):
         if threading.get_ident() == self.thread:
             self.new_tensors.add(id(tensor))
-            if self.depth == 0:
-                self.made.append(weakref.ref(tensor))
+            if self.depth == 0:  # made by the step itself: by an op (which then gives its array a slot)
+                self.made.append(weakref.ref(tensor))  # or by a function a replay cannot repeat
+                self.unrepeatable[id(tensor.array)] = tensor.array
 
     @_hook
     def on_factory(self, function, args, kwargs, result):
         if not self.watching():
+            return
+        if result is NotImplemented:  # (Python then tries the other operand's method)
             return
         if not isinstance(result, (Tensor, np.ndarray)):
             raise _Refused(f"{function.__name__} did not return a tensor")
@@ -470,11 +499,13 @@ class _Recorder:
     def after_backward(self):
         """The gradients are in .grad now: give each a slot, to be read there after a replay's backward."""
         event = self.pending_backward
-        for index, tensor in enumerate(self.externals):
+        owners = [(("ext", i), t) for i, t in enumerate(self.externals)]
+        owners += [(("arg", i), self.args[i]) for i in sorted(set(self.argument_index.values()))]
+        for owner, tensor in owners:
             if tensor._hooks:
                 raise _Refused("a tensor it uses has a hook (register_hook)")
             if tensor.grad is not None:
-                event.grads.append((self._new_slot(tensor.grad.array, ("made",)), index))
+                event.grads.append((self._new_slot(tensor.grad.array, ("made",)), owner))
                 self.new_tensors.add(id(tensor.grad))
         for index, node in self.graph_nodes:
             for output, ref in node.retained or ():
@@ -504,7 +535,7 @@ class _Recorder:
 
     def program(self, result):
         return _Program(self.events, self.kinds, self.arrays, self.externals, self.result_template,
-                        result_ops=self._result_ops(), modules=self.modules)
+                        result_ops=self._result_ops(), modules=self.modules, arguments=self.args)
 
     def _result_ops(self):
         """For each slot that is an op's output: (op event index, output index), to give returned
@@ -569,6 +600,8 @@ class _Watch:
 
         for name in _TO_PYTHON:
             self._set(Tensor, name, _to_python_watcher(recorder, getattr(Tensor, name), name))
+        for name in _TENSOR_FACTORIES:
+            self._set(Tensor, name, _factory_watcher(recorder, getattr(Tensor, name)))
 
         wrap, from_data = Tensor.__dict__["_wrap"].__func__, Tensor.__dict__["_from_data"].__func__
         init = Tensor.__init__
@@ -661,10 +694,14 @@ def _factory_watcher(recorder, function):
 class _Replay:
     """The state of one replay."""
 
-    __slots__ = ("values", "nodes", "externals", "standins")
+    __slots__ = ("values", "nodes", "externals", "args", "standins")
 
-    def __init__(self, values, nodes, externals):
-        self.values, self.nodes, self.externals, self.standins = values, nodes, externals, {}
+    def __init__(self, values, nodes, externals, args):
+        self.values, self.nodes, self.externals, self.args, self.standins = values, nodes, externals, args, {}
+
+    def tensor(self, owner):
+        """An argument ("arg", i) or a tensor from before the call ("ext", i)."""
+        return (self.args if owner[0] == "arg" else self.externals)[owner[1]]
 
 
 class _OpEvent:
@@ -706,7 +743,7 @@ class _OpEvent:
         node.sequence = next(autograd._sequence)
         node.input_meta, node.output_meta = self.input_meta, self.output_meta
         node.name_hint, node.materialize_grads = self.name_hint, self.materialize
-        node.edges = tuple([None if e is None else (r.nodes[e[1]], e[2]) if e[0] == "op" else (r.externals[e[1]], 0)
+        node.edges = tuple([None if e is None else (r.nodes[e[1]], e[2]) if e[0] == "op" else (r.tensor(e[1]), 0)
                             for e in self.edges])
         if self.retained:  # the tensors retain_grad() was called on, stood in for, to receive .grad
             kept = []
@@ -721,50 +758,50 @@ class _OpEvent:
 class _StoreEvent:
     """An in-place write of one slot's array (or a constant) into another's memory."""
 
-    def __init__(self, target, source, external):
-        self.target, self.source, self.external = target, source, external
+    def __init__(self, target, source, owner):
+        self.target, self.source, self.owner = target, source, owner
 
     def run(self, r):
         target, source = r.values[self.target], _build(self.source, r.values)
         if source is not target:  # (ops that wrote in place already did)
             target[...] = source
-        if self.external is not None:
-            r.externals[self.external]._version[0] += 1
+        if self.owner is not None:
+            r.tensor(self.owner)._version[0] += 1
 
 
 class _InplaceEvent:
     """An op and the in-place write of its result, as one NumPy call that writes into the target's
     memory (`p.data += -lr * p.grad`): the same numbers, as Tensor._inplace_direct computes them."""
 
-    def __init__(self, ufunc, target, other, external):
-        self.ufunc, self.target, self.other, self.external = ufunc, target, other, external
+    def __init__(self, ufunc, target, other, owner):
+        self.ufunc, self.target, self.other, self.owner = ufunc, target, other, owner
 
     def run(self, r):
         target = r.values[self.target]
         self.ufunc(target, _build(self.other, r.values), out=target)
-        if self.external is not None:
-            r.externals[self.external]._version[0] += 1
+        if self.owner is not None:
+            r.tensor(self.owner)._version[0] += 1
 
 
 class _SetitemEvent:
     """x[key] = value with no graph, written into x's memory, as Tensor._setitem_direct does."""
 
-    def __init__(self, target, key, value, external):
-        self.target, self.key, self.value, self.external = target, key, value, external
+    def __init__(self, target, key, value, owner):
+        self.target, self.key, self.value, self.owner = target, key, value, owner
 
     def run(self, r):
         values = r.values
         values[self.target][_build(self.key, values)] = _build(self.value, values)
-        if self.external is not None:
-            r.externals[self.external]._version[0] += 1
+        if self.owner is not None:
+            r.tensor(self.owner)._version[0] += 1
 
 
 class _SetGradEvent:
-    def __init__(self, external):
-        self.external = external
+    def __init__(self, owner):
+        self.owner = owner
 
     def run(self, r):
-        r.externals[self.external].grad = None
+        r.tensor(self.owner).grad = None
 
 
 class _FactoryEvent:
@@ -787,7 +824,7 @@ class _BackwardEvent:
     def __init__(self, op, output, grad, retain_graph, events):
         self.op, self.output, self.grad, self.retain_graph = op, output, grad, retain_graph
         self.events = events  # the program's events, to find each node's edges
-        self.grads, self.retained_grads = [], []  # (slot, external) and (slot, op, output) to read after
+        self.grads, self.retained_grads = [], []  # (slot, owner) and (slot, op, output) to read after
         self.schedule = []  # the op events whose backward ran, in the order they ran
 
     def run(self, r):
@@ -797,8 +834,8 @@ class _BackwardEvent:
         else:  # (the engine's own pass, which converts the given gradient as backward(gradient) does)
             gradient = Tensor._wrap(_build(self.grad, r.values))
             autograd.backward(Tensor._wrap(root, True, node, self.output), gradient, retain_graph=self.retain_graph)
-        for slot, index in self.grads:
-            r.values[slot] = r.externals[index].grad.array
+        for slot, owner in self.grads:
+            r.values[slot] = r.tensor(owner).grad.array
         for slot, op, output in self.retained_grads:
             r.values[slot] = r.standins[(op, output)].grad.array
 
@@ -832,7 +869,7 @@ class _BackwardEvent:
                     index = edge[2]
                     buffer[index] = g if buffer[index] is None else buffer[index] + g
                 else:
-                    leaf = r.externals[edge[1]]
+                    leaf = r.tensor(edge[1])
                     previous = leaf_grads.get(leaf)
                     leaf_grads[leaf] = g if previous is None else previous + g
         for leaf, g in leaf_grads.items():
@@ -860,11 +897,11 @@ def _fuse_inplace(events, arrays, result):
                     other[0] == "const" and type(other[1]) in (int, float)
                     or other[0] in ("slot", "array") and arrays[other[1]].dtype is target.dtype
                     and arrays[other[1]].ndim <= target.ndim):
-                steps.append(_InplaceEvent(ufunc, store.target, other, store.external))
+                steps.append(_InplaceEvent(ufunc, store.target, other, store.owner))
                 i += 2
                 continue
         if fusable and op.function is ops.IndexPut:
-            steps.append(_SetitemEvent(store.target, op.inputs[1], op.inputs[2], store.external))
+            steps.append(_SetitemEvent(store.target, op.inputs[1], op.inputs[2], store.owner))
             i += 2
             continue
         steps.append(op)
@@ -918,7 +955,7 @@ def _same_bits(a, b):
 
 
 class _Program:
-    def __init__(self, events, kinds, arrays, externals, result_template, result_ops, modules):
+    def __init__(self, events, kinds, arrays, externals, result_template, result_ops, modules, arguments):
         self.events, self.externals, self.result = events, externals, result_template
         self.result_ops = result_ops
         self.steps = _fuse_inplace(events, arrays, result_template)  # what a replay runs
@@ -936,7 +973,13 @@ class _Program:
         self.argument_slots = [(slot, kind[1]) for slot, kind in enumerate(kinds) if kind[0] == "arg"]
         self.external_slots = [(slot, kind[1]) for slot, kind in enumerate(kinds) if kind[0] == "external"]
         self.external_of_slot = dict(self.external_slots)
-        self.layout = [(t.array.shape, t.array.dtype) for t in externals]
+        self.argument_of_slot = dict(self.argument_slots)
+        self.layout = [(t.array.shape, t.array.dtype, t._requires_grad) for t in externals]
+        self.argument_refs = [(i, weakref.ref(a)) for i, a in enumerate(arguments) if isinstance(a, Tensor)]
+        # whether call 2 was made with other tensor objects as arguments than call 1: then the check
+        # saw the step with its arguments replaced (had the step read one of them by name too, its
+        # second recording would have read a tensor the first did not)
+        self.checked = self.checked_with_other_arguments = False
         self.modes = [(m, m.training) for m in modules]  # dropout and batch norm differ in eval()
 
     def same_steps(self, other):
@@ -950,16 +993,30 @@ class _Program:
                 return False
         return True
 
-    def externals_unchanged(self):
-        """Whether the tensors it reads keep their shapes and dtypes, and its modules their mode."""
-        for tensor, (shape, dtype) in zip(self.externals, self.layout):
+    def holds_for(self, args):
+        """Whether the recording holds for a call with `args`: the tensors it reads keep their shapes,
+        dtypes and requires_grad, and its modules their train()/eval() mode. And if the check was
+        made with the same tensor objects as arguments as the recording, a call with other ones
+        records again while the recorded ones live: the step might read one of them by name too
+        (`step(W)` with `W` also a global), which only a check with other arguments would show."""
+        for tensor, (shape, dtype, requires_grad) in zip(self.externals, self.layout):
             array = tensor.array
-            if type(array) is not np.ndarray or array.shape != shape or array.dtype != dtype:
+            if (type(array) is not np.ndarray or array.shape != shape or array.dtype != dtype
+                    or tensor._requires_grad != requires_grad):
                 return False
+        if self.checked and not self.checked_with_other_arguments:
+            for index, ref in self.argument_refs:
+                recorded = ref()
+                if recorded is not None and recorded is not args[index]:
+                    return False
         return all(module.training == training for module, training in self.modes)
 
     def snapshot(self, args):
         copies = [_copy_tensor(t) for t in self.externals]
+        for i, tensor in enumerate(self.externals):  # a .grad the step reads as a tensor (p.grad.zero_())
+            for j, owner in enumerate(self.externals):
+                if owner.grad is tensor:
+                    copies[i] = copies[j].grad
         args = tuple(_copy_tensor(a) if isinstance(a, Tensor) else a for a in args)
         return _Snapshot(args, copies, random.get_rng_state())
 
@@ -971,7 +1028,7 @@ class _Program:
             values[slot] = args[index].array
         for slot, index in self.external_slots:
             values[slot] = externals[index].array
-        r = _Replay(values, [None] * len(self.events), externals)
+        r = _Replay(values, [None] * len(self.events), externals, args)
         quiet = backend.float_errors_off()  # inf and NaN without NumPy's warnings, as in Function.apply
         try:
             for event in self.steps:
@@ -990,6 +1047,8 @@ class _Program:
         slot = template[1]
         if slot in self.external_of_slot:
             return r.externals[self.external_of_slot[slot]]
+        if slot in self.argument_of_slot:
+            return r.args[self.argument_of_slot[slot]]
         where = self.result_ops.get(slot)
         if where is not None and self.events[where[0]].has_graph:
             op, output = where
@@ -1005,8 +1064,13 @@ class _Program:
                     real.grad is not None and not _same_bits(real.grad.array, copy.grad.array)):
                 return f"the .grad of a tensor it uses (shape {list(real.shape)}) differs"
         for real, copy in zip(args, before.args):
-            if isinstance(real, Tensor) and not _same_bits(real.array, copy.array):
+            if not isinstance(real, Tensor):
+                continue
+            if not _same_bits(real.array, copy.array):
                 return f"a tensor it was given (shape {list(real.shape)}) ends with other values"
+            if (real.grad is None) != (copy.grad is None) or (
+                    real.grad is not None and not _same_bits(real.grad.array, copy.grad.array)):
+                return f"the .grad of a tensor it was given (shape {list(real.shape)}) differs"
         got, expected = _tensors_in(replayed_result), _tensors_in(result)
         if len(got) != len(expected) or not all(_same_bits(a.array, b.array) for a, b in zip(got, expected)):
             return "what it returns differs"
