@@ -822,27 +822,11 @@ def grad_step(reset):
     return make
 
 
-@pytest.mark.parametrize("reset", ["None", "accumulate"])
-def test_grad_reset_to_none_or_accumulated_replays_bit_for_bit(reset):
+@pytest.mark.parametrize("reset", ["None", "accumulate", "zero_"])
+def test_grad_reset_to_none_zeroed_in_place_or_accumulated_replays_bit_for_bit(reset):
+    """`p.grad = None`, `p.grad.zero_()` on a .grad from before the step, or no reset at all."""
     wrapper, counted = eager_and_replayed(grad_step(reset), 6)
     assert_replayed(wrapper, counted)
-
-
-def test_grads_zeroed_in_place_give_the_eager_bits():
-    """`p.grad.zero_()` (zero_grad(set_to_none=False)): replayed or run as usual (the docs list it
-    among the refusals), the bits are the eager ones."""
-    step, tensors = grad_step("zero_")()
-    eager = drive(step, 6)
-    eager_tensors = tensors_state(tensors)
-    step, tensors = grad_step("zero_")()
-    wrapper = tinyattn.replayed(step)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        got = drive(wrapper, 6)
-    for g, e in zip(got, eager):
-        assert_same_bits(g, e)
-    assert_same_tensors(tensors_state(tensors), eager_tensors)
-    assert wrapper.state in ("replay", "eager")
 
 
 def test_grads_are_none_after_a_replayed_step_that_sets_them_to_none_last():

@@ -352,6 +352,8 @@ class _Recorder:
                            "is Python on tensors")
         if node.hooks:
             raise _Refused("a tensor it makes has a hook (register_hook)")
+        for t in outputs:  # made by this op, so repeatable (an output may be an input's array itself)
+            self.unrepeatable.pop(id(t.array), None)
         inputs = [self.template(a, f"an input of {function.__name__}") for a in args]
         if self.index_values:
             inputs[1] = self._key_from_tensors(function, args[1], inputs[1])
