@@ -732,16 +732,20 @@ def run(args, torch=None, report=None, emit=print, status=None):
                 samples = {}
                 medians = interleaved(contenders, rounds=args.rounds or LEARNER_ROUNDS, warmup=1, settle=0.0,
                                       samples=samples, on_round=lambda text: doing(f"(f) {name}: {text}"))
+                replaying = contenders["replayed"].state == "replay"  # (not a step run as usual)
                 row = {**medians, "replay_state": contenders["replayed"].state,
                        "ratio_torch": _ratio(medians["tinyattn"], medians.get("torch")),
                        "ratio_torch_quartiles": ratio_spread(samples, "tinyattn", "torch"),
-                       "ratio_replayed_torch": _ratio(medians["replayed"], medians.get("torch")),
-                       "ratio_replayed_torch_quartiles": ratio_spread(samples, "replayed", "torch")}
+                       "ratio_replayed_torch": None, "ratio_replayed_torch_quartiles": None}
+                if replaying:
+                    row["ratio_replayed_torch"] = _ratio(medians["replayed"], medians.get("torch"))
+                    row["ratio_replayed_torch_quartiles"] = ratio_spread(samples, "replayed", "torch")
                 report["learner"][name] = row
                 replay = _fmt_time(row["replayed"]) if row["replay_state"] == "replay" else "eager"
+                as_written = _fmt_ratio(row["ratio_torch"], spread(row["ratio_torch_quartiles"]))
+                replayed = _fmt_ratio(row["ratio_replayed_torch"], spread(row["ratio_replayed_torch_quartiles"]))
                 emit(f"{name:<21} {_fmt_time(row['tinyattn']):>9} {replay:>9} {_fmt_time(row.get('torch')):>9} "
-                     f"{_cell(_fmt_ratio(row['ratio_torch'], spread(row['ratio_torch_quartiles'])), wide)} "
-                     f"{_cell(_fmt_ratio(row['ratio_replayed_torch'], spread(row['ratio_replayed_torch_quartiles'])), wide)}")
+                     f"{_cell(as_written, wide)} {_cell(replayed, wide)}")
             for key, label in (("ratio_torch", "learner_geometric_mean"),
                                ("ratio_replayed_torch", "learner_replayed_geometric_mean")):
                 ratios = [row[key] for row in report["learner"].values() if row[key] is not None]

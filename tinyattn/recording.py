@@ -108,11 +108,12 @@ class Replayed:
             return self.step(*args)
         guard = _guard_of(args)
         if guard is None:
-            return self._give_up("its arguments must be tensors or Python numbers, strings, None", args)
+            return self._give_up("its arguments must be tensors or Python numbers, strings, None", args,
+                                 stacklevel=3)
         if guard != self._guard:  # other shapes or Python values than recorded: record again
             self.state, self._guard, self._program = "record", guard, None
         if self.state != "record" and not self._program.holds_for(args):
-            self.state = "record"  # a tensor it reads changed shape, dtype or requires_grad, or ...: record again
+            self.state = "record"  # a tensor it reads changed shape, dtype or requires_grad...: record again
         if self.state == "replay":
             if autograd.observers:  # a trace or detect_anomaly is watching: it must see the ops run
                 return self.step(*args)
@@ -165,12 +166,13 @@ class Replayed:
             self.state = "replay"
         return result
 
-    def _give_up(self, reason, args=None):
+    def _give_up(self, reason, args=None, stacklevel=4):
+        """Run the step as usual from now on (and now, given `args`), with a warning that says why."""
         self.state, self.reason, self._program = "eager", reason, None
         message = f"replayed({getattr(self.step, '__name__', 'step')}) runs it as usual from now on: {reason}"
         if self.strict:
             raise ReplayError(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)  # (points at the caller's line)
         return None if args is None else self.step(*args)
 
 
@@ -232,7 +234,7 @@ class _Recorder:
         self.events = []
         self.slot_of = {}  # id(array) -> slot
         self.arrays = []  # slot -> array (kept alive, so that the ids in slot_of stay theirs)
-        self.kinds = []  # slot -> ("arg", i) | ("external", i) | ("made",) | ("const",)
+        self.kinds = []  # slot -> ("arg", i) | ("external", i) | ("made",)
         self.externals, self.external_index = [], {}  # tensors from before the call, id -> index
         self.new_tensors = set()  # ids of the tensors made during the call
         self.unrepeatable = {}  # id -> array of the tensors the step made outside ops and known functions
