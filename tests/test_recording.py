@@ -8,6 +8,7 @@ that it was taken: `state == "replay"` at the end, and the step's Python body ra
 recorded calls.
 """
 
+import collections
 import warnings
 
 import numpy as np
@@ -1261,3 +1262,55 @@ def test_a_trace_or_anomaly_detection_around_a_replayed_step_sees_the_step_run()
         assert_same_bits(g, e)
     assert_same_tensors(tensors_state(tensors), eager_tensors)
     assert_replayed(wrapper, counted, recorded_calls=3)
+
+
+Pair = collections.namedtuple("Pair", "loss out")
+
+
+def test_a_step_that_returns_a_dict_and_a_named_tuple_gets_fresh_tensors_in_them():
+    """What a step returns is built again on each replay, in the same containers."""
+
+    def make():
+        W, b = _params()
+
+        def step(x):
+            out = x @ W + b
+            loss = (out ** 2).mean()
+            _sgd(W, b, loss)
+            return {"loss": loss, "pair": Pair(loss, out), "outputs": [out, 2], "n": 3}
+
+        return step, [W, b]
+
+    xs = [tinyattn.full((2, 3), float(i)) for i in range(6)]
+
+    def flat(result):
+        assert type(result) is dict and type(result["pair"]) is Pair and type(result["outputs"]) is list
+        return [bits(result["loss"]), bits(result["pair"].loss), bits(result["pair"].out),
+                bits(result["outputs"][0]), result["outputs"][1], result["n"]]
+
+    step, tensors = make()
+    eager = [flat(step(x)) for x in xs]
+    step, tensors = make()
+    wrapper = tinyattn.replayed(step, strict=True)
+    got = [flat(wrapper(x)) for x in xs]
+    assert wrapper.state == "replay"
+    for g, e in zip(got, eager):
+        for a, b in zip(g, e):
+            assert_same_bits(a, b)
+    assert len({r[0][3] for r in got}) == len(xs)  # a new loss each call, not the recorded one
+
+
+def test_a_step_that_returns_another_kind_of_tuple_runs_as_usual():
+    class Odd(tuple):
+        pass
+
+    W, b = _params()
+
+    def step():
+        return Odd(((W * 2).sum(),))
+
+    wrapper = tinyattn.replayed(step)
+    with pytest.warns(RuntimeWarning, match="it returns a Odd: return tensors in a tuple, list or dict"):
+        wrapper()
+    assert wrapper.state == "eager"
+    assert type(wrapper()) is Odd

@@ -523,7 +523,18 @@ class _Recorder:
 
     @_hook
     def _check_result(self, result):
-        self.result_template = self.template(result, "what it returns")
+        self.result_template = self._result_template(result)
+
+    def _result_template(self, value):
+        """What the step returns, as a replay will build it: tensors from their slots, inside tuples,
+        named tuples, lists and dicts; other values as they are."""
+        if isinstance(value, dict):
+            return ("dict", type(value), [(k, self._result_template(v)) for k, v in value.items()])
+        if isinstance(value, (tuple, list)):
+            if type(value) not in (tuple, list) and not hasattr(value, "_fields"):
+                raise _Refused(f"it returns a {type(value).__name__}: return tensors in a tuple, list or dict")
+            return ("sequence", type(value), [self._result_template(v) for v in value])
+        return self.template(value, "what it returns")
 
     def _check_nothing_kept(self, result):
         returned = {id(t) for t in _tensors_in(result)}
@@ -555,6 +566,8 @@ class _Recorder:
 def _tensors_in(value):
     if isinstance(value, Tensor):
         return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
     if isinstance(value, (tuple, list)):
         return [t for v in value for t in _tensors_in(v)]
     return []
@@ -932,11 +945,13 @@ def _slots_read(events, result):
 
 
 def _slots_in(template):
-    if template[0] in ("slot", "array", "int_of"):
+    kind = template[0]
+    if kind in ("slot", "array", "int_of"):
         yield template[1]
-    elif template[0] in ("tuple", "list"):
-        for part in template[1]:
-            yield from _slots_in(part)
+    elif kind in ("tuple", "list", "sequence", "dict"):
+        parts = template[1] if kind in ("tuple", "list") else template[2]
+        for part in parts:
+            yield from _slots_in(part[1] if kind == "dict" else part)
 
 
 class _Snapshot:
@@ -1045,9 +1060,11 @@ class _Program:
         kind = template[0]
         if kind == "const":
             return template[1]
-        if kind in ("tuple", "list"):
-            parts = [self._result(t, r) for t in template[1]]
-            return tuple(parts) if kind == "tuple" else parts
+        if kind == "dict":
+            return template[1]((key, self._result(t, r)) for key, t in template[2])
+        if kind == "sequence":
+            parts = [self._result(t, r) for t in template[2]]
+            return template[1](*parts) if hasattr(template[1], "_fields") else template[1](parts)
         slot = template[1]
         if slot in self.external_of_slot:
             return r.externals[self.external_of_slot[slot]]
