@@ -25,8 +25,9 @@ are seen.
 What it refuses (the step then runs as usual):
 - a tensor's value read into Python inside the step (`.item()`, `if loss > 2:`, `print(x)`,
   `x[i:i + 8]` with `i` a tensor): the Python that follows would not run again;
-- a tensor the step makes and keeps after it returns (`self.out = x`, a list of activations): a
-  replay makes no tensors, so that one would keep its first values; return it instead;
+- a tensor the step makes and keeps after it returns in a list, a dict or a global: a replay could
+  not reach it to give it new values (one kept in an attribute, `self.out = x`, is set again on
+  each replay, with its grad_fn and the .grad retain_grad() gives it);
 - hooks, custom `autograd.Function`s, an explicit `generator=`, GPU arrays;
 - work it cannot see, such as an optimizer's `step()`, which updates the parameters' arrays
   directly: the check on call 2 finds the difference. Replay the forward and backward, and call
@@ -41,6 +42,7 @@ gradients off, or with a module switched between train() and eval() records the 
 import functools
 import gc
 import operator
+import types
 import threading
 import warnings
 import weakref
@@ -147,15 +149,16 @@ class Replayed:
         if recorder.refusal:
             self._give_up(recorder.refusal)
             return result
-        if not program.same_steps(recorder.program(result)):
-            self._give_up("its second call did other work than its first (an `if` or a loop that "
-                          "depends on something outside the step)")
+        difference = program.other_steps(recorder.program(result))
+        if difference:
+            self._give_up(difference)
             return result
         after = random.get_rng_state()
         random.set_rng_state(before.rng)
         try:
-            replayed_result = program.run(before.args, externals=before.externals)
-            difference = program.difference(args, before, result, replayed_result, after)
+            keeps = []
+            replayed_result = program.run(before.args, externals=before.externals, keeps=keeps)
+            difference = program.difference(args, before, result, replayed_result, after, keeps)
         except Exception as error:  # noqa: BLE001  (any failure of the replay means: do not replay)
             difference = f"its replay failed: {type(error).__name__}: {error}"
         finally:
@@ -537,16 +540,52 @@ class _Recorder:
         return self.template(value, "what it returns")
 
     def _check_nothing_kept(self, result):
+        """A tensor the step made that lives on after it returns must be an attribute of an object
+        (`self.out = x`, `self.attn_weights = w.detach()`), which a replay sets again; anywhere else
+        (a list, a dict, a global) a replay could not reach it."""
         returned = {id(t) for t in _tensors_in(result)}
         grads = {id(t.grad) for t in self.externals if t.grad is not None}
         gc.collect()
         for ref in self.made:
             tensor = ref()
-            if tensor is not None and id(tensor) not in returned and id(tensor) not in grads:
-                self.refuse(f"it keeps a tensor it made (shape {list(tensor.shape)}) after it returns (in an "
-                            "attribute, a list, a global): a replay would leave its first values there; return it",
+            if tensor is None or id(tensor) in returned or id(tensor) in grads:
+                continue
+            holder = self._holder_of(tensor)
+            if holder is None:
+                self.refuse(f"it keeps a tensor it made (shape {list(tensor.shape)}) after it returns (in a list, "
+                            "a dict, a global): a replay would leave its first values there; return it",
                             where=False)
                 return
+            if holder != "views":
+                self.events.append(self._keep_event(tensor, *holder))
+
+    def _holder_of(self, tensor):
+        """(object, attribute name) where one attribute of one object is all that holds `tensor`;
+        "views" where only views of it do (through their _base); None otherwise."""
+        holders = []
+        for referrer in gc.get_referrers(tensor):
+            if isinstance(referrer, (types.FrameType, Tensor)):  # the recorder's frames; a view's _base
+                continue
+            if type(referrer) is dict:  # an object's __dict__, or a dict of the user's
+                owners = [o for o in gc.get_referrers(referrer) if getattr(o, "__dict__", None) is referrer]
+                owner = owners[0] if len(owners) == 1 else None
+            else:  # an object holding its attributes without a dict of its own (Python 3.11+)
+                owner = referrer if hasattr(referrer, "__dict__") else None
+            names = _names_of(tensor, vars(owner)) if owner is not None else []
+            if len(names) != 1:
+                return None
+            holders.append((owner, names[0]))
+        if not holders:
+            return "views"
+        return holders[0] if len(holders) == 1 else None
+
+    def _keep_event(self, tensor, owner, name):
+        slot = self.slot_of.get(id(tensor.array))
+        if slot is None:
+            raise _Refused(f"it keeps a tensor made by a function it cannot repeat in {type(owner).__name__}.{name}")
+        op = self.node_index.get(tensor.grad_fn) if tensor.grad_fn is not None else None
+        retained = op is not None and any(ref() is tensor for _, ref in tensor.grad_fn.retained or ())
+        return _KeepEvent(owner, name, slot, op, tensor.output_nr, tensor._requires_grad, retained)
 
     def program(self, result):
         return _Program(self.events, self.kinds, self.arrays, self.externals, self.result_template,
@@ -561,6 +600,12 @@ class _Recorder:
                 for output, slot in enumerate(event.out_slots):
                     where[slot] = (index, output)
         return where
+
+
+def _names_of(value, namespace):
+    """The names under which `namespace` holds `value`. (A function of its own: a comprehension inside
+    _holder_of would hold the tensor in a closure cell, one more referrer.)"""
+    return [name for name, v in namespace.items() if v is value]
 
 
 def _tensors_in(value):
@@ -711,10 +756,11 @@ def _factory_watcher(recorder, function):
 class _Replay:
     """The state of one replay."""
 
-    __slots__ = ("values", "nodes", "externals", "args", "standins")
+    __slots__ = ("values", "nodes", "externals", "args", "standins", "keeps")
 
-    def __init__(self, values, nodes, externals, args):
+    def __init__(self, values, nodes, externals, args, keeps=None):
         self.values, self.nodes, self.externals, self.args, self.standins = values, nodes, externals, args, {}
+        self.keeps = keeps  # a list while checking: the attributes a replay would set
 
     def tensor(self, owner):
         """An argument ("arg", i) or a tensor from before the call ("ext", i)."""
@@ -811,6 +857,27 @@ class _SetitemEvent:
         values[self.target][_build(self.key, values)] = _build(self.value, values)
         if self.owner is not None:
             r.tensor(self.owner)._version[0] += 1
+
+
+class _KeepEvent:
+    """`owner.name = x` for a tensor the step made and kept in an attribute (`self.out = x`): set
+    again to this replay's tensor (with its graph node, and the .grad retain_grad() gave it)."""
+
+    def __init__(self, owner, name, slot, op, output, requires_grad, retained):
+        self.owner, self.name, self.slot = owner, name, slot
+        self.op, self.output, self.requires_grad, self.retained = op, output, requires_grad, retained
+
+    def run(self, r):
+        if self.retained:
+            tensor = r.standins[(self.op, self.output)]
+        elif self.op is not None:
+            tensor = Tensor._wrap(r.values[self.slot], self.requires_grad, r.nodes[self.op], self.output)
+        else:
+            tensor = Tensor._wrap(r.values[self.slot])
+        if r.keeps is None:
+            setattr(self.owner, self.name, tensor)
+        else:  # checking: the attribute holds the value the step just gave it, to compare with
+            r.keeps.append((self.owner, self.name, tensor))
 
 
 class _SetGradEvent:
@@ -937,6 +1004,8 @@ def _slots_read(events, result):
             templates = list(event.args) + list(event.kwargs.values())
         elif kind is _BackwardEvent:
             templates = [] if event.grad is None else [event.grad]
+        elif kind is _KeepEvent:
+            templates = [("slot", event.slot)]
         else:
             templates = []
         for template in templates:
@@ -1001,16 +1070,20 @@ class _Program:
         self.checked = self.checked_with_other_arguments = False
         self.modes = [(m, m.training) for m in modules]  # dropout and batch norm differ in eval()
 
-    def same_steps(self, other):
-        """Whether another recording made the same calls, in order, on the same tensors."""
-        if len(self.events) != len(other.events) or len(self.externals) != len(other.externals):
-            return False
-        if any(a is not b for a, b in zip(self.externals, other.externals)):
-            return False
-        for a, b in zip(self.events, other.events):
-            if type(a) is not type(b) or getattr(a, "function", None) is not getattr(b, "function", None):
-                return False
-        return True
+    def other_steps(self, other):
+        """How another recording differs from this one ("" if it made the same calls, in order, on the
+        same tensors)."""
+        if len(self.externals) != len(other.externals) or any(
+                a is not b for a, b in zip(self.externals, other.externals)):
+            return ("its second call read other tensors than its first: one it reads was replaced by a new "
+                    "tensor (an attribute the step sets anew, such as `self.running_mean = ...`: change it "
+                    "in place under no_grad instead)")
+        same = len(self.events) == len(other.events) and all(
+            type(a) is type(b) and getattr(a, "function", None) is getattr(b, "function", None)
+            and (type(a) is not _KeepEvent or (a.owner is b.owner and a.name == b.name))
+            for a, b in zip(self.events, other.events))
+        return "" if same else ("its second call did other work than its first (an `if` or a loop that depends "
+                                "on something outside the step)")
 
     def holds_for(self, args):
         """Whether the recording holds for a call with `args`: the tensors it reads keep their shapes,
@@ -1039,15 +1112,17 @@ class _Program:
         args = tuple(_copy_tensor(a) if isinstance(a, Tensor) else a for a in args)
         return _Snapshot(args, copies, random.get_rng_state())
 
-    def run(self, args, externals=None):
-        """One replay: the recorded array calls, on the current values of the arguments and externals."""
+    def run(self, args, externals=None, keeps=None):
+        """One replay: the recorded array calls, on the current values of the arguments and externals
+        (or on `externals` given: copies, while checking; `keeps` then receives the attributes it
+        would set)."""
         externals = self.externals if externals is None else externals
         values = self.initial.copy()
         for slot, index in self.argument_slots:
             values[slot] = args[index].array
         for slot, index in self.external_slots:
             values[slot] = externals[index].array
-        r = _Replay(values, [None] * len(self.events), externals, args)
+        r = _Replay(values, [None] * len(self.events), externals, args, keeps)
         quiet = backend.float_errors_off()  # inf and NaN without NumPy's warnings, as in Function.apply
         try:
             for event in self.steps:
@@ -1076,7 +1151,7 @@ class _Program:
             return Tensor._wrap(r.values[slot], self.events[op].requires_grad[output], r.nodes[op], output)
         return Tensor._wrap(r.values[slot])
 
-    def difference(self, args, before, result, replayed_result, rng_after):
+    def difference(self, args, before, result, replayed_result, rng_after, keeps):
         """What differs between running a call and replaying it on copies ("" when nothing does)."""
         for i, (real, copy) in enumerate(zip(self.externals, before.externals)):
             if not _same_bits(real.array, copy.array):
@@ -1092,6 +1167,12 @@ class _Program:
             if (real.grad is None) != (copy.grad is None) or (
                     real.grad is not None and not _same_bits(real.grad.array, copy.grad.array)):
                 return f"the .grad of a tensor it was given (shape {list(real.shape)}) differs"
+        for owner, name, tensor in keeps:
+            real = getattr(owner, name, None)
+            if not isinstance(real, Tensor) or not _same_bits(real.array, tensor.array) or (
+                    (real.grad is None) != (tensor.grad is None)
+                    or real.grad is not None and not _same_bits(real.grad.array, tensor.grad.array)):
+                return f"the tensor it keeps in {type(owner).__name__}.{name} differs"
         got, expected = _tensors_in(replayed_result), _tensors_in(result)
         if len(got) != len(expected) or not all(_same_bits(a.array, b.array) for a, b in zip(got, expected)):
             return "what it returns differs"
