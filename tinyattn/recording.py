@@ -42,8 +42,8 @@ gradients off, or with a module switched between train() and eval() records the 
 import functools
 import gc
 import operator
-import types
 import threading
+import types
 import warnings
 import weakref
 
