@@ -2489,7 +2489,7 @@ def _simple_key(key, shape):
     if isinstance(key, Tensor):
         array = key.array
         if type(array) is not np.ndarray or array.ndim or array.dtype.kind != "i" or autograd.observers:
-            return None  # (with observers, _array_key reads it with .item(), where a recording sees it)
+            return None  # (with observers, _array_key takes it and tells a recording where the int came from)
         key = int(array)
     if type(key) is int:
         return key if shape and -shape[0] <= key < shape[0] else None
