@@ -334,11 +334,16 @@ class _Recorder:
                 raise _Refused(f"{what} comes from a tensor made by a function it cannot repeat "
                                f"(shape {list(value.shape)})")
             return ("const", value)
+        if isinstance(value, dict):
+            parts = [(key, self.template(v, what)) for key, v in value.items()]
+            return ("const", value) if all(p[0] == "const" for _, p in parts) else ("dict", type(value), parts)
         if isinstance(value, (tuple, list)):
             parts = [self.template(v, what) for v in value]
             if all(p[0] == "const" for p in parts):
                 return ("const", value)
-            return ("tuple" if isinstance(value, tuple) else "list", parts)
+            if type(value) not in (tuple, list) and not hasattr(value, "_fields"):
+                raise _Refused(f"{what} holds tensors in a {type(value).__name__}, which a replay cannot build")
+            return ("sequence", type(value), parts)
         if isinstance(value, random.Generator):
             raise _Refused("it passes an explicit generator=: a replay draws from the default generator only")
         if callable(value) and not isinstance(value, type):
@@ -382,12 +387,12 @@ class _Recorder:
         if function not in (ops.Index, ops.IndexPut):
             raise _Refused("an index taken from a tensor reached an op that is not indexing")
         parts = list(key) if isinstance(key, tuple) else [key]
-        templates = list(template[1]) if template[0] == "tuple" else [("const", part) for part in parts]
+        templates = list(template[2]) if template[0] == "sequence" else [("const", part) for part in parts]
         for position, slot, value in pending:
             if position >= len(parts) or parts[position] != value:
                 raise _Refused("an index taken from a tensor did not reach its indexing op")
             templates[position] = ("int_of", slot)
-        return ("tuple", templates) if isinstance(key, tuple) else templates[0]
+        return ("sequence", tuple, templates) if isinstance(key, tuple) else templates[0]
 
     def _edge(self, edge):
         if edge is None:
@@ -526,18 +531,12 @@ class _Recorder:
 
     @_hook
     def _check_result(self, result):
-        self.result_template = self._result_template(result)
-
-    def _result_template(self, value):
         """What the step returns, as a replay will build it: tensors from their slots, inside tuples,
         named tuples, lists and dicts; other values as they are."""
-        if isinstance(value, dict):
-            return ("dict", type(value), [(k, self._result_template(v)) for k, v in value.items()])
-        if isinstance(value, (tuple, list)):
-            if type(value) not in (tuple, list) and not hasattr(value, "_fields"):
-                raise _Refused(f"it returns a {type(value).__name__}: return tensors in a tuple, list or dict")
-            return ("sequence", type(value), [self._result_template(v) for v in value])
-        return self.template(value, "what it returns")
+        if (isinstance(result, (tuple, list)) and type(result) not in (tuple, list)
+                and not hasattr(result, "_fields") and _tensors_in(result)):
+            raise _Refused(f"it returns a {type(result).__name__}: return tensors in a tuple, list or dict")
+        self.result_template = self.template(result, "what it returns")
 
     def _check_nothing_kept(self, result):
         """A tensor the step made that lives on after it returns must be an attribute of an object
@@ -589,17 +588,7 @@ class _Recorder:
 
     def program(self, result):
         return _Program(self.events, self.kinds, self.arrays, self.externals, self.result_template,
-                        result_ops=self._result_ops(), modules=self.modules, arguments=self.args)
-
-    def _result_ops(self):
-        """For each slot that is an op's output: (op event index, output index), to give returned
-        tensors their grad_fn."""
-        where = {}
-        for index, event in enumerate(self.events):
-            if type(event) is _OpEvent:
-                for output, slot in enumerate(event.out_slots):
-                    where[slot] = (index, output)
-        return where
+                        modules=self.modules, arguments=self.args)
 
 
 def _names_of(value, namespace):
@@ -896,8 +885,11 @@ class _FactoryEvent:
 
     def run(self, r):
         values = r.values
-        made = self.function(*[_build_tensors(a, values) for a in self.args],
-                             **{k: _build_tensors(v, values) for k, v in self.kwargs.items()})
+        def tensor(slot):  # a factory gets tensors where the step gave it tensors
+            return Tensor._wrap(values[slot])
+
+        made = self.function(*[_build(a, values, tensor) for a in self.args],
+                             **{k: _build(v, values, tensor) for k, v in self.kwargs.items()})
         values[self.slot] = made.array if isinstance(made, Tensor) else made
 
 
@@ -1017,9 +1009,8 @@ def _slots_in(template):
     kind = template[0]
     if kind in ("slot", "array", "int_of"):
         yield template[1]
-    elif kind in ("tuple", "list", "sequence", "dict"):
-        parts = template[1] if kind in ("tuple", "list") else template[2]
-        for part in parts:
+    elif kind in ("sequence", "dict"):
+        for part in template[2]:
             yield from _slots_in(part[1] if kind == "dict" else part)
 
 
@@ -1037,15 +1028,28 @@ def _copy_tensor(tensor):
     return copy
 
 
+def _tensor_difference(a, b):
+    """"" where two tensors hold the same bits and .grad; else what differs."""
+    if not _same_bits(a.array, b.array):
+        return "the values differ"
+    if (a.grad is None) != (b.grad is None) or a.grad is not None and not _same_bits(a.grad.array, b.grad.array):
+        return "the .grad differs"
+    return ""
+
+
 def _same_bits(a, b):
     return (type(a) is type(b) and a.shape == b.shape and a.dtype == b.dtype
             and np.array_equal(np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8)))
 
 
 class _Program:
-    def __init__(self, events, kinds, arrays, externals, result_template, result_ops, modules, arguments):
+    def __init__(self, events, kinds, arrays, externals, result_template, modules, arguments):
         self.events, self.externals, self.result = events, externals, result_template
-        self.result_ops = result_ops
+        self.made_by = {}  # slot -> (op event, output index): a returned tensor gets its grad_fn from there
+        for index, event in enumerate(events):
+            if type(event) is _OpEvent:
+                for output, slot in enumerate(event.out_slots):
+                    self.made_by[slot] = (index, output)
         self.steps = _fuse_inplace(events, arrays, result_template)  # what a replay runs
         self.initial = [None] * len(kinds)  # the values list a replay starts from: constants filled in
         for event in self.steps:
@@ -1129,23 +1133,16 @@ class _Program:
                 event.run(r)
         finally:
             backend.float_errors_restore(quiet)
-        return self._result(self.result, r)
+        return _build(self.result, r.values, lambda slot: self._returned_tensor(slot, r))
 
-    def _result(self, template, r):
-        kind = template[0]
-        if kind == "const":
-            return template[1]
-        if kind == "dict":
-            return template[1]((key, self._result(t, r)) for key, t in template[2])
-        if kind == "sequence":
-            parts = [self._result(t, r) for t in template[2]]
-            return template[1](*parts) if hasattr(template[1], "_fields") else template[1](parts)
-        slot = template[1]
+    def _returned_tensor(self, slot, r):
+        """A tensor the step returns: the argument or tensor from before the call it was, or a new
+        tensor with its grad_fn."""
         if slot in self.external_of_slot:
             return r.externals[self.external_of_slot[slot]]
         if slot in self.argument_of_slot:
             return r.args[self.argument_of_slot[slot]]
-        where = self.result_ops.get(slot)
+        where = self.made_by.get(slot)
         if where is not None and self.events[where[0]].has_graph:
             op, output = where
             return Tensor._wrap(r.values[slot], self.events[op].requires_grad[output], r.nodes[op], output)
@@ -1153,25 +1150,15 @@ class _Program:
 
     def difference(self, args, before, result, replayed_result, rng_after, keeps):
         """What differs between running a call and replaying it on copies ("" when nothing does)."""
-        for i, (real, copy) in enumerate(zip(self.externals, before.externals)):
-            if not _same_bits(real.array, copy.array):
-                return f"a tensor it uses (shape {list(real.shape)}) ends with other values"
-            if (real.grad is None) != (copy.grad is None) or (
-                    real.grad is not None and not _same_bits(real.grad.array, copy.grad.array)):
-                return f"the .grad of a tensor it uses (shape {list(real.shape)}) differs"
+        for real, copy in zip(self.externals, before.externals):
+            if _tensor_difference(real, copy):
+                return f"{_tensor_difference(real, copy)} of a tensor it uses (shape {list(real.shape)})"
         for real, copy in zip(args, before.args):
-            if not isinstance(real, Tensor):
-                continue
-            if not _same_bits(real.array, copy.array):
-                return f"a tensor it was given (shape {list(real.shape)}) ends with other values"
-            if (real.grad is None) != (copy.grad is None) or (
-                    real.grad is not None and not _same_bits(real.grad.array, copy.grad.array)):
-                return f"the .grad of a tensor it was given (shape {list(real.shape)}) differs"
+            if isinstance(real, Tensor) and _tensor_difference(real, copy):
+                return f"{_tensor_difference(real, copy)} of a tensor it was given (shape {list(real.shape)})"
         for owner, name, tensor in keeps:
             real = getattr(owner, name, None)
-            if not isinstance(real, Tensor) or not _same_bits(real.array, tensor.array) or (
-                    (real.grad is None) != (tensor.grad is None)
-                    or real.grad is not None and not _same_bits(real.grad.array, tensor.grad.array)):
+            if not isinstance(real, Tensor) or _tensor_difference(real, tensor):
                 return f"the tensor it keeps in {type(owner).__name__}.{name} differs"
         got, expected = _tensors_in(replayed_result), _tensors_in(result)
         if len(got) != len(expected) or not all(_same_bits(a.array, b.array) for a, b in zip(got, expected)):
@@ -1184,27 +1171,20 @@ class _Program:
         return ""
 
 
-def _build(template, values):
-    """An op's argument from its template: the slot's array, a constant, or a tuple of them."""
+def _build(template, values, tensor=None):
+    """A value from its template: a constant, a slot's array, an int read from a 0-d tensor, or a
+    tuple, list or dict of them. Where the step passed a tensor, `tensor(slot)` makes it (an op gets
+    the array itself)."""
     kind = template[0]
-    if kind == "slot" or kind == "array":
+    if kind == "slot":
+        return values[template[1]] if tensor is None else tensor(template[1])
+    if kind == "array":
         return values[template[1]]
     if kind == "const":
         return template[1]
     if kind == "int_of":  # an index that was a 0-d tensor
         return int(values[template[1]])
-    parts = [_build(t, values) for t in template[1]]
-    return tuple(parts) if kind == "tuple" else parts
-
-
-def _build_tensors(template, values):
-    """A factory's argument: as _build, with tensors where the step passed tensors."""
-    kind = template[0]
-    if kind == "slot":
-        return Tensor._wrap(values[template[1]])
-    if kind == "array":
-        return values[template[1]]
-    if kind == "const":
-        return template[1]
-    parts = [_build_tensors(t, values) for t in template[1]]
-    return tuple(parts) if kind == "tuple" else parts
+    if kind == "dict":
+        return template[1]((key, _build(t, values, tensor)) for key, t in template[2])
+    parts = [_build(t, values, tensor) for t in template[2]]
+    return template[1](*parts) if hasattr(template[1], "_fields") else template[1](parts)  # (a named tuple)
