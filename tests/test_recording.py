@@ -1396,6 +1396,46 @@ def test_tensors_kept_in_attributes_are_set_again_with_their_grads():
     assert_same_tensors(tensors_state(tensors), eager_tensors)
 
 
+class Chain:
+    """A lecture's Sequential: it keeps its output too, the same tensor as its last layer's `out`."""
+
+    def __init__(self, layers):
+        self.layers = layers
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        self.out = x
+        return self.out
+
+
+def test_a_tensor_kept_in_two_attributes_is_the_same_tensor_in_both_after_a_replay():
+    def run(replay):
+        tinyattn.manual_seed(3)
+        W = tinyattn.randn(4, 3, requires_grad=True)
+        chain = Chain([Layer(W)])
+
+        def step(x):
+            loss = chain(x).sum()
+            W.grad = None
+            loss.backward()
+            with tinyattn.no_grad():
+                W.sub_(0.1 * W.grad)
+            return loss
+
+        step = tinyattn.replayed(step, strict=True) if replay else step
+        seen = []
+        for i in range(5):
+            step(tinyattn.full((2, 4), float(i)))
+            assert chain.out is chain.layers[0].out
+            seen.append(bits(chain.out))
+        assert not replay or step.state == "replay"
+        return seen
+
+    for got, expected in zip(run(True), run(False)):
+        assert_same_bits(got, expected)
+
+
 def test_a_running_mean_replaced_by_a_new_tensor_in_the_step_runs_as_usual():
     step, tensors, layers = layered(in_place=False)()
     x = tinyattn.randn(5, 4)

@@ -549,19 +549,19 @@ class _Recorder:
             tensor = ref()
             if tensor is None or id(tensor) in returned or id(tensor) in grads:
                 continue
-            holder = self._holder_of(tensor)
-            if holder is None:
+            places = self._attributes_holding(tensor)
+            if places is None:
                 self.refuse(f"it keeps a tensor it made (shape {list(tensor.shape)}) after it returns (in a list, "
                             "a dict, a global): a replay would leave its first values there; return it",
                             where=False)
                 return
-            if holder != "views":
-                self.events.append(self._keep_event(tensor, *holder))
+            if places:  # (none: only views of it hold it, through their _base)
+                self.events.append(self._keep_event(tensor, places))
 
-    def _holder_of(self, tensor):
-        """(object, attribute name) where one attribute of one object is all that holds `tensor`;
-        "views" where only views of it do (through their _base); None otherwise."""
-        holders = []
+    def _attributes_holding(self, tensor):
+        """The (object, attribute name) places that hold `tensor`, where attributes of objects are all
+        that hold it (`self.out` of a layer and of the Sequential around it); None otherwise."""
+        places = []
         for referrer in gc.get_referrers(tensor):
             if isinstance(referrer, (types.FrameType, Tensor)):  # the recorder's frames; a view's _base
                 continue
@@ -571,20 +571,19 @@ class _Recorder:
             else:  # an object holding its attributes without a dict of its own (Python 3.11+)
                 owner = referrer if hasattr(referrer, "__dict__") else None
             names = _names_of(tensor, vars(owner)) if owner is not None else []
-            if len(names) != 1:
+            if not names:
                 return None
-            holders.append((owner, names[0]))
-        if not holders:
-            return "views"
-        return holders[0] if len(holders) == 1 else None
+            places.extend((owner, name) for name in names)
+        return sorted(places, key=lambda place: (id(place[0]), place[1]))  # (the same order in each recording)
 
-    def _keep_event(self, tensor, owner, name):
+    def _keep_event(self, tensor, places):
         slot = self.slot_of.get(id(tensor.array))
         if slot is None:
+            owner, name = places[0]
             raise _Refused(f"it keeps a tensor made by a function it cannot repeat in {type(owner).__name__}.{name}")
         op = self.node_index.get(tensor.grad_fn) if tensor.grad_fn is not None else None
         retained = op is not None and any(ref() is tensor for _, ref in tensor.grad_fn.retained or ())
-        return _KeepEvent(owner, name, slot, op, tensor.output_nr, tensor._requires_grad, retained)
+        return _KeepEvent(places, slot, op, tensor.output_nr, tensor._requires_grad, retained)
 
     def program(self, result):
         return _Program(self.events, self.kinds, self.arrays, self.externals, self.result_template,
@@ -849,11 +848,11 @@ class _SetitemEvent:
 
 
 class _KeepEvent:
-    """`owner.name = x` for a tensor the step made and kept in an attribute (`self.out = x`): set
+    """`owner.name = x` for a tensor the step made and kept in attributes (`self.out = x`): each set
     again to this replay's tensor (with its graph node, and the .grad retain_grad() gave it)."""
 
-    def __init__(self, owner, name, slot, op, output, requires_grad, retained):
-        self.owner, self.name, self.slot = owner, name, slot
+    def __init__(self, places, slot, op, output, requires_grad, retained):
+        self.places, self.slot = places, slot  # [(object, attribute name)]
         self.op, self.output, self.requires_grad, self.retained = op, output, requires_grad, retained
 
     def run(self, r):
@@ -863,10 +862,11 @@ class _KeepEvent:
             tensor = Tensor._wrap(r.values[self.slot], self.requires_grad, r.nodes[self.op], self.output)
         else:
             tensor = Tensor._wrap(r.values[self.slot])
-        if r.keeps is None:
-            setattr(self.owner, self.name, tensor)
-        else:  # checking: the attribute holds the value the step just gave it, to compare with
-            r.keeps.append((self.owner, self.name, tensor))
+        for owner, name in self.places:
+            if r.keeps is None:
+                setattr(owner, name, tensor)
+            else:  # checking: the attribute holds the value the step just gave it, to compare with
+                r.keeps.append((owner, name, tensor))
 
 
 class _SetGradEvent:
@@ -1084,7 +1084,7 @@ class _Program:
                     "in place under no_grad instead)")
         same = len(self.events) == len(other.events) and all(
             type(a) is type(b) and getattr(a, "function", None) is getattr(b, "function", None)
-            and (type(a) is not _KeepEvent or (a.owner is b.owner and a.name == b.name))
+            and (type(a) is not _KeepEvent or [(id(o), n) for o, n in a.places] == [(id(o), n) for o, n in b.places])
             for a, b in zip(self.events, other.events))
         return "" if same else ("its second call did other work than its first (an `if` or a loop that depends "
                                 "on something outside the step)")
