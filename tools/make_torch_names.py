@@ -9,7 +9,7 @@ One full dotted name per line, sorted; a line starting with # is a comment.
 
 import pathlib
 
-OUTPUT = pathlib.Path(__file__).resolve().parent.parent / "tinyattn" / "data" / "pytorch_names.txt"
+OUTPUT = pathlib.Path(__file__).resolve().parent.parent / "src" / "tinyattn" / "data" / "pytorch_names.txt"
 
 NAMESPACES = [
     "torch",

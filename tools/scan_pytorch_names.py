@@ -30,7 +30,7 @@ import pathlib
 import sys
 from collections import Counter, defaultdict
 
-TORCH_NAMES_FILE = pathlib.Path(__file__).resolve().parent.parent / "tinyattn" / "data" / "pytorch_names.txt"
+TORCH_NAMES_FILE = pathlib.Path(__file__).resolve().parent.parent / "src" / "tinyattn" / "data" / "pytorch_names.txt"
 
 # torch.Tensor's names that in teaching code are nearly always a list's, a dict's or a str's method
 # (`vocab.index(w)`, `counts.values()`): not counted as tensor methods
