@@ -1,0 +1,251 @@
+"""Convolution, pooling and channel dropout as functions: the argument checks, then one op of
+`tinyattn.ops_conv` (whose docstring explains the im2col formulation).
+
+Import them from `tinyattn.nn.functional` (as F), which re-exports every public name here, with
+PyTorch's argument names and defaults: F.conv1d, F.conv2d, F.max_pool2d, F.avg_pool2d,
+F.adaptive_avg_pool2d, F.dropout2d.
+"""
+
+import warnings
+
+from ..errors import ShapeError
+from ..ops_conv import AdaptiveAvgPool2D, AvgPool2D, Convolution, MaxPool2DWithIndices, output_size
+from .functional import DropoutOp, check_dropout_p, dropout_mask, tensor_argument, zeros_like
+
+# ---------------------------------------------------------------------------------------------
+# the arguments
+
+
+def _ints(value, name, who, count, strings=()):
+    """An int argument given as an int or a tuple of `count` ints (conv2d's stride=2 or stride=(2, 1)),
+    as a tuple of `count` ints; one of `strings` (padding='same') as it is."""
+    if isinstance(value, str) and value in strings:
+        return value
+    values = tuple(value) if isinstance(value, (tuple, list)) else (value,) * count
+    if len(values) != count or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+        shape = "an int (or a 1-tuple)" if count == 1 else f"an int or a tuple of {count} ints"
+        also = "".join(f" or {s!r}" for s in strings)
+        raise TypeError(f"{who}: {name} must be {shape}{also}, got {value!r}")
+    return values
+
+
+def _floating(who, *tensors):
+    """The tensors' shared floating dtype, or a TypeError that names both."""
+    dtypes = {t.dtype for t in tensors if t is not None}
+    if len(dtypes) > 1:
+        names = ", ".join(f"{t.dtype}" for t in tensors if t is not None)
+        raise TypeError(f"{who}: the input, weight and bias must have one dtype, got {names}: convert them "
+                        f"(e.g. model.to(input.dtype), or input.float())")
+    dtype = dtypes.pop()
+    if not dtype.is_floating_point:
+        raise TypeError(f"{who} needs floating point tensors, got {dtype}: use input.float()")
+
+
+# ---------------------------------------------------------------------------------------------
+# convolution
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D cross-correlation, as PyTorch's conv2d: input (N, C_in, H, W) or (C_in, H, W), weight
+    (C_out, C_in / groups, kH, kW), bias (C_out,):
+
+        out[n, o, y, x] = bias[o] + sum over c, i, j of weight[o, c, i, j] * input[n, c, y*sH + i*dH, x*sW + j*dW]
+
+    (with input zero-padded first). stride, padding, dilation: an int or a pair (rows, columns);
+    padding may be 'valid' (none) or 'same' (the output as large as the input; stride 1 only).
+    groups: split the channels into independent convolutions. Computed as im2col and one matrix
+    product (tinyattn.ops_conv.Convolution).
+    """
+    return _convolution("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D cross-correlation, as PyTorch's conv1d: input (N, C_in, L) or (C_in, L), weight
+    (C_out, C_in / groups, k), out[n, o, l] = bias[o] + sum over c, j of weight[o, c, j] *
+    input[n, c, l * stride + j * dilation]. The arguments are conv2d's, each one int (or a
+    1-tuple); computed as conv2d over an image of height 1.
+    """
+    return _convolution("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+_SPATIAL = {1: "L", 2: "H, W"}
+_KERNEL = {1: "kernel_size", 2: "kH, kW"}
+
+
+def _convolution(who, dims, input, weight, bias, stride, padding, dilation, groups):
+    """conv1d and conv2d: check everything, then Convolution (1-D as rows of height 1)."""
+    tensor_argument(input, who)
+    tensor_argument(weight, who, "weight")
+    if bias is not None:
+        tensor_argument(bias, who, "bias")
+    stride, dilation = _ints(stride, "stride", who, dims), _ints(dilation, "dilation", who, dims)
+    padding = _ints(padding, "padding", who, dims, strings=("same", "valid"))
+    if weight.ndim != dims + 2:
+        raise ShapeError(f"{who}: the weight must be {dims + 2}-D (out_channels, in_channels / groups, "
+                         f"{_KERNEL[dims]}), got shape {list(weight.shape)}")
+    if input.ndim == dims + 1:  # one sample without a batch dim
+        return _convolution(who, dims, input.unsqueeze(0), weight, bias, stride, padding, dilation,
+                            groups).squeeze(0)
+    if input.ndim != dims + 2:
+        raise ShapeError(f"{who}: expected a {dims + 1}-D (C_in, {_SPATIAL[dims]}) or {dims + 2}-D "
+                         f"(N, C_in, {_SPATIAL[dims]}) input, got shape {list(input.shape)}")
+    _floating(who, input, weight, bias)
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"{who}: groups must be a positive integer, got {groups!r}")
+    if min(stride) < 1 or min(dilation) < 1:
+        raise ValueError(f"{who}: stride and dilation must be positive, got stride={stride}, dilation={dilation}")
+    channels, sizes = input.shape[1], tuple(input.shape[2:])
+    out_channels, group_channels, *kernel = weight.shape
+    if channels != group_channels * groups or out_channels % groups:
+        raise ShapeError(f"{who}: a weight of shape {list(weight.shape)} with groups={groups} expects "
+                         f"{group_channels * groups} input channels, got {channels} (input shape {list(input.shape)})"
+                         + (f", and out_channels {out_channels} must be divisible by groups" if out_channels % groups
+                            else ""))
+    if bias is not None and tuple(bias.shape) != (out_channels,):
+        raise ShapeError(f"{who}: the bias must have shape [{out_channels}] (one per output channel), got "
+                         f"{list(bias.shape)}")
+    reach = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))  # how far one window spans
+    if padding == "same":
+        if stride != (1,) * dims:
+            raise ValueError(f"{who}: padding='same' is not supported for strided convolutions")
+        pads = tuple(((r - 1) // 2, r - 1 - (r - 1) // 2) for r in reach)  # the odd one at the end, as PyTorch
+    elif padding == "valid":
+        pads = ((0, 0),) * dims
+    elif min(padding) < 0:
+        raise ValueError(f"{who}: padding must be >= 0, got {padding}")
+    else:
+        pads = tuple((p, p) for p in padding)
+    padded = tuple(n + before + after for n, (before, after) in zip(sizes, pads))
+    if any(n < r for n, r in zip(padded, reach)):
+        def show(values):
+            return " x ".join(map(str, values))
+        raise ShapeError(f"{who}: the (padded) input is {show(padded)}, shorter than the kernel's reach "
+                         f"{show(reach)} (kernel_size {tuple(kernel)}, dilation {dilation}, input shape "
+                         f"{list(input.shape)}): pad it or use a smaller kernel")
+    if dims == 1:  # the op's rows and columns: one row
+        stride, dilation, pads = (1,) + stride, (1,) + dilation, ((0, 0),) + pads
+    return Convolution.apply(input, weight, bias, stride, pads, dilation, groups)
+
+
+# ---------------------------------------------------------------------------------------------
+# pooling
+
+
+def _pool_arguments(who, input, kernel_size, stride, padding, dilation, ceil_mode):
+    """The checked (kernel, stride, padding, dilation) pairs and the output's (out_h, out_w)."""
+    tensor_argument(input, who)
+    kernel = _ints(kernel_size, "kernel_size", who, 2)
+    # stride=None (or an empty list, PyTorch's other spelling) means stride = kernel_size
+    stride = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) else \
+        _ints(stride, "stride", who, 2)
+    padding, dilation = _ints(padding, "padding", who, 2), _ints(dilation, "dilation", who, 2)
+    if input.ndim not in (3, 4):
+        raise ShapeError(f"{who}: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
+                         f"{list(input.shape)}")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"{who} needs a floating point input, got {input.dtype}: use input.float()")
+    if min(kernel) < 1 or min(stride) < 1 or min(dilation) < 1:
+        raise ValueError(f"{who}: kernel_size, stride and dilation must be positive, got kernel_size={kernel}, "
+                         f"stride={stride}, dilation={dilation}")
+    if any(p < 0 or p > k // 2 for p, k in zip(padding, kernel)):
+        raise ValueError(f"{who}: padding must be >= 0 and at most half the kernel size, got padding={padding} "
+                         f"for kernel_size={kernel}")
+    if 0 in input.shape[-3:]:
+        raise ShapeError(f"{who}: expected channels, height and width of size 1 or more, got shape "
+                         f"{list(input.shape)}")
+    out_size = tuple(output_size(n, k, s, p, d, ceil_mode)
+                     for n, k, s, p, d in zip(input.shape[-2:], kernel, stride, padding, dilation))
+    if min(out_size) < 1:
+        raise ShapeError(f"{who}: the input's {input.shape[-2]} x {input.shape[-1]} image (with padding {padding}) "
+                         f"is smaller than one window (kernel_size {kernel}, dilation {dilation}): use a smaller "
+                         f"kernel or pad the input")
+    # where ceil_mode lets the last window hang over the edge: the extra rows and columns it covers
+    extra = tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (n + 2 * p))
+                  for n, k, s, p, d, o in zip(input.shape[-2:], kernel, stride, padding, dilation, out_size))
+    return kernel, stride, padding, dilation, out_size, extra
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """The maximum of each kernel_size window of input (N, C, H, W) or (C, H, W), windows `stride`
+    apart (default: kernel_size, windows side by side), padding with -inf (at most half the kernel).
+    ceil_mode: round the output size up (the last window may hang over the edge). return_indices:
+    also return where each maximum is, as a flat index into the H x W image."""
+    kernel, stride, padding, dilation, out_size, extra = _pool_arguments(
+        "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)
+    pads = ((padding[0], padding[0] + extra[0]), (padding[1], padding[1] + extra[1]))
+    return MaxPool2DWithIndices.apply(input, kernel, stride, pads, dilation, out_size, bool(return_indices))
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """The mean of each kernel_size window of input (N, C, H, W) or (C, H, W), windows `stride`
+    apart (default: kernel_size), zero-padded (at most half the kernel). count_include_pad: divide
+    by the window's size with the padding (True) or by its part inside the input; divisor_override:
+    divide every window's sum by this number instead. ceil_mode: round the output size up."""
+    kernel, stride, padding, _, out_size, extra = _pool_arguments(
+        "avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is not None and (isinstance(divisor_override, bool) or not isinstance(divisor_override, int)
+                                         or divisor_override == 0):
+        raise ValueError(f"avg_pool2d: divisor_override must be a nonzero int or None, got {divisor_override!r}")
+    return AvgPool2D.apply(input, kernel, stride, padding, extra, out_size, bool(count_include_pad),
+                           divisor_override)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average input (N, C, H, W) or (C, H, W) into an output_size = (out_h, out_w) image (an int for
+    a square; None keeps that size of the input): output row i averages input rows floor(i * H / out_h)
+    to ceil((i + 1) * H / out_h) - 1, and likewise for columns. output_size=1 is the global mean."""
+    tensor_argument(input, "adaptive_avg_pool2d")
+    if input.ndim not in (3, 4):
+        raise ShapeError(f"adaptive_avg_pool2d: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
+                         f"{list(input.shape)}")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"adaptive_avg_pool2d needs a floating point input, got {input.dtype}: use input.float()")
+    sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size, output_size)
+    if len(sizes) != 2 or any(s is not None and (isinstance(s, bool) or not isinstance(s, int) or s < 0)
+                              for s in sizes):
+        raise TypeError(f"adaptive_avg_pool2d: output_size must be an int or a pair of ints >= 0 (or None), got "
+                        f"{output_size!r}")
+    out_size = tuple(n if s is None else s for s, n in zip(sizes, input.shape[-2:]))
+    if 0 in input.shape[-2:]:
+        raise ShapeError(f"adaptive_avg_pool2d: expected height and width of size 1 or more, got shape "
+                         f"{list(input.shape)}")
+    return AdaptiveAvgPool2D.apply(input, out_size)
+
+
+# ---------------------------------------------------------------------------------------------
+# channel dropout
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels: each input[n, c] (an H x W map) with probability p while training, and
+    scale the kept ones by 1 / (1 - p). The mask (N, C, 1, 1) is drawn as PyTorch draws it (one
+    bernoulli per channel, from the PyTorch-compatible stream on the CPU). As in PyTorch, a 3-D input
+    is taken as (N, C, L), with a warning."""
+    check_dropout_p(p)
+    tensor_argument(input, "dropout2d")
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will "
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout2d exists to provide channel-wise dropout "
+                      "on inputs with 2 spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).", stacklevel=2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel "
+                      "dim. This behavior will change in a future release to interpret the input as one without "
+                      "a batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
+                      "behavior, please switch to using dropout1d instead.", stacklevel=2)
+    if input.ndim < 2:
+        raise ShapeError(f"dropout2d: feature dropout needs an input with a channel dim (N, C, ...), got shape "
+                         f"{list(input.shape)}")
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:  # everything dropped, with no draw (as PyTorch)
+        return input.mul_(zeros_like(input)) if inplace else input * zeros_like(input)
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"dropout2d needs a floating point tensor, got {input.dtype}: use input.float()")
+    mask = dropout_mask(tuple(input.shape[:2]) + (1,) * (input.ndim - 2), p, input)  # one draw per channel
+    if inplace:
+        return input._inplace(DropoutOp, mask)
+    return DropoutOp.apply(input, mask)

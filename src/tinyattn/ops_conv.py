@@ -1,0 +1,259 @@
+"""Convolution and pooling over images: each op's forward and backward side by side, on arrays.
+
+One idea serves them all: im2col ("image to columns"). A 2-D convolution slides a kh x kw window
+over the (padded) image, and each position of the window makes one output pixel. Copy the
+numbers under every window position into one column, and the whole convolution is ONE matrix
+product of the weights with those columns:
+
+    cols[(c, i, j), (n, y, x)] = padded[n, c, y * stride + i * dilation, x * stride + j * dilation]
+    out[n, o, y, x] = bias[o] + sum over (c, i, j) of weight[o, c, i, j] * cols[(c, i, j), (n, y, x)]
+
+How the columns are built (`windows`): for a fixed kernel offset (i, j), the (i, j) elements of
+all windows form a strided slice of the image, `padded[..., i*d : : stride, j*d : : stride]` cut
+to the output's size. So kh * kw slices, each a view (no copy), stacked along a new axis, give all
+the windows at once. (NumPy's `sliding_window_view` makes the same windows as one view; the slices
+are plain indexing, which CuPy and every array library has, and they show the backward at once.)
+
+The backward of copying is adding back (`add_windows`, col2im): the gradient of each window element
+goes to the pixel it was copied from, `grad_padded[..., slice_ij] += grad_windows[ij]` for each
+offset; a pixel under several windows (stride < kernel) gets the sum of its shares.
+
+Pooling takes the same windows and reduces each instead of multiplying it with a weight: the max
+(the gradient goes to the element that was largest) or the mean (each element gets an equal share).
+The adaptive mean is a product with an averaging matrix on each side.
+
+A 1-D convolution is the 2-D one over an image of height 1. Shapes are (N, C, H, W); pooling takes
+(C, H, W) too (any leading dims).
+"""
+
+import math
+
+from . import backend
+from .ops import Op
+
+
+def output_size(size, kernel, stride, padding, dilation=1, ceil_mode=False):
+    """How many window positions fit along one axis: floor((size + 2 * padding - reach) / stride) + 1,
+    with reach = dilation * (kernel - 1) + 1. ceil_mode rounds up instead, as PyTorch's pooling does,
+    but never lets the last window start beyond the input and its left padding."""
+    span = size + 2 * padding - dilation * (kernel - 1) - 1
+    count = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (count - 1) * stride >= size + padding:
+        count -= 1
+    return count
+
+
+def window_slices(kernel, stride, dilation, out_size):
+    """For each kernel offset (i, j), row by row: the (rows, cols) slices of the padded image that hold
+    the (i, j) element of every window (out_size[0] x out_size[1] of them)."""
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dilation, out_size
+    return [(slice(i * dh, i * dh + sh * (oh - 1) + 1, sh), slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
+            for i in range(kh) for j in range(kw)]
+
+
+def windows(xp, padded, slices, axis):
+    """im2col: every window of `padded` (..., H, W), stacked along a new axis `axis` by kernel offset."""
+    return xp.stack([padded[..., rows, cols] for rows, cols in slices], axis=axis)
+
+
+def add_windows(xp, pieces, padded_shape, slices):
+    """col2im, the backward of `windows`: an array of `padded_shape` where each piece (the gradient of
+    one kernel offset's elements) is added to the pixels it was copied from."""
+    total = xp.zeros(padded_shape, dtype=pieces[0].dtype, **backend.creation_kwargs(xp))
+    for piece, (rows, cols) in zip(pieces, slices):
+        total[..., rows, cols] += piece
+    return total
+
+
+def pad_image(xp, x, pads, value):
+    """x (..., H, W) with pads = ((top, bottom), (left, right)) rows and columns of `value` around it."""
+    (top, bottom), (left, right) = pads
+    if not (top or bottom or left or right):
+        return x
+    *lead, height, width = x.shape
+    padded = xp.full((*lead, top + height + bottom, left + width + right), value, dtype=x.dtype,
+                     **backend.creation_kwargs(xp))
+    padded[..., top:top + height, left:left + width] = x
+    return padded
+
+
+def crop(padded, pads, size):
+    """The inverse of pad_image: the inner (H, W) = size part of `padded`."""
+    (top, _), (left, _) = pads
+    return padded[..., top:top + size[0], left:left + size[1]]
+
+
+# ---------------------------------------------------------------------------------------------
+# convolution
+
+
+class Convolution(Op):
+    """conv2d (x (N, C, H, W), weight (O, C / groups, kh, kw)) and conv1d (x (N, C, L), weight
+    (O, C / groups, k)) as im2col and one matrix product per group (see the module's docstring).
+
+    pads: ((top, bottom), (left, right)); stride, dilation: (rows, cols). groups splits the channels
+    into `groups` independent convolutions: output channels of group g see input channels of group g.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, stride, pads, dilation, groups):
+        xp = ctx.xp
+        ctx.in_shape, ctx.weight_shape = x.shape, weight.shape
+        if x.ndim == 3:  # conv1d: a row of pixels is an image of height 1
+            x, weight = x[:, :, None, :], weight[:, :, None, :]
+        (n, channels, height, width), (out_channels, group_channels, kh, kw) = x.shape, weight.shape
+        (top, bottom), (left, right) = pads
+        out_h = output_size(height + top + bottom, kh, stride[0], 0, dilation[0])
+        out_w = output_size(width + left + right, kw, stride[1], 0, dilation[1])
+        slices = window_slices((kh, kw), stride, dilation, (out_h, out_w))
+        # channels first, (C, N, H, W): then the stacked windows (C, kh * kw, N, out_h, out_w) are
+        # already the columns, one row per (c, i, j), one column per output pixel (n, y, x)
+        images = pad_image(xp, xp.permute_dims(x, (1, 0, 2, 3)), pads, 0)
+        per_group = group_channels * kh * kw
+        cols = xp.reshape(windows(xp, images, slices, axis=1), (groups, per_group, n * out_h * out_w))
+        filters = xp.reshape(weight, (groups, out_channels // groups, per_group))
+        out = xp.reshape(filters @ cols, (out_channels, n, out_h, out_w))  # the one product (per group)
+        if bias is not None:
+            out = out + xp.reshape(bias, (out_channels, 1, 1, 1))
+        needs_x, needs_weight = ctx.needs_input_grad[:2]
+        ctx.save_for_backward(filters if needs_x else None, cols if needs_weight else None)
+        ctx.slices, ctx.pads, ctx.groups = slices, pads, groups
+        ctx.images_shape, ctx.image_size, ctx.out_size = images.shape, (height, width), (out_h, out_w)
+        out = backend.contiguous(xp.permute_dims(out, (1, 0, 2, 3)))  # (N, O, out_h, out_w), as PyTorch
+        return xp.reshape(out, (n, out_channels, out_w)) if len(ctx.in_shape) == 3 else out
+
+    @staticmethod
+    def backward(ctx, grad):
+        filters, cols = ctx.saved_tensors
+        xp = ctx.xp
+        groups, (channels, n, _, _), (out_h, out_w) = ctx.groups, ctx.images_shape, ctx.out_size
+        out_channels = grad.shape[1]
+        # the output's gradient laid out as the product's result: (G, O / G, N * out_h * out_w)
+        grad_rows = xp.permute_dims(xp.reshape(grad, (n, out_channels, out_h * out_w)), (1, 0, 2))
+        grad_rows = xp.reshape(grad_rows, (groups, out_channels // groups, n * out_h * out_w))
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:  # back through the product, then col2im
+            grad_cols = backend.matrix_transpose(filters) @ grad_rows
+            grad_cols = xp.reshape(grad_cols, (channels, len(ctx.slices), n, out_h, out_w))
+            pieces = [grad_cols[:, k, ...] for k in range(len(ctx.slices))]
+            grad_images = crop(add_windows(xp, pieces, ctx.images_shape, ctx.slices), ctx.pads, ctx.image_size)
+            gx = xp.reshape(backend.contiguous(xp.permute_dims(grad_images, (1, 0, 2, 3))), ctx.in_shape)
+        if ctx.needs_input_grad[1]:
+            gw = xp.reshape(grad_rows @ backend.matrix_transpose(cols), ctx.weight_shape)
+        if ctx.needs_input_grad[2]:
+            gb = backend.sum_along(xp.reshape(grad_rows, (out_channels, n * out_h * out_w)), (1,))
+        return gx, gw, gb, None, None, None, None
+
+
+# ---------------------------------------------------------------------------------------------
+# pooling
+
+
+class MaxPool2DWithIndices(Op):
+    """The largest element of each window of x (..., H, W); the gradient goes to that element (the
+    first one, row by row, where several tie, as in PyTorch). Padding is -inf, so it never wins.
+
+    pads: ((top, bottom), (left, right)), the bottom and right ones grown where ceil_mode lets the last
+    window hang over the edge. return_indices: also return where each maximum is, as a flat index
+    into the unpadded H x W image (PyTorch's indices, which MaxUnpool2d reads).
+    """
+
+    @staticmethod
+    def forward(ctx, x, kernel, stride, pads, dilation, out_size, return_indices):
+        xp = ctx.xp
+        padded = pad_image(xp, x, pads, -math.inf)
+        slices = window_slices(kernel, stride, dilation, out_size)
+        stacked = windows(xp, padded, slices, axis=-3)  # (..., kh * kw, out_h, out_w)
+        best = xp.argmax(stacked, axis=-3)  # the kernel offset of each window's maximum
+        ctx.save_for_backward(best)
+        ctx.slices, ctx.pads, ctx.padded_shape, ctx.image_size = slices, pads, padded.shape, x.shape[-2:]
+        out = xp.max(stacked, axis=-3)
+        if not return_indices:
+            return out
+        # offset k is kernel row k // kw and column k % kw; its pixel in the unpadded image:
+        (top, _), (left, _) = pads
+        rows = (xp.reshape(xp.arange(out_size[0], **backend.creation_kwargs(xp)), (-1, 1)) * stride[0] - top
+                + (best // kernel[1]) * dilation[0])
+        cols = xp.arange(out_size[1], **backend.creation_kwargs(xp)) * stride[1] - left + (best % kernel[1]) * dilation[1]
+        return out, xp.astype(rows * x.shape[-1] + cols, xp.int64)
+
+    @staticmethod
+    def backward(ctx, grad, *_indices_grad):
+        (best,) = ctx.saved_tensors
+        xp = ctx.xp
+        pieces = [xp.where(best == k, grad, 0) for k in range(len(ctx.slices))]
+        grad_padded = add_windows(xp, pieces, ctx.padded_shape, ctx.slices)
+        return crop(grad_padded, ctx.pads, ctx.image_size), None, None, None, None, None, None
+
+
+def pool_counts(xp, size, kernel, stride, padding, out_size, include_padding):
+    """For each window along one axis, how many positions avg_pool2d divides by: the window's part
+    inside the padded input (count_include_pad=True), or inside the input itself; as PyTorch counts."""
+    starts = xp.arange(out_size, **backend.creation_kwargs(xp)) * stride - padding
+    ends = xp.minimum(starts + kernel, xp.full_like(starts, size + padding))
+    if include_padding:
+        return ends - starts
+    return xp.minimum(ends, xp.full_like(ends, size)) - xp.maximum(starts, xp.zeros_like(starts))
+
+
+class AvgPool2D(Op):
+    """The mean of each window of x (..., H, W): the window's sum over a divisor, which counts the
+    padding (count_include_pad=True) or not, or is divisor_override. Backward: each element of a window
+    gets the window's gradient / divisor (added up where windows overlap).
+
+    padding: (rows, cols), PyTorch's symmetric padding; extra: the rows and columns of zeros added
+    at the bottom and right where ceil_mode lets the last window hang over the edge.
+    """
+
+    @staticmethod
+    def forward(ctx, x, kernel, stride, padding, extra, out_size, count_include_pad, divisor_override):
+        xp = ctx.xp
+        pads = ((padding[0], padding[0] + extra[0]), (padding[1], padding[1] + extra[1]))
+        padded = pad_image(xp, x, pads, 0)
+        slices = window_slices(kernel, stride, (1, 1), out_size)
+        total = padded[..., slices[0][0], slices[0][1]]
+        for rows, cols in slices[1:]:  # a window's sum: the sum of its elements, offset by offset
+            total = total + padded[..., rows, cols]
+        if divisor_override:
+            divisor = divisor_override
+        else:
+            rows, cols = (pool_counts(xp, x.shape[axis], kernel[i], stride[i], padding[i], out_size[i],
+                                      count_include_pad) for i, axis in enumerate((-2, -1)))
+            divisor = xp.astype(xp.reshape(rows, (-1, 1)) * cols, x.dtype)
+        ctx.divisor, ctx.slices, ctx.pads = divisor, slices, pads
+        ctx.padded_shape, ctx.image_size = padded.shape, x.shape[-2:]
+        return total / divisor
+
+    @staticmethod
+    def backward(ctx, grad):
+        share = grad / ctx.divisor
+        grad_padded = add_windows(ctx.xp, [share] * len(ctx.slices), ctx.padded_shape, ctx.slices)
+        return crop(grad_padded, ctx.pads, ctx.image_size), None, None, None, None, None, None, None
+
+
+def averaging_matrix(xp, size, out_size, dtype):
+    """(out_size, size): row i averages the input positions floor(i * size / out_size) to
+    ceil((i + 1) * size / out_size) - 1, PyTorch's adaptive windows (which may overlap)."""
+    kwargs = backend.creation_kwargs(xp)
+    rows = xp.arange(out_size, **kwargs)
+    starts, ends = (rows * size) // out_size, -((-(rows + 1) * size) // out_size)
+    positions = xp.reshape(xp.arange(size, **kwargs), (1, -1))
+    inside = (positions >= xp.reshape(starts, (-1, 1))) & (positions < xp.reshape(ends, (-1, 1)))
+    return xp.astype(inside, dtype) / xp.astype(xp.reshape(ends - starts, (-1, 1)), dtype)
+
+
+class AdaptiveAvgPool2D(Op):
+    """x (..., H, W) averaged into out_size = (out_h, out_w) windows: rows @ x @ cols^T, where rows
+    (out_h, H) and cols (out_w, W) are averaging matrices. Backward: rows^T @ grad @ cols."""
+
+    @staticmethod
+    def forward(ctx, x, out_size):
+        xp = ctx.xp
+        rows = averaging_matrix(xp, x.shape[-2], out_size[0], x.dtype)
+        cols = averaging_matrix(xp, x.shape[-1], out_size[1], x.dtype)
+        ctx.rows, ctx.cols = rows, cols
+        return rows @ x @ backend.matrix_transpose(cols)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return backend.matrix_transpose(ctx.rows) @ grad @ ctx.cols, None
