@@ -172,9 +172,10 @@ class MaxPool2DWithIndices(Op):
             return out
         # offset k is kernel row k // kw and column k % kw; its pixel in the unpadded image:
         (top, _), (left, _) = pads
-        rows = (xp.reshape(xp.arange(out_size[0], **backend.creation_kwargs(xp)), (-1, 1)) * stride[0] - top
-                + (best // kernel[1]) * dilation[0])
-        cols = xp.arange(out_size[1], **backend.creation_kwargs(xp)) * stride[1] - left + (best % kernel[1]) * dilation[1]
+        first_row = xp.reshape(xp.arange(out_size[0], **backend.creation_kwargs(xp)), (-1, 1)) * stride[0] - top
+        first_col = xp.arange(out_size[1], **backend.creation_kwargs(xp)) * stride[1] - left
+        rows = first_row + (best // kernel[1]) * dilation[0]
+        cols = first_col + (best % kernel[1]) * dilation[1]
         return out, xp.astype(rows * x.shape[-1] + cols, xp.int64)
 
     @staticmethod
@@ -252,6 +253,8 @@ class AdaptiveAvgPool2D(Op):
         rows = averaging_matrix(xp, x.shape[-2], out_size[0], x.dtype)
         cols = averaging_matrix(xp, x.shape[-1], out_size[1], x.dtype)
         ctx.rows, ctx.cols = rows, cols
+        if out_size == (1, 1):
+            ctx.name_hint = "MeanBackward1"  # PyTorch computes the global average as a mean, and says so
         return rows @ x @ backend.matrix_transpose(cols)
 
     @staticmethod

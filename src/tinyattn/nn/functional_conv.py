@@ -29,16 +29,14 @@ def _ints(value, name, who, count, strings=()):
     return values
 
 
-def _floating(who, *tensors):
-    """The tensors' shared floating dtype, or a TypeError that names both."""
-    dtypes = {t.dtype for t in tensors if t is not None}
-    if len(dtypes) > 1:
-        names = ", ".join(f"{t.dtype}" for t in tensors if t is not None)
-        raise TypeError(f"{who}: the input, weight and bias must have one dtype, got {names}: convert them "
-                        f"(e.g. model.to(input.dtype), or input.float())")
-    dtype = dtypes.pop()
-    if not dtype.is_floating_point:
-        raise TypeError(f"{who} needs floating point tensors, got {dtype}: use input.float()")
+def _floating(who, input, weight, bias):
+    """A TypeError unless the input, weight and bias share one floating dtype."""
+    if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype):
+        bias_text = "" if bias is None else f" and bias ({bias.dtype})"
+        raise TypeError(f"{who}: the input ({input.dtype}), weight ({weight.dtype}){bias_text} must have one dtype: "
+                        f"convert the input (e.g. input.float()) or the layer (e.g. model.double())")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"{who} needs floating point tensors, got {input.dtype}: use input.float()")
 
 
 # ---------------------------------------------------------------------------------------------
