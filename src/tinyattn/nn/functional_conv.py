@@ -99,6 +99,8 @@ def _convolution(who, dims, input, weight, bias, stride, padding, dilation, grou
                          f"{group_channels * groups} input channels, got {channels} (input shape {list(input.shape)})"
                          + (f", and out_channels {out_channels} must be divisible by groups" if out_channels % groups
                             else ""))
+    if min(kernel) < 1:
+        raise ShapeError(f"{who}: the weight's kernel dims must be 1 or more, got weight shape {list(weight.shape)}")
     if bias is not None and tuple(bias.shape) != (out_channels,):
         raise ShapeError(f"{who}: the bias must have shape [{out_channels}] (one per output channel), got "
                          f"{list(bias.shape)}")
@@ -234,13 +236,13 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
                       "dim. This behavior will change in a future release to interpret the input as one without "
                       "a batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
                       "behavior, please switch to using dropout1d instead.", stacklevel=2)
-    if input.ndim < 2:
-        raise ShapeError(f"dropout2d: feature dropout needs an input with a channel dim (N, C, ...), got shape "
-                         f"{list(input.shape)}")
     if not training or p == 0 or input.numel() == 0:
         return input
     if p == 1:  # everything dropped, with no draw (as PyTorch)
         return input.mul_(zeros_like(input)) if inplace else input * zeros_like(input)
+    if input.ndim < 2:
+        raise ShapeError(f"dropout2d: feature dropout needs an input with a channel dim (N, C, ...), got shape "
+                         f"{list(input.shape)}")
     if not input.dtype.is_floating_point:
         raise TypeError(f"dropout2d needs a floating point tensor, got {input.dtype}: use input.float()")
     mask = dropout_mask(tuple(input.shape[:2]) + (1,) * (input.ndim - 2), p, input)  # one draw per channel
