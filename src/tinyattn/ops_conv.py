@@ -112,7 +112,7 @@ class Convolution(Op):
         per_group = group_channels * kh * kw
         cols = xp.reshape(windows(xp, images, slices, axis=1), (groups, per_group, n * out_h * out_w))
         filters = xp.reshape(weight, (groups, out_channels // groups, per_group))
-        out = xp.reshape(filters @ cols, (out_channels, n, out_h, out_w))  # the one product (per group)
+        out = xp.reshape(backend.matmul(filters, cols), (out_channels, n, out_h, out_w))  # the one product
         if bias is not None:
             out = out + xp.reshape(bias, (out_channels, 1, 1, 1))
         needs_x, needs_weight = ctx.needs_input_grad[:2]
@@ -133,13 +133,13 @@ class Convolution(Op):
         grad_rows = xp.reshape(grad_rows, (groups, out_channels // groups, n * out_h * out_w))
         gx = gw = gb = None
         if ctx.needs_input_grad[0]:  # back through the product, then col2im
-            grad_cols = backend.matrix_transpose(filters) @ grad_rows
+            grad_cols = backend.matmul(backend.matrix_transpose(filters), grad_rows)
             grad_cols = xp.reshape(grad_cols, (channels, len(ctx.slices), n, out_h, out_w))
             pieces = [grad_cols[:, k, ...] for k in range(len(ctx.slices))]
             grad_images = crop(add_windows(xp, pieces, ctx.images_shape, ctx.slices), ctx.pads, ctx.image_size)
             gx = xp.reshape(backend.contiguous(xp.permute_dims(grad_images, (1, 0, 2, 3))), ctx.in_shape)
         if ctx.needs_input_grad[1]:
-            gw = xp.reshape(grad_rows @ backend.matrix_transpose(cols), ctx.weight_shape)
+            gw = xp.reshape(backend.matmul(grad_rows, backend.matrix_transpose(cols)), ctx.weight_shape)
         if ctx.needs_input_grad[2]:
             gb = backend.sum_along(xp.reshape(grad_rows, (out_channels, n * out_h * out_w)), (1,))
         return gx, gw, gb, None, None, None, None
