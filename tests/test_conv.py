@@ -10,7 +10,11 @@ their functional forms (tinyattn/ops_conv.py, tinyattn/nn/functional_conv.py).
 - clear errors on bad input.
 """
 
+import contextlib
+import io
 import math
+import pathlib
+import re
 import warnings
 
 import numpy as np
@@ -446,6 +450,23 @@ def test_batch_norm_2d_matches_pytorch(torch):
     backward_both(yo, yt)
     assert_same(xo.grad, xt.grad, 1e-4, 1e-5)
     assert_same(ours.running_var, theirs.running_var, 1e-6, 1e-6)
+
+
+TUTORIAL = pathlib.Path(__file__).parent.parent / "docs" / "tutorials" / "cnn-digits.md"
+
+
+def test_the_cnn_tutorial_prints_what_its_page_shows_in_both_libraries(torch):
+    """The page's program prints the lines its text block shows, with tinyattn and with PyTorch."""
+    pytest.importorskip("sklearn")
+    page = TUTORIAL.read_text()
+    program, shown = re.search(r"## The program\n\n```python\n(.*?)```\n.*?```text\n(.*?)```", page, re.S).groups()
+    assert program.startswith("import tinyattn as torch\nfrom tinyattn import nn\n")
+    for source in (program, program.replace("import tinyattn as torch", "import torch").replace(
+            "from tinyattn import nn", "from torch import nn")):
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(source, str(TUTORIAL), "exec"), {"__name__": "__tutorial__"})
+        assert printed.getvalue() == shown
 
 
 # ---------------------------------------------------------------------------------------------
