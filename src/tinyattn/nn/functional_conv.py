@@ -10,7 +10,8 @@ import warnings
 
 from ..errors import ShapeError
 from ..ops_conv import AdaptiveAvgPool2D, AvgPool2D, Convolution, MaxPool2DWithIndices, output_size
-from .functional import DropoutOp, check_dropout_p, dropout_mask, tensor_argument, zeros_like
+from . import functional as F  # (looked up when called: tinyattn.replayed sees F.dropout_mask's draws)
+from .functional import DropoutOp, check_dropout_p, tensor_argument, zeros_like
 
 # ---------------------------------------------------------------------------------------------
 # the arguments
@@ -245,7 +246,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
                          f"{list(input.shape)}")
     if not input.dtype.is_floating_point:
         raise TypeError(f"dropout2d needs a floating point tensor, got {input.dtype}: use input.float()")
-    mask = dropout_mask(tuple(input.shape[:2]) + (1,) * (input.ndim - 2), p, input)  # one draw per channel
+    mask = F.dropout_mask(tuple(input.shape[:2]) + (1,) * (input.ndim - 2), p, input)  # one draw per channel
     if inplace:
         return input._inplace(DropoutOp, mask)
     return DropoutOp.apply(input, mask)
