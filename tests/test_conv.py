@@ -349,6 +349,66 @@ def test_pooling_layers_match_pytorch(torch, name, args, options, shape):
     assert yo.grad_fn.name() == yt.grad_fn.name()
 
 
+POOL_1D_CASES = [
+    ("MaxPool1d", (2,), {}, (2, 3, 9)),
+    ("MaxPool1d", (3,), {"stride": 2, "padding": 1, "dilation": 2, "ceil_mode": True}, (2, 3, 10)),
+    ("MaxPool1d", (4,), {}, (3, 8)),  # without a batch dim
+    ("AvgPool1d", (3,), {"stride": 2, "padding": 1, "count_include_pad": False, "ceil_mode": True}, (2, 3, 8)),
+    ("AvgPool1d", (2,), {}, (2, 3, 7)),
+    ("AdaptiveAvgPool1d", (4,), {}, (2, 3, 9)),
+    ("AdaptiveAvgPool1d", (1,), {}, (3, 5)),
+]
+
+
+@pytest.mark.parametrize("name, args, options, shape", POOL_1D_CASES)
+def test_1d_pooling_layers_match_pytorch(torch, name, args, options, shape):
+    ours, theirs = getattr(nn, name)(*args, **options), getattr(torch.nn, name)(*args, **options)
+    assert repr(ours) == repr(theirs)
+    x = np.random.default_rng(14).standard_normal(shape)
+    xo, xt = pair(torch, x)
+    yo, yt = ours(xo), theirs(xt)
+    assert yo.shape == tuple(yt.shape)
+    assert_same(yo, yt, rtol=1e-12, atol=1e-12)
+    backward_both(yo, yt)
+    assert_same(xo.grad, xt.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_an_inf_stays_in_its_adaptive_window(torch):
+    """Each window is averaged on its own: an inf elsewhere does not turn a window into NaN."""
+    x = np.zeros((1, 1, 4, 5))
+    x[0, 0, 0, 0] = np.inf
+    for L in (tinyattn, torch):
+        out = L.nn.functional.adaptive_avg_pool2d(L.tensor(x), (2, 3)).numpy()
+        assert np.isinf(out[0, 0, 0, 0]) and (out.ravel()[1:] == 0).all()
+    out = F.adaptive_avg_pool1d(tinyattn.tensor(x[0]), 2).numpy()
+    assert np.isinf(out[0, 0, 0]) and out[0, 0, 1] == 0 and (out[0, 1:] == 0).all()
+
+
+def test_max_pool1d_over_time_and_its_indices(torch):
+    """A text CNN's max over time: F.max_pool1d(x, x.shape[2]); the indices point into the row."""
+    x = np.random.default_rng(15).standard_normal((2, 4, 7))
+    (xo, xt) = pair(torch, x)
+    (yo, io), (yt, it) = (L.nn.functional.max_pool1d(v, v.shape[2], return_indices=True)
+                          for L, v in ((tinyattn, xo), (torch, xt)))
+    assert yo.shape == (2, 4, 1)
+    np.testing.assert_array_equal(io.numpy(), it.numpy())
+    assert_same(yo, yt, rtol=0, atol=0)
+
+
+@property_test
+@given(data=st.data())
+def test_1d_pools_gradient(xp_backend, data):
+    kind = data.draw(st.sampled_from(["max", "avg", "adaptive"]), label="kind")
+    order = data.draw(st.permutations(range(28)), label="order")  # distinct values: no ties in a window
+    x = (np.reshape(order, (2, 2, 7)) - 14) * 0.2
+    if kind == "max":
+        check(lambda x: F.max_pool1d(x, 3, 2, 1, 2, True), leaf(x))
+    elif kind == "avg":
+        check(lambda x: F.avg_pool1d(x, 3, 2, 1, True, False), leaf(x))
+    else:
+        check(lambda x: F.adaptive_avg_pool1d(x, 3), leaf(x))
+
+
 def test_max_pool2d_indices_and_ties_match_pytorch(torch):
     x = np.round(np.random.default_rng(5).standard_normal((2, 2, 7, 7)))  # many ties: the first one wins
     (xo, xt) = pair(torch, x)
@@ -556,3 +616,11 @@ def test_pooling_errors_say_what_to_do():
         F.max_pool2d(tinyattn.ones(1, 2, 0, 4), 1)
     with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
         nn.Dropout2d(1.5)
+    with pytest.raises(ShapeError, match=r"max_pool1d: expected a 2-D \(C, L\) or 3-D \(N, C, L\) input"):
+        F.max_pool1d(x, 2)
+    with pytest.raises(ShapeError, match=r"avg_pool1d: the input's 3-long row \(with padding \(0,\)\) is smaller"):
+        F.avg_pool1d(tinyattn.ones(1, 2, 3), 4)
+    with pytest.raises(TypeError, match=r"kernel_size must be an int \(or a 1-tuple\), got \(2, 2\)"):
+        nn.MaxPool1d((2, 2))(tinyattn.ones(1, 2, 3))
+    with pytest.raises(TypeError, match="adaptive_avg_pool1d: output_size must be an int >= 0, got None"):
+        F.adaptive_avg_pool1d(tinyattn.ones(1, 2, 3), None)

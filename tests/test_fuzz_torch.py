@@ -1213,7 +1213,13 @@ def conv2d_weight(data, drawn):
 
 def pool_input():
     """(N, C, H, W) or (C, H, W) for the pools, now and then 2-D (which both refuse)."""
-    return T(FLOATS, min_dims=2, max_dims=4, specials=False)
+    return T(FLOATS, min_dims=2, max_dims=4)
+
+
+def nan_input(x, *rest, **options):
+    """NaN in the input of a max pool: both give NaN for a window that holds one, but PyTorch's gradient
+    goes to the window's last NaN and tinyattn's to its first (NumPy's argmax)."""
+    return "NaN in the input" if isinstance(x, Arr) and np.isnan(x.values).any() else None
 
 
 def window_of_padding_only(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, *rest):
@@ -1254,7 +1260,28 @@ def adaptive_pool_quirks(x, output_size):
     and its errors on empty inputs are its kernels' own."""
     if x.ndim == 2 and output_size in (1, (1, 1)):
         return "a 2-D input with output_size 1"
+    if output_size == 0 or (isinstance(output_size, tuple) and 0 in output_size):
+        return "output_size 0: PyTorch returns an empty result, and its backward refuses it"
     return "an empty input" if 0 in x.shape else None
+
+
+def max_pool1d_quirks(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    """max_pool_quirks, for a row of height 1 (as both libraries compute max_pool1d)."""
+    if x.ndim not in (2, 3):
+        return None
+
+    def as_pair(value, height):
+        return (height, value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    return max_pool_quirks(Arr(x.values[..., None, :], x.grad), as_pair(kernel_size, 1), as_pair(stride, 1),
+                           as_pair(padding, 0), as_pair(dilation, 1), ceil_mode, return_indices)
+
+
+def adaptive_pool1d_quirks(x, output_size):
+    """As adaptive_pool_quirks: PyTorch's output_size 1 takes a 1-D input as its mean."""
+    if x.ndim == 1 and output_size == 1:
+        return "a 1-D input with output_size 1"
+    return adaptive_pool_quirks(x, output_size) if output_size == 0 else ("an empty input" if 0 in x.shape else None)
 
 
 def pool_module_quirks(seed, options, x):
@@ -1699,14 +1726,24 @@ TABLE = [
                Kw("stride", maybe(st.sampled_from([None, 1, 2, (1, 2)]))),
                Kw("padding", maybe(st.sampled_from([0, 1, (1, 0)]))), Kw("dilation", maybe(st.sampled_from([1, 2]))),
                Kw("ceil_mode", maybe(st.booleans())), Kw("return_indices", maybe(st.booleans())),
-               quirk=max_pool_quirks),
+               quirk=max_pool_quirks, differs=nan_input),
     functional("avg_pool2d", pool_input(), st.sampled_from([1, 2, 3, (2, 1)]),
                Kw("stride", maybe(st.sampled_from([None, 1, 2, (1, 2)]))),
                Kw("padding", maybe(st.sampled_from([0, 1, (1, 0)]))), Kw("ceil_mode", maybe(st.booleans())),
                Kw("count_include_pad", maybe(st.booleans())), Kw("divisor_override", maybe(st.sampled_from([None, 2]))),
                quirk=lambda x, *rest, **options: "an empty input" if 0 in x.shape else None),
-    functional("adaptive_avg_pool2d", pool_input(), st.sampled_from([1, 2, 3, (2, 3), (None, 2)]),
+    functional("adaptive_avg_pool2d", pool_input(), st.sampled_from([1, 2, 3, (2, 3), (None, 2), 0, (0, 2)]),
                quirk=adaptive_pool_quirks),
+    functional("max_pool1d", T(FLOATS, min_dims=1, max_dims=3), st.sampled_from([1, 2, 3, 0]),
+               Kw("stride", maybe(st.sampled_from([None, 1, 2]))), Kw("padding", maybe(st.sampled_from([0, 1]))),
+               Kw("dilation", maybe(st.sampled_from([1, 2]))), Kw("ceil_mode", maybe(st.booleans())),
+               Kw("return_indices", maybe(st.booleans())), quirk=max_pool1d_quirks, differs=nan_input),
+    functional("avg_pool1d", T(FLOATS, min_dims=1, max_dims=3), st.sampled_from([1, 2, 3]),
+               Kw("stride", maybe(st.sampled_from([None, 1, 2]))), Kw("padding", maybe(st.sampled_from([0, 1]))),
+               Kw("ceil_mode", maybe(st.booleans())), Kw("count_include_pad", maybe(st.booleans())),
+               quirk=lambda x, *rest, **options: "an empty input" if 0 in x.shape else None),
+    functional("adaptive_avg_pool1d", T(FLOATS, min_dims=1, max_dims=3), st.sampled_from([1, 2, 3, 0]),
+               quirk=adaptive_pool1d_quirks),
     seeded(functional("dropout2d", X, Kw("p", maybe(st.sampled_from([0.0, 0.5, 1.0, -0.1]) | st.floats(0, 1))),
                       Kw("training", maybe(st.booleans())), differs=checked_even_when_empty)),
     # --- nn modules, built at a seed in both libraries ---
@@ -1763,13 +1800,25 @@ TABLE = [
            T(FLOATS, shape=module_batch((3, 4), channels="in_channels"), specials=False), quirk=conv1d_module_quirks),
     module("MaxPool2d", st.fixed_dictionaries({"kernel_size": st.sampled_from([1, 2, 3]),
                                                "stride": st.sampled_from([None, 1, 2]),
-                                               "ceil_mode": st.booleans()}), pool_input(), quirk=pool_module_quirks),
+                                               "ceil_mode": st.booleans()}), pool_input(), quirk=pool_module_quirks,
+           differs=lambda seed, options, x: nan_input(x)),
     module("AvgPool2d", st.fixed_dictionaries({"kernel_size": st.sampled_from([1, 2, 3]),
                                                "padding": st.sampled_from([0, 1]),
                                                "count_include_pad": st.booleans()}), pool_input(),
            quirk=lambda seed, options, x: "an empty input" if 0 in x.shape else None),
     module("AdaptiveAvgPool2d", st.tuples(st.sampled_from([1, 2, (3, 1)])), pool_input(),
            quirk=lambda seed, options, x: adaptive_pool_quirks(x, *options)),
+    module("MaxPool1d", st.fixed_dictionaries({"kernel_size": st.sampled_from([1, 2, 3]),
+                                               "stride": st.sampled_from([None, 1, 2]),
+                                               "ceil_mode": st.booleans()}), T(FLOATS, min_dims=1, max_dims=3),
+           quirk=lambda seed, options, x: "an empty input" if 0 in x.shape else None,
+           differs=lambda seed, options, x: nan_input(x)),
+    module("AvgPool1d", st.fixed_dictionaries({"kernel_size": st.sampled_from([1, 2, 3]),
+                                               "padding": st.sampled_from([0, 1]),
+                                               "count_include_pad": st.booleans()}), T(FLOATS, min_dims=1, max_dims=3),
+           quirk=lambda seed, options, x: "an empty input" if 0 in x.shape else None),
+    module("AdaptiveAvgPool1d", st.tuples(st.sampled_from([1, 2, 3])), T(FLOATS, min_dims=1, max_dims=3),
+           quirk=lambda seed, options, x: adaptive_pool1d_quirks(x, *options)),
     module("Dropout2d", st.tuples(st.sampled_from([0.0, 0.5, 1.0]) | st.floats(0, 1)), X,
            differs=lambda seed, p, x: checked_even_when_empty(x)),
     Entry("nn.MultiheadAttention", "nn.MultiheadAttention", multihead_attention_module,

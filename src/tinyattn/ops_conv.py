@@ -20,7 +20,7 @@ offset; a pixel under several windows (stride < kernel) gets the sum of its shar
 
 Pooling takes the same windows and reduces each instead of multiplying it with a weight: the max
 (the gradient goes to the element that was largest) or the mean (each element gets an equal share).
-The adaptive mean is a product with an averaging matrix on each side.
+The adaptive mean averages bands of rows, then bands of columns.
 
 A 1-D convolution is the 2-D one over an image of height 1. Shapes are (N, C, H, W); pooling takes
 (C, H, W) too (any leading dims).
@@ -232,31 +232,40 @@ class AvgPool2D(Op):
         return crop(grad_padded, ctx.pads, ctx.image_size), None, None, None, None, None, None, None
 
 
-def averaging_matrix(xp, size, out_size, dtype):
-    """(out_size, size): row i averages the input positions floor(i * size / out_size) to
-    ceil((i + 1) * size / out_size) - 1, PyTorch's adaptive windows (which may overlap)."""
-    kwargs = backend.creation_kwargs(xp)
-    rows = xp.arange(out_size, **kwargs)
-    starts, ends = (rows * size) // out_size, -((-(rows + 1) * size) // out_size)
-    positions = xp.reshape(xp.arange(size, **kwargs), (1, -1))
-    inside = (positions >= xp.reshape(starts, (-1, 1))) & (positions < xp.reshape(ends, (-1, 1)))
-    return xp.astype(inside, dtype) / xp.astype(xp.reshape(ends - starts, (-1, 1)), dtype)
+def adaptive_windows(size, out_size):
+    """PyTorch's adaptive windows along one axis: output i covers input positions floor(i * size /
+    out_size) to ceil((i + 1) * size / out_size) - 1 (neighbours may overlap)."""
+    return [((i * size) // out_size, -(-((i + 1) * size) // out_size)) for i in range(out_size)]
 
 
 class AdaptiveAvgPool2D(Op):
-    """x (..., H, W) averaged into out_size = (out_h, out_w) windows: rows @ x @ cols^T, where rows
-    (out_h, H) and cols (out_w, W) are averaging matrices. Backward: rows^T @ grad @ cols."""
+    """x (..., H, W) averaged into out_size = (out_h, out_w) windows of adaptive_windows' bounds: first
+    each band of rows is averaged, then each band of columns of the result. (A product with averaging
+    matrices would be shorter, but it multiplies the elements outside a window by 0, and an inf there
+    would make NaN.) Backward: each band's gradient / its size, added back over the band, columns first."""
 
     @staticmethod
     def forward(ctx, x, out_size):
         xp = ctx.xp
-        rows = averaging_matrix(xp, x.shape[-2], out_size[0], x.dtype)
-        cols = averaging_matrix(xp, x.shape[-1], out_size[1], x.dtype)
-        ctx.rows, ctx.cols = rows, cols
+        ctx.rows, ctx.cols = adaptive_windows(x.shape[-2], out_size[0]), adaptive_windows(x.shape[-1], out_size[1])
+        ctx.in_shape = x.shape
         if out_size == (1, 1):
             ctx.name_hint = "MeanBackward1"  # PyTorch computes the global average as a mean, and says so
-        return rows @ x @ backend.matrix_transpose(cols)
+        if 0 in out_size:  # nothing to average
+            return xp.zeros(x.shape[:-2] + tuple(out_size), dtype=x.dtype, **backend.creation_kwargs(xp))
+        by_rows = xp.concat([xp.mean(x[..., start:end, :], axis=-2, keepdims=True) for start, end in ctx.rows],
+                            axis=-2)
+        return xp.concat([xp.mean(by_rows[..., start:end], axis=-1, keepdims=True) for start, end in ctx.cols],
+                         axis=-1)
 
     @staticmethod
     def backward(ctx, grad):
-        return backend.matrix_transpose(ctx.rows) @ grad @ ctx.cols, None
+        xp = ctx.xp
+        kwargs = backend.creation_kwargs(xp)
+        grad_by_rows = xp.zeros(ctx.in_shape[:-2] + (len(ctx.rows), ctx.in_shape[-1]), dtype=grad.dtype, **kwargs)
+        for j, (start, end) in enumerate(ctx.cols):
+            grad_by_rows[..., start:end] += grad[..., j:j + 1] / (end - start)
+        gx = xp.zeros(ctx.in_shape, dtype=grad.dtype, **kwargs)
+        for i, (start, end) in enumerate(ctx.rows):
+            gx[..., start:end, :] += grad_by_rows[..., i:i + 1, :] / (end - start)
+        return gx, None

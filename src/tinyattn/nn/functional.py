@@ -1326,11 +1326,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 # convolution, pooling and channel dropout: in a module of their own (it imports from this one)
 from .functional_conv import (  # noqa: E402
+    adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    avg_pool1d,
     avg_pool2d,
     conv1d,
     conv2d,
     dropout2d,
+    max_pool1d,
     max_pool2d,
 )
 

@@ -2,8 +2,8 @@
 `tinyattn.ops_conv` (whose docstring explains the im2col formulation).
 
 Import them from `tinyattn.nn.functional` (as F), which re-exports every public name here, with
-PyTorch's argument names and defaults: F.conv1d, F.conv2d, F.max_pool2d, F.avg_pool2d,
-F.adaptive_avg_pool2d, F.dropout2d.
+PyTorch's argument names and defaults: F.conv1d, F.conv2d, F.max_pool1d, F.max_pool2d, F.avg_pool1d,
+F.avg_pool2d, F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.dropout2d.
 """
 
 import warnings
@@ -132,17 +132,21 @@ def _convolution(who, dims, input, weight, bias, stride, padding, dilation, grou
 # pooling
 
 
-def _pool_arguments(who, input, kernel_size, stride, padding, dilation, ceil_mode):
-    """The checked (kernel, stride, padding, dilation) pairs and the output's (out_h, out_w)."""
+_POOL_INPUT = {1: "a 2-D (C, L) or 3-D (N, C, L)", 2: "a 3-D (C, H, W) or 4-D (N, C, H, W)"}
+
+
+def _pool_arguments(who, dims, input, kernel_size, stride, padding, dilation, ceil_mode):
+    """The checked kernel, stride, padding and dilation as (rows, columns) pairs, the output's
+    (out_h, out_w) and the extra rows and columns where ceil_mode lets the last window hang over the
+    edge. A 1-D pool's input is a row of height 1 (dims=1)."""
     tensor_argument(input, who)
-    kernel = _ints(kernel_size, "kernel_size", who, 2)
+    kernel = _ints(kernel_size, "kernel_size", who, dims)
     # stride=None (or an empty list, PyTorch's other spelling) means stride = kernel_size
     stride = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) else \
-        _ints(stride, "stride", who, 2)
-    padding, dilation = _ints(padding, "padding", who, 2), _ints(dilation, "dilation", who, 2)
-    if input.ndim not in (3, 4):
-        raise ShapeError(f"{who}: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
-                         f"{list(input.shape)}")
+        _ints(stride, "stride", who, dims)
+    padding, dilation = _ints(padding, "padding", who, dims), _ints(dilation, "dilation", who, dims)
+    if input.ndim not in (dims + 1, dims + 2):
+        raise ShapeError(f"{who}: expected {_POOL_INPUT[dims]} input, got shape {list(input.shape)}")
     if not input.dtype.is_floating_point:
         raise TypeError(f"{who} needs a floating point input, got {input.dtype}: use input.float()")
     if min(kernel) < 1 or min(stride) < 1 or min(dilation) < 1:
@@ -151,18 +155,20 @@ def _pool_arguments(who, input, kernel_size, stride, padding, dilation, ceil_mod
     if any(p < 0 or p > k // 2 for p, k in zip(padding, kernel)):
         raise ValueError(f"{who}: padding must be >= 0 and at most half the kernel size, got padding={padding} "
                          f"for kernel_size={kernel}")
-    if 0 in input.shape[-3:]:
-        raise ShapeError(f"{who}: expected channels, height and width of size 1 or more, got shape "
-                         f"{list(input.shape)}")
+    if 0 in input.shape[-dims - 1:]:
+        raise ShapeError(f"{who}: expected channels{' and a length' if dims == 1 else ', height and width'} of "
+                         f"size 1 or more, got shape {list(input.shape)}")
+    sizes = tuple(input.shape[-dims:])
     out_size = tuple(output_size(n, k, s, p, d, ceil_mode)
-                     for n, k, s, p, d in zip(input.shape[-2:], kernel, stride, padding, dilation))
+                     for n, k, s, p, d in zip(sizes, kernel, stride, padding, dilation))
     if min(out_size) < 1:
-        raise ShapeError(f"{who}: the input's {input.shape[-2]} x {input.shape[-1]} image (with padding {padding}) "
-                         f"is smaller than one window (kernel_size {kernel}, dilation {dilation}): use a smaller "
-                         f"kernel or pad the input")
-    # where ceil_mode lets the last window hang over the edge: the extra rows and columns it covers
+        what = f"{sizes[0]}-long row" if dims == 1 else f"{sizes[0]} x {sizes[1]} image"
+        raise ShapeError(f"{who}: the input's {what} (with padding {padding}) is smaller than one window "
+                         f"(kernel_size {kernel}, dilation {dilation}): use a smaller kernel or pad the input")
     extra = tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (n + 2 * p))
-                  for n, k, s, p, d, o in zip(input.shape[-2:], kernel, stride, padding, dilation, out_size))
+                  for n, k, s, p, d, o in zip(sizes, kernel, stride, padding, dilation, out_size))
+    if dims == 1:
+        return (1,) + kernel, (1,) + stride, (0,) + padding, (1,) + dilation, (1,) + out_size, (0,) + extra
     return kernel, stride, padding, dilation, out_size, extra
 
 
@@ -171,10 +177,25 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     apart (default: kernel_size, windows side by side), padding with -inf (at most half the kernel).
     ceil_mode: round the output size up (the last window may hang over the edge). return_indices:
     also return where each maximum is, as a flat index into the H x W image."""
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """max_pool2d's windows along the last dim of input (N, C, L) or (C, L): computed, as PyTorch does,
+    as max_pool2d over rows of height 1 (its grad_fn is SqueezeBackward1). F.max_pool1d(x, x.shape[2])
+    is the max over time of a text CNN."""
+    return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _max_pool(who, dims, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     kernel, stride, padding, dilation, out_size, extra = _pool_arguments(
-        "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)
+        who, dims, input, kernel_size, stride, padding, dilation, ceil_mode)
     pads = ((padding[0], padding[0] + extra[0]), (padding[1], padding[1] + extra[1]))
-    return MaxPool2DWithIndices.apply(input, kernel, stride, pads, dilation, out_size, bool(return_indices))
+    if dims == 2:
+        return MaxPool2DWithIndices.apply(input, kernel, stride, pads, dilation, out_size, bool(return_indices))
+    result = MaxPool2DWithIndices.apply(input.unsqueeze(-2), kernel, stride, pads, dilation, out_size,
+                                        bool(return_indices))
+    return tuple(r.squeeze(-2) for r in result) if return_indices else result.squeeze(-2)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -184,7 +205,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     by the window's size with the padding (True) or by its part inside the input; divisor_override:
     divide every window's sum by this number instead. ceil_mode: round the output size up."""
     kernel, stride, padding, _, out_size, extra = _pool_arguments(
-        "avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
+        "avg_pool2d", 2, input, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None and (isinstance(divisor_override, bool) or not isinstance(divisor_override, int)
                                          or divisor_override == 0):
         raise ValueError(f"avg_pool2d: divisor_override must be a nonzero int or None, got {divisor_override!r}")
@@ -192,26 +213,46 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                            divisor_override)
 
 
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """avg_pool2d's windows along the last dim of input (N, C, L) or (C, L), computed as avg_pool2d
+    over rows of height 1 (as PyTorch)."""
+    kernel, stride, padding, _, out_size, extra = _pool_arguments(
+        "avg_pool1d", 1, input, kernel_size, stride, padding, 1, ceil_mode)
+    return AvgPool2D.apply(input.unsqueeze(-2), kernel, stride, padding, extra, out_size, bool(count_include_pad),
+                           None).squeeze(-2)
+
+
 def adaptive_avg_pool2d(input, output_size):
     """Average input (N, C, H, W) or (C, H, W) into an output_size = (out_h, out_w) image (an int for
     a square; None keeps that size of the input): output row i averages input rows floor(i * H / out_h)
     to ceil((i + 1) * H / out_h) - 1, and likewise for columns. output_size=1 is the global mean."""
-    tensor_argument(input, "adaptive_avg_pool2d")
-    if input.ndim not in (3, 4):
-        raise ShapeError(f"adaptive_avg_pool2d: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
-                         f"{list(input.shape)}")
+    return _adaptive_avg_pool("adaptive_avg_pool2d", 2, input, output_size)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average the last dim of input (N, C, L) or (C, L) into output_size positions (an int), with
+    adaptive_avg_pool2d's windows, over rows of height 1 (as PyTorch)."""
+    return _adaptive_avg_pool("adaptive_avg_pool1d", 1, input, output_size)
+
+
+def _adaptive_avg_pool(who, dims, input, output_size):
+    tensor_argument(input, who)
+    if input.ndim not in (dims + 1, dims + 2):
+        raise ShapeError(f"{who}: expected {_POOL_INPUT[dims]} input, got shape {list(input.shape)}")
     if not input.dtype.is_floating_point:
-        raise TypeError(f"adaptive_avg_pool2d needs a floating point input, got {input.dtype}: use input.float()")
-    sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size, output_size)
-    if len(sizes) != 2 or any(s is not None and (isinstance(s, bool) or not isinstance(s, int) or s < 0)
-                              for s in sizes):
-        raise TypeError(f"adaptive_avg_pool2d: output_size must be an int or a pair of ints >= 0 (or None), got "
-                        f"{output_size!r}")
-    out_size = tuple(n if s is None else s for s, n in zip(sizes, input.shape[-2:]))
-    if 0 in input.shape[-2:]:
-        raise ShapeError(f"adaptive_avg_pool2d: expected height and width of size 1 or more, got shape "
-                         f"{list(input.shape)}")
-    return AdaptiveAvgPool2D.apply(input, out_size)
+        raise TypeError(f"{who} needs a floating point input, got {input.dtype}: use input.float()")
+    sizes = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,) * dims
+    if len(sizes) != dims or any(s is not None and (isinstance(s, bool) or not isinstance(s, int) or s < 0)
+                                 for s in sizes) or (dims == 1 and sizes[0] is None):
+        shape = "an int >= 0" if dims == 1 else "an int or a pair of ints >= 0 (or None)"
+        raise TypeError(f"{who}: output_size must be {shape}, got {output_size!r}")
+    if 0 in input.shape[-dims:]:
+        raise ShapeError(f"{who}: expected {'a length' if dims == 1 else 'height and width'} of size 1 or more, "
+                         f"got shape {list(input.shape)}")
+    out_size = tuple(n if s is None else s for s, n in zip(sizes, input.shape[-dims:]))
+    if dims == 2:
+        return AdaptiveAvgPool2D.apply(input, out_size)
+    return AdaptiveAvgPool2D.apply(input.unsqueeze(-2), (1,) + out_size).squeeze(-2)
 
 
 # ---------------------------------------------------------------------------------------------
