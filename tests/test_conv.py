@@ -306,6 +306,81 @@ def test_conv2d_matches_pytorch(torch, args, options, shape):
         assert_same(ours.bias.grad, theirs.bias.grad, rtol=1e-5, atol=1e-4)
 
 
+CONV_TRANSPOSE_CASES = [
+    ("ConvTranspose2d", (16, 8, 4), {"stride": 2, "padding": 1, "bias": False}, (2, 16, 4, 4), None),  # DCGAN's
+    ("ConvTranspose2d", (4, 4, 2), {"stride": 2}, (2, 4, 3, 3), None),  # U-Net's up-convolution
+    ("ConvTranspose2d", (3, 6, 3), {"stride": 2, "padding": 1, "output_padding": 1, "groups": 3}, (2, 3, 5, 4), None),
+    ("ConvTranspose2d", (3, 4, (2, 3)), {"stride": (2, 1), "dilation": 2}, (3, 5, 5), None),  # unbatched
+    ("ConvTranspose2d", (3, 4, 3), {"stride": 2, "padding": 1}, (2, 3, 5, 5), (10, 10)),  # output_size picks
+    ("ConvTranspose2d", (2, 3, 3), {"stride": 3, "output_padding": 2, "padding": 1}, (1, 2, 3, 3), None),
+    ("ConvTranspose1d", (2, 4, 3), {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2}, (2, 2, 6), None),
+]
+
+
+@pytest.mark.parametrize("name, args, options, shape, output_size", CONV_TRANSPOSE_CASES)
+def test_conv_transpose_matches_pytorch(torch, name, args, options, shape, output_size):
+    tinyattn.manual_seed(0)
+    torch.manual_seed(0)
+    ours, theirs = getattr(nn, name)(*args, **options), getattr(torch.nn, name)(*args, **options)
+    assert repr(ours) == repr(theirs)
+    assert_same(ours.weight, theirs.weight, rtol=0, atol=0)  # the same initial draws, bit for bit
+    if ours.bias is not None:
+        assert_same(ours.bias, theirs.bias, rtol=0, atol=0)
+    x = np.random.default_rng(16).standard_normal(shape).astype(np.float32)
+    xo, xt = pair(torch, x)
+    yo, yt = ours(xo, output_size), theirs(xt, output_size)
+    assert yo.shape == tuple(yt.shape)
+    if len(shape) == 4:  # (PyTorch's 1-D and unbatched ones show the squeeze they are computed with)
+        assert yo.grad_fn.name() == yt.grad_fn.name()
+    assert_same(yo, yt, rtol=1e-5, atol=1e-5)
+    backward_both(yo, yt)
+    assert_same(xo.grad, xt.grad, rtol=1e-5, atol=1e-4)
+    assert_same(ours.weight.grad, theirs.weight.grad, rtol=1e-4, atol=1e-4)
+    if ours.bias is not None:
+        assert_same(ours.bias.grad, theirs.bias.grad, rtol=1e-5, atol=1e-4)
+
+
+@st.composite
+def transposed_convolutions(draw):
+    """(x shape, weight shape, stride, padding, output_padding, dilation, groups) with an output of at
+    least one pixel."""
+    groups = draw(st.integers(1, 2), label="groups")
+    in_channels, out_channels = groups * draw(st.integers(1, 2)), groups * draw(st.integers(1, 2))
+    kernel = draw(st.tuples(st.integers(1, 3), st.integers(1, 3)), label="kernel")
+    stride = draw(st.tuples(st.integers(1, 3), st.integers(1, 3)), label="stride")
+    dilation = draw(st.tuples(st.integers(1, 2), st.integers(1, 2)), label="dilation")
+    output_padding = tuple(draw(st.integers(0, max(s, d) - 1)) for s, d in zip(stride, dilation))
+    sizes = draw(st.tuples(st.integers(1, 3), st.integers(1, 3)), label="sizes")
+    padding = tuple(draw(st.integers(0, max(0, ((n - 1) * s + d * (k - 1) + o) // 2)), label="padding")
+                    for n, s, d, k, o in zip(sizes, stride, dilation, kernel, output_padding))
+    return ((draw(st.integers(1, 2)), in_channels, *sizes), (in_channels, out_channels // groups, *kernel), stride,
+            padding, output_padding, dilation, groups)
+
+
+@property_test
+@given(data=st.data())
+def test_conv_transpose2d_gradient(xp_backend, data):
+    x_shape, w_shape, stride, padding, output_padding, dilation, groups = data.draw(transposed_convolutions())
+    x, w = data.draw(arrays(x_shape), label="x"), data.draw(arrays(w_shape), label="weight")
+    b = data.draw(arrays((w_shape[1] * groups,)), label="bias")
+    check(lambda x, w, b: F.conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilation),
+          leaf(x), leaf(w), leaf(b))
+
+
+@property_test
+@given(data=st.data())
+def test_conv_transpose2d_is_the_gradient_of_conv2d(xp_backend, data):
+    """conv_transpose2d(g, w) is what conv2d's backward gives its input for the output gradient g."""
+    x_shape, w_shape, stride, padding, output_padding, dilation, groups = data.draw(transposed_convolutions())
+    assume(all(o < s for o, s in zip(output_padding, stride)))  # (a larger one makes an output conv2d never gives)
+    g, w = data.draw(arrays(x_shape), label="g"), data.draw(arrays(w_shape), label="weight")
+    out = F.conv_transpose2d(tinyattn.tensor(g), tinyattn.tensor(w), None, stride, padding, output_padding, groups,
+                             dilation)
+    z = tinyattn.zeros(out.shape, dtype=tinyattn.float64, requires_grad=True)
+    F.conv2d(z, tinyattn.tensor(w), None, stride, padding, dilation, groups).backward(tinyattn.tensor(g))
+    np.testing.assert_allclose(np.asarray(z.grad.tolist()), np.asarray(out.tolist()), rtol=1e-10, atol=1e-10)
+
+
 def test_conv1d_and_conv2d_share_one_op(torch):
     x = np.random.default_rng(2).standard_normal((2, 4, 9))
     w = np.random.default_rng(3).standard_normal((6, 2, 3))
@@ -594,6 +669,23 @@ def test_conv2d_errors_name_the_shapes():
         F.conv2d(tinyattn.ones(1, 3, 5, 5), tinyattn.ones(4, 3, 3, 3), stride=0)
     with pytest.raises(TypeError, match="the input must be a tinyattn tensor"):
         F.conv2d(np.ones((1, 3, 5, 5)), tinyattn.ones(4, 3, 3, 3))
+
+
+def test_conv_transpose_errors():
+    x = tinyattn.ones(1, 4, 3, 3)
+    with pytest.raises(ShapeError, match=r"expects 3 input channels \(its dim 0\), got 4"):
+        nn.ConvTranspose2d(3, 2, 3)(x)
+    with pytest.raises(ValueError, match="output_padding must be >= 0 and smaller than either stride or dilation"):
+        F.conv_transpose2d(x, tinyattn.ones(4, 2, 3, 3), output_padding=1)
+    with pytest.raises(ShapeError, match=r"the output would be -1 x -1 \(input shape \[1, 4, 1, 1\]"):
+        F.conv_transpose2d(tinyattn.ones(1, 4, 1, 1), tinyattn.ones(4, 2, 1, 1), padding=1)
+    with pytest.raises(ValueError, match=r'only "zeros" padding mode is supported'):
+        nn.ConvTranspose2d(3, 2, 3, padding_mode="reflect")
+    with pytest.raises(ValueError, match=r"output_size \[9, 9\] cannot come out of an input of shape \[1, 4, 3, 3\]: "
+                                         r"each size must be between 7 and 8"):
+        nn.ConvTranspose2d(4, 2, 3, stride=2, padding=0)(x, (9, 9))
+    with pytest.raises(TypeError, match="padding must be an int or a tuple of 2 ints, got 'same'"):
+        nn.ConvTranspose2d(4, 2, 3, padding="same")
 
 
 def test_pooling_errors_say_what_to_do():

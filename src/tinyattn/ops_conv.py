@@ -87,9 +87,45 @@ def crop(padded, pads, size):
 # convolution
 
 
+def im2col(xp, x, pads, slices, groups):
+    """x (N, C, H, W) as the columns of its windows, (groups, C / groups * kh * kw, N * out_h * out_w):
+    one row per (channel, kernel offset), one column per output pixel (n, y, x). Channels go first,
+    (C, N, H, W), so that the stacked windows (C, kh * kw, N, out_h, out_w) are the columns already."""
+    images = pad_image(xp, xp.permute_dims(x, (1, 0, 2, 3)), pads, 0)
+    stacked = windows(xp, images, slices, axis=1)
+    channels, n, out_h, out_w = stacked.shape[0], *stacked.shape[2:]
+    return xp.reshape(stacked, (groups, channels // groups * len(slices), n * out_h * out_w))
+
+
+def col2im(xp, cols, image_shape, pads, slices, out_size):
+    """The backward of im2col: an image of image_shape (N, C, H, W) where each element of the columns
+    is added to the pixel it was copied from (a pixel in several windows gets the sum)."""
+    n, channels, height, width = image_shape
+    (top, bottom), (left, right) = pads
+    stacked = xp.reshape(cols, (channels, len(slices), n) + tuple(out_size))
+    padded_shape = (channels, n, top + height + bottom, left + width + right)
+    images = add_windows(xp, [stacked[:, k, ...] for k in range(len(slices))], padded_shape, slices)
+    return backend.contiguous(xp.permute_dims(crop(images, pads, (height, width)), (1, 0, 2, 3)))
+
+
+def as_rows(xp, y, groups):
+    """y (N, O, h, w) laid out as the result of the product: (groups, O / groups, N * h * w)."""
+    n, channels, height, width = y.shape
+    rows = xp.permute_dims(xp.reshape(y, (n, channels, height * width)), (1, 0, 2))
+    return xp.reshape(rows, (groups, channels // groups, n * height * width))
+
+
+def from_rows(xp, rows, n, size):
+    """The inverse of as_rows: (groups, O / groups, N * h * w) as (N, O, h, w)."""
+    out = xp.reshape(rows, (rows.shape[0] * rows.shape[1], n) + tuple(size))
+    return backend.contiguous(xp.permute_dims(out, (1, 0, 2, 3)))
+
+
 class Convolution(Op):
     """conv2d (x (N, C, H, W), weight (O, C / groups, kh, kw)) and conv1d (x (N, C, L), weight
-    (O, C / groups, k)) as im2col and one matrix product per group (see the module's docstring).
+    (O, C / groups, k)): the weight, flattened to (O, C * kh * kw), times im2col's columns, one matrix
+    product per group (see the module's docstring). Backward: the output's gradient times the
+    columns is the weight's; the weight times it gives the columns' gradient, which col2im adds up.
 
     pads: ((top, bottom), (left, right)); stride, dilation: (rows, cols). groups splits the channels
     into `groups` independent convolutions: output channels of group g see input channels of group g.
@@ -101,48 +137,85 @@ class Convolution(Op):
         ctx.in_shape, ctx.weight_shape = x.shape, weight.shape
         if x.ndim == 3:  # conv1d: a row of pixels is an image of height 1
             x, weight = x[:, :, None, :], weight[:, :, None, :]
-        (n, channels, height, width), (out_channels, group_channels, kh, kw) = x.shape, weight.shape
+        (n, _, height, width), (out_channels, group_channels, kh, kw) = x.shape, weight.shape
         (top, bottom), (left, right) = pads
-        out_h = output_size(height + top + bottom, kh, stride[0], 0, dilation[0])
-        out_w = output_size(width + left + right, kw, stride[1], 0, dilation[1])
-        slices = window_slices((kh, kw), stride, dilation, (out_h, out_w))
-        # channels first, (C, N, H, W): then the stacked windows (C, kh * kw, N, out_h, out_w) are
-        # already the columns, one row per (c, i, j), one column per output pixel (n, y, x)
-        images = pad_image(xp, xp.permute_dims(x, (1, 0, 2, 3)), pads, 0)
-        per_group = group_channels * kh * kw
-        cols = xp.reshape(windows(xp, images, slices, axis=1), (groups, per_group, n * out_h * out_w))
-        filters = xp.reshape(weight, (groups, out_channels // groups, per_group))
-        out = xp.reshape(backend.matmul(filters, cols), (out_channels, n, out_h, out_w))  # the one product
+        out_size = (output_size(top + height + bottom, kh, stride[0], 0, dilation[0]),
+                    output_size(left + width + right, kw, stride[1], 0, dilation[1]))
+        slices = window_slices((kh, kw), stride, dilation, out_size)
+        cols = im2col(xp, x, pads, slices, groups)
+        filters = xp.reshape(weight, (groups, out_channels // groups, group_channels * kh * kw))
+        out = from_rows(xp, backend.matmul(filters, cols), n, out_size)  # the one product
         if bias is not None:
-            out = out + xp.reshape(bias, (out_channels, 1, 1, 1))
+            out = out + xp.reshape(bias, (1, out_channels, 1, 1))
         needs_x, needs_weight = ctx.needs_input_grad[:2]
         ctx.save_for_backward(filters if needs_x else None, cols if needs_weight else None)
-        ctx.slices, ctx.pads, ctx.groups = slices, pads, groups
-        ctx.images_shape, ctx.image_size, ctx.out_size = images.shape, (height, width), (out_h, out_w)
-        out = backend.contiguous(xp.permute_dims(out, (1, 0, 2, 3)))  # (N, O, out_h, out_w), as PyTorch
-        return xp.reshape(out, (n, out_channels, out_w)) if len(ctx.in_shape) == 3 else out
+        ctx.slices, ctx.pads, ctx.groups, ctx.x_shape, ctx.out_size = slices, pads, groups, x.shape, out_size
+        return xp.reshape(out, (n, out_channels, out_size[1])) if len(ctx.in_shape) == 3 else out
 
     @staticmethod
     def backward(ctx, grad):
         filters, cols = ctx.saved_tensors
         xp = ctx.xp
-        groups, (channels, n, _, _), (out_h, out_w) = ctx.groups, ctx.images_shape, ctx.out_size
-        out_channels = grad.shape[1]
-        # the output's gradient laid out as the product's result: (G, O / G, N * out_h * out_w)
-        grad_rows = xp.permute_dims(xp.reshape(grad, (n, out_channels, out_h * out_w)), (1, 0, 2))
-        grad_rows = xp.reshape(grad_rows, (groups, out_channels // groups, n * out_h * out_w))
+        n, out_channels = grad.shape[:2]
+        grad_rows = as_rows(xp, xp.reshape(grad, (n, out_channels) + ctx.out_size), ctx.groups)
         gx = gw = gb = None
         if ctx.needs_input_grad[0]:  # back through the product, then col2im
             grad_cols = backend.matmul(backend.matrix_transpose(filters), grad_rows)
-            grad_cols = xp.reshape(grad_cols, (channels, len(ctx.slices), n, out_h, out_w))
-            pieces = [grad_cols[:, k, ...] for k in range(len(ctx.slices))]
-            grad_images = crop(add_windows(xp, pieces, ctx.images_shape, ctx.slices), ctx.pads, ctx.image_size)
-            gx = xp.reshape(backend.contiguous(xp.permute_dims(grad_images, (1, 0, 2, 3))), ctx.in_shape)
+            gx = xp.reshape(col2im(xp, grad_cols, ctx.x_shape, ctx.pads, ctx.slices, ctx.out_size), ctx.in_shape)
         if ctx.needs_input_grad[1]:
             gw = xp.reshape(backend.matmul(grad_rows, backend.matrix_transpose(cols)), ctx.weight_shape)
         if ctx.needs_input_grad[2]:
-            gb = backend.sum_along(xp.reshape(grad_rows, (out_channels, n * out_h * out_w)), (1,))
+            gb = backend.sum_along(xp.reshape(grad_rows, (out_channels, n * math.prod(ctx.out_size))), (1,))
         return gx, gw, gb, None, None, None, None
+
+
+class ConvolutionTranspose(Op):
+    """conv_transpose2d (x (N, C_in, h, w), weight (C_in, C_out / groups, kh, kw)) and conv_transpose1d:
+    Convolution's backward to its input, run forward. Each input pixel spreads its channels, times the
+    weight, over a window of the output: the weight (transposed) times the input gives columns, which
+    col2im adds into the output image. Backward: a convolution. The output's gradient, cut into
+    im2col's columns, times the input is the weight's gradient; the weight times them is the input's.
+
+    out_size: the output's (H, W) (output_padding included); pads: ((top, bottom), (left, right)), the
+    rows and columns cut off the full output (the windows' reach); stride, dilation: (rows, cols).
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, stride, pads, dilation, groups, out_size):
+        xp = ctx.xp
+        ctx.in_shape, ctx.weight_shape = x.shape, weight.shape
+        ctx.name_hint = "Convolution"  # PyTorch's one name for both
+        if x.ndim == 3:  # conv_transpose1d: rows of height 1
+            x, weight = x[:, :, None, :], weight[:, :, None, :]
+        (n, in_channels, height, width), (_, group_out, kh, kw) = x.shape, weight.shape
+        slices = window_slices((kh, kw), stride, dilation, (height, width))  # one window per input pixel
+        filters = xp.reshape(weight, (groups, in_channels // groups, group_out * kh * kw))
+        x_rows = as_rows(xp, x, groups)
+        cols = backend.matmul(backend.matrix_transpose(filters), x_rows)
+        out = col2im(xp, cols, (n, group_out * groups) + tuple(out_size), pads, slices, (height, width))
+        if bias is not None:
+            out = out + xp.reshape(bias, (1, group_out * groups, 1, 1))
+        needs_x, needs_weight = ctx.needs_input_grad[:2]
+        ctx.save_for_backward(filters if needs_x else None, x_rows if needs_weight else None)
+        ctx.slices, ctx.pads, ctx.groups, ctx.in_size = slices, pads, groups, (height, width)
+        return xp.reshape(out, out.shape[:2] + (out.shape[3],)) if len(ctx.in_shape) == 3 else out
+
+    @staticmethod
+    def backward(ctx, grad):
+        filters, x_rows = ctx.saved_tensors
+        xp = ctx.xp
+        if grad.ndim == 3:
+            grad = grad[:, :, None, :]
+        grad_cols = im2col(xp, grad, ctx.pads, ctx.slices, ctx.groups)
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            gx = xp.reshape(from_rows(xp, backend.matmul(filters, grad_cols), grad.shape[0], ctx.in_size),
+                            ctx.in_shape)
+        if ctx.needs_input_grad[1]:
+            gw = xp.reshape(backend.matmul(x_rows, backend.matrix_transpose(grad_cols)), ctx.weight_shape)
+        if ctx.needs_input_grad[2]:
+            gb = backend.sum_along(grad, (0, 2, 3))
+        return gx, gw, gb, None, None, None, None, None
 
 
 # ---------------------------------------------------------------------------------------------

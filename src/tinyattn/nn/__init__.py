@@ -9,7 +9,7 @@ from .attention import (
     SelfAttention_v2,
     multihead_from_wrapper,
 )
-from .conv import Conv1d, Conv2d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .layers import (
     ELU,
     GELU,

@@ -1332,6 +1332,8 @@ from .functional_conv import (  # noqa: E402
     avg_pool2d,
     conv1d,
     conv2d,
+    conv_transpose1d,
+    conv_transpose2d,
     dropout2d,
     max_pool1d,
     max_pool2d,

@@ -9,7 +9,8 @@ F.avg_pool2d, F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.dropout2d.
 import warnings
 
 from ..errors import ShapeError
-from ..ops_conv import AdaptiveAvgPool2D, AvgPool2D, Convolution, MaxPool2DWithIndices, output_size
+from ..ops_conv import (AdaptiveAvgPool2D, AvgPool2D, Convolution, ConvolutionTranspose, MaxPool2DWithIndices,
+                        output_size)
 from . import functional as F  # (looked up when called: tinyattn.replayed sees F.dropout_mask's draws)
 from .functional import DropoutOp, check_dropout_p, tensor_argument, zeros_like
 
@@ -126,6 +127,77 @@ def _convolution(who, dims, input, weight, bias, stride, padding, dilation, grou
     if dims == 1:  # the op's rows and columns: one row
         stride, dilation, pads = (1,) + stride, (1,) + dilation, ((0, 0),) + pads
     return Convolution.apply(input, weight, bias, stride, pads, dilation, groups)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The transposed convolution of PyTorch's conv_transpose2d (the gradient of conv2d with respect
+    to its input, used to upsample: DCGAN's generator, U-Net's decoder): input (N, C_in, H, W) or
+    (C_in, H, W), weight (C_in, C_out / groups, kH, kW), bias (C_out,). Each input pixel adds its
+    channels times the weight into a kH x kW window of the output, windows `stride` apart. The output
+    is (H - 1) * stride - 2 * padding + dilation * (kH - 1) + output_padding + 1 high (likewise wide):
+    padding is cut off its border, output_padding (less than stride or dilation) added at the bottom
+    and right. Computed as col2im of the weight times the input (tinyattn.ops_conv.ConvolutionTranspose).
+    """
+    return _convolution_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding,
+                                  groups, dilation)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """conv_transpose2d along one dim: input (N, C_in, L) or (C_in, L), weight (C_in, C_out / groups, k);
+    each argument one int (or a 1-tuple)."""
+    return _convolution_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding,
+                                  groups, dilation)
+
+
+def _convolution_transpose(who, dims, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    tensor_argument(input, who)
+    tensor_argument(weight, who, "weight")
+    if bias is not None:
+        tensor_argument(bias, who, "bias")
+    stride, padding = _ints(stride, "stride", who, dims), _ints(padding, "padding", who, dims)
+    output_padding = _ints(output_padding, "output_padding", who, dims)
+    dilation = _ints(dilation, "dilation", who, dims)
+    if weight.ndim != dims + 2:
+        raise ShapeError(f"{who}: the weight must be {dims + 2}-D (in_channels, out_channels / groups, "
+                         f"{_KERNEL[dims]}), got shape {list(weight.shape)}")
+    if input.ndim == dims + 1:  # one sample without a batch dim
+        return _convolution_transpose(who, dims, input.unsqueeze(0), weight, bias, stride, padding, output_padding,
+                                      groups, dilation).squeeze(0)
+    if input.ndim != dims + 2:
+        raise ShapeError(f"{who}: expected a {dims + 1}-D (C_in, {_SPATIAL[dims]}) or {dims + 2}-D "
+                         f"(N, C_in, {_SPATIAL[dims]}) input, got shape {list(input.shape)}")
+    _floating(who, input, weight, bias)
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"{who}: groups must be a positive integer, got {groups!r}")
+    if min(stride) < 1 or min(dilation) < 1:
+        raise ValueError(f"{who}: stride and dilation must be positive, got stride={stride}, dilation={dilation}")
+    if min(padding) < 0:
+        raise ValueError(f"{who}: padding must be >= 0, got {padding}")
+    if any(o < 0 or o >= max(s, d) for o, s, d in zip(output_padding, stride, dilation)):
+        raise ValueError(f"{who}: output_padding must be >= 0 and smaller than either stride or dilation, got "
+                         f"output_padding={output_padding}, stride={stride}, dilation={dilation}")
+    in_channels, group_out, *kernel = weight.shape
+    if input.shape[1] != in_channels or in_channels % groups:
+        raise ShapeError(f"{who}: a weight of shape {list(weight.shape)} expects {in_channels} input channels "
+                         f"(its dim 0), got {input.shape[1]} (input shape {list(input.shape)})"
+                         + (f", and in_channels {in_channels} must be divisible by groups ({groups})"
+                            if in_channels % groups else ""))
+    if min(kernel) < 1:
+        raise ShapeError(f"{who}: the weight's kernel dims must be 1 or more, got weight shape {list(weight.shape)}")
+    if bias is not None and tuple(bias.shape) != (group_out * groups,):
+        raise ShapeError(f"{who}: the bias must have shape [{group_out * groups}] (one per output channel: "
+                         f"weight.shape[1] * groups), got {list(bias.shape)}")
+    out_size = tuple((n - 1) * s - 2 * p + d * (k - 1) + o + 1 for n, s, p, d, k, o in
+                     zip(input.shape[2:], stride, padding, dilation, kernel, output_padding))
+    if min(out_size) < 1:
+        raise ShapeError(f"{who}: the output would be {' x '.join(map(str, out_size))} (input shape "
+                         f"{list(input.shape)}, kernel_size {tuple(kernel)}, stride {stride}, padding {padding}): "
+                         f"use less padding")
+    # cut off the full output: padding at the top, and at the bottom what output_padding does not take back
+    pads = tuple((p, max(p - o, 0)) for p, o in zip(padding, output_padding))
+    if dims == 1:
+        stride, dilation, pads, out_size = (1,) + stride, (1,) + dilation, ((0, 0),) + pads, (1,) + out_size
+    return ConvolutionTranspose.apply(input, weight, bias, stride, pads, dilation, groups, out_size)
 
 
 # ---------------------------------------------------------------------------------------------
