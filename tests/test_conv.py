@@ -679,6 +679,7 @@ def test_conv_transpose_errors():
         F.conv_transpose2d(x, tinyattn.ones(4, 2, 3, 3), output_padding=1)
     with pytest.raises(ShapeError, match=r"the output would be -1 x -1 \(input shape \[1, 4, 1, 1\]"):
         F.conv_transpose2d(tinyattn.ones(1, 4, 1, 1), tinyattn.ones(4, 2, 1, 1), padding=1)
+    assert F.conv_transpose2d(tinyattn.ones(1, 4, 1, 1), tinyattn.ones(4, 2, 2, 2), padding=1).shape == (1, 2, 0, 0)
     with pytest.raises(ValueError, match=r'only "zeros" padding mode is supported'):
         nn.ConvTranspose2d(3, 2, 3, padding_mode="reflect")
     with pytest.raises(ValueError, match=r"output_size \[9, 9\] cannot come out of an input of shape \[1, 4, 3, 3\]: "

@@ -1211,6 +1211,57 @@ def conv2d_weight(data, drawn):
             data.draw(st.integers(1, 3)))
 
 
+def conv_transpose_weight(dims):
+    """(in_channels, out_channels / groups, *kernel) for conv_transpose's input drawn[0], mostly fitting."""
+
+    def shape(data, drawn):
+        x = drawn[0].shape
+        channels = x[-dims - 1] if len(x) > dims else data.draw(st.integers(1, 3))
+        if not data.draw(st.integers(0, 5), label="fits"):
+            return data.draw(shapes(max_dims=dims + 2), label="any weight shape")
+        kernel = [data.draw(st.integers(1, 3), label="kernel") for _ in range(dims)]
+        return (max(channels, 1), data.draw(st.integers(1, 3), label="out_channels / groups"), *kernel)
+
+    return shape
+
+
+def conv_transpose_bias_dtype(x, weight, bias=None, *rest):
+    """PyTorch's conv_transpose adds a bias of another dtype (conv1d and conv2d refuse one); tinyattn
+    refuses it, never promoting silently."""
+    return "a bias of another dtype" if isinstance(bias, Arr) and bias.dtype != x.dtype else None
+
+
+def empty_transposed_output(x, kernel_size, stride=1, padding=0, output_padding=0, dilation=1):
+    """Where conv_transpose's output comes to 0 pixels, PyTorch returns an empty result on some of its
+    paths and refuses it on others ('Output size is too small'); tinyattn returns the empty result."""
+
+    def each(v):
+        return v if isinstance(v, tuple) else (v,) * len(kernel_size)
+
+    try:
+        stride, padding, output_padding, dilation = map(each, (stride, padding, output_padding, dilation))
+        sizes = [(n - 1) * s - 2 * p + d * (k - 1) + o + 1 for n, k, s, p, o, d in
+                 zip(x.shape[-len(kernel_size):], kernel_size, stride, padding, output_padding, dilation)]
+    except (TypeError, IndexError):
+        return None
+    return "an output of 0 pixels" if 0 in sizes else None
+
+
+def conv_transpose_differs(x, weight, bias=None, stride=OMIT, padding=OMIT, output_padding=OMIT, groups=OMIT,
+                           dilation=OMIT):
+    """conv_transpose_bias_dtype, and empty_transposed_output."""
+    given = {"stride": stride, "padding": padding, "output_padding": output_padding, "dilation": dilation}
+    options = {k: v for k, v in given.items() if v is not OMIT}
+    kernel = tuple(weight.shape[2:])
+    empty = empty_transposed_output(x, kernel, **options) if kernel and x.ndim > len(kernel) else None
+    return conv_transpose_bias_dtype(x, weight, bias) or empty
+
+
+def conv_transpose_bias(data, drawn):
+    """One bias per output channel (weight.shape[1] * groups, mostly groups 1)."""
+    return (drawn[1].shape[1] if len(drawn[1].shape) > 1 else 1,)
+
+
 def pool_input():
     """(N, C, H, W) or (C, H, W) for the pools, now and then 2-D (which both refuse)."""
     return T(FLOATS, min_dims=2, max_dims=4)
@@ -1722,6 +1773,14 @@ TABLE = [
                Kw("padding", maybe(st.sampled_from([0, 1, (1, 0), "same", "valid", -1]))),
                Kw("dilation", maybe(st.sampled_from([1, 2, (2, 1)]))), Kw("groups", maybe(st.sampled_from([1, 2]))),
                quirk=conv2d_quirks),
+    *[functional(f"conv_transpose{dims}d", T(FLOATS, min_dims=dims + 1, max_dims=dims + 2, specials=False),
+                 T(FLOATS, shape=conv_transpose_weight(dims), specials=False),
+                 maybe(T(FLOATS, shape=conv_transpose_bias, specials=False)),
+                 Kw("stride", maybe(st.sampled_from([1, 2, 0]))), Kw("padding", maybe(st.sampled_from([0, 1, -1]))),
+                 Kw("output_padding", maybe(st.sampled_from([0, 1]))), Kw("groups", maybe(st.sampled_from([1, 2]))),
+                 Kw("dilation", maybe(st.sampled_from([1, 2]))), quirk=conv1d_quirks if dims == 1 else conv2d_quirks,
+                 differs=conv_transpose_differs)
+      for dims in (1, 2)],
     functional("max_pool2d", pool_input(), st.sampled_from([1, 2, 3, (2, 1), 0]),
                Kw("stride", maybe(st.sampled_from([None, 1, 2, (1, 2)]))),
                Kw("padding", maybe(st.sampled_from([0, 1, (1, 0)]))), Kw("dilation", maybe(st.sampled_from([1, 2]))),
@@ -1798,6 +1857,14 @@ TABLE = [
                                             "padding": st.sampled_from([0, 1, "same"]), "bias": st.booleans(),
                                             "padding_mode": st.sampled_from(["zeros", "zeros", "reflect"])}),
            T(FLOATS, shape=module_batch((3, 4), channels="in_channels"), specials=False), quirk=conv1d_module_quirks),
+    *[module(name, st.fixed_dictionaries({"in_channels": st.integers(1, 3), "out_channels": st.integers(1, 3),
+                                          "kernel_size": st.sampled_from([1, 2, 3]), "stride": st.sampled_from([1, 2]),
+                                          "padding": st.sampled_from([0, 1]), "bias": st.booleans()}),
+             T(FLOATS, shape=module_batch(dims, channels="in_channels"), specials=False),
+             quirk=lambda seed, options, x, dims=dims[0] - 1: conv1d_module_quirks(seed, options, x) or (
+                 empty_transposed_output(x, (options["kernel_size"],) * dims, options["stride"], options["padding"])
+                 if x.ndim >= dims else None))
+      for name, dims in (("ConvTranspose1d", (2, 3)), ("ConvTranspose2d", (3, 4)))],
     module("MaxPool2d", st.fixed_dictionaries({"kernel_size": st.sampled_from([1, 2, 3]),
                                                "stride": st.sampled_from([None, 1, 2]),
                                                "ceil_mode": st.booleans()}), pool_input(), quirk=pool_module_quirks,

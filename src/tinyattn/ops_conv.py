@@ -47,8 +47,11 @@ def window_slices(kernel, stride, dilation, out_size):
     """For each kernel offset (i, j), row by row: the (rows, cols) slices of the padded image that hold
     the (i, j) element of every window (out_size[0] x out_size[1] of them)."""
     (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, stride, dilation, out_size
-    return [(slice(i * dh, i * dh + sh * (oh - 1) + 1, sh), slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
-            for i in range(kh) for j in range(kw)]
+
+    def every(step, count, start):  # count elements, step apart (none for count 0: no negative stop)
+        return slice(start, start + step * (count - 1) + 1 if count else start, step)
+
+    return [(every(sh, oh, i * dh), every(sw, ow, j * dw)) for i in range(kh) for j in range(kw)]
 
 
 def windows(xp, padded, slices, axis):

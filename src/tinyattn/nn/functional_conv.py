@@ -189,7 +189,7 @@ def _convolution_transpose(who, dims, input, weight, bias, stride, padding, outp
                          f"weight.shape[1] * groups), got {list(bias.shape)}")
     out_size = tuple((n - 1) * s - 2 * p + d * (k - 1) + o + 1 for n, s, p, d, k, o in
                      zip(input.shape[2:], stride, padding, dilation, kernel, output_padding))
-    if min(out_size) < 1:
+    if min(out_size) < 0:
         raise ShapeError(f"{who}: the output would be {' x '.join(map(str, out_size))} (input shape "
                          f"{list(input.shape)}, kernel_size {tuple(kernel)}, stride {stride}, padding {padding}): "
                          f"use less padding")
