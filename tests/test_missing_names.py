@@ -51,6 +51,14 @@ def test_any_other_name_gets_pythons_usual_message(module, torch_namespace):
         module.__no_such_dunder__
 
 
+@pytest.mark.parametrize("name", ["replayed", "ReplayError"])
+def test_a_withdrawn_name_says_why_and_what_to_write_instead(name):
+    with pytest.raises(AttributeError, match=rf"tinyattn\.{name} was withdrawn.*without a warning") as caught:
+        getattr(tinyattn, name)
+    assert "learner-loops.md" in str(caught.value) and caught.value.name == name
+    assert not hasattr(tinyattn, name)
+
+
 def test_the_names_tinyattn_has_are_found_as_before():
     assert tinyattn.tanh is tinyattn.functions.tanh
     assert nn.Linear.__name__ == "Linear" and F.softmax.__name__ == "softmax"

@@ -9,8 +9,8 @@ warm-up, and reported as medians and ratios, so a busy machine slows all contend
   (d) peak memory of (a) at the largest size, each contender in a fresh subprocess;
   (e) the GPT step of (b) on a shared machine: quiet, and beside a busy process (a spin loop in a
       child process), at each thread count;
-  (f) four training loops as a lecture writes them (tinyattn.learner_loops), on one thread: run as
-      written, and replayed (tinyattn.replayed).
+  (f) four training loops as a lecture writes them (tinyattn.learner_loops), on one thread, run as
+      written.
 
 Both libraries compute with the same number of threads (`--threads`, default: every core this
 process may use): tinyattn's matrix products through `tinyattn.set_num_threads`, PyTorch through
@@ -31,7 +31,6 @@ import statistics
 import subprocess
 import sys
 import time
-import warnings
 
 import numpy as np
 
@@ -370,12 +369,6 @@ def learner_contenders(torch):
     loops = {}
     for name, make in learner_loops.LOOPS.items():
         contenders = {"tinyattn": cpu_timer(make(tinyattn)[0], clock=time.process_time)}
-        replayed = tinyattn.replayed(make(tinyattn)[0])
-        with warnings.catch_warnings():  # (a step it cannot replay runs as usual: the table says so)
-            warnings.simplefilter("ignore")
-            replayed(), replayed()  # recorded, then checked: the timed calls are replays
-        contenders["replayed"] = cpu_timer(replayed, clock=time.process_time)
-        contenders["replayed"].state = replayed.state
         if torch is not None:
             contenders["torch"] = cpu_timer(make(torch)[0], clock=time.process_time)
         loops[name] = contenders
@@ -722,8 +715,7 @@ def run(args, torch=None, report=None, emit=print, status=None):
         emit("")
         emit("(f) learner loops, one training step as a lecture writes it, one thread (median CPU time per step"
              + ("; ratios with quartiles)" if wide else ")"))
-        emit(f"{'loop':<21} {'tinyattn':>9} {'replayed':>9} {'torch':>9} {_cell('ta/torch', wide)} "
-             f"{_cell('rp/torch', wide)}")
+        emit(f"{'loop':<21} {'tinyattn':>9} {'torch':>9} {_cell('ta/torch', wide)}")
         report["learner"] = {}
         set_threads(1, torch)  # one thread: no pool spins between contenders, so no pause is needed
         try:
@@ -732,28 +724,17 @@ def run(args, torch=None, report=None, emit=print, status=None):
                 samples = {}
                 medians = interleaved(contenders, rounds=args.rounds or LEARNER_ROUNDS, warmup=1, settle=0.0,
                                       samples=samples, on_round=lambda text: doing(f"(f) {name}: {text}"))
-                replaying = contenders["replayed"].state == "replay"  # (not a step run as usual)
-                row = {**medians, "replay_state": contenders["replayed"].state,
-                       "ratio_torch": _ratio(medians["tinyattn"], medians.get("torch")),
-                       "ratio_torch_quartiles": ratio_spread(samples, "tinyattn", "torch"),
-                       "ratio_replayed_torch": None, "ratio_replayed_torch_quartiles": None}
-                if replaying:
-                    row["ratio_replayed_torch"] = _ratio(medians["replayed"], medians.get("torch"))
-                    row["ratio_replayed_torch_quartiles"] = ratio_spread(samples, "replayed", "torch")
+                row = {**medians, "ratio_torch": _ratio(medians["tinyattn"], medians.get("torch")),
+                       "ratio_torch_quartiles": ratio_spread(samples, "tinyattn", "torch")}
                 report["learner"][name] = row
-                replay = _fmt_time(row["replayed"]) if row["replay_state"] == "replay" else "eager"
                 as_written = _fmt_ratio(row["ratio_torch"], spread(row["ratio_torch_quartiles"]))
-                replayed = _fmt_ratio(row["ratio_replayed_torch"], spread(row["ratio_replayed_torch_quartiles"]))
-                emit(f"{name:<21} {_fmt_time(row['tinyattn']):>9} {replay:>9} {_fmt_time(row.get('torch')):>9} "
-                     f"{_cell(as_written, wide)} {_cell(replayed, wide)}")
-            for key, label in (("ratio_torch", "learner_geometric_mean"),
-                               ("ratio_replayed_torch", "learner_replayed_geometric_mean")):
-                ratios = [row[key] for row in report["learner"].values() if row[key] is not None]
-                report[label] = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+                emit(f"{name:<21} {_fmt_time(row['tinyattn']):>9} {_fmt_time(row.get('torch')):>9} "
+                     f"{_cell(as_written, wide)}")
+            ratios = [row["ratio_torch"] for row in report["learner"].values() if row["ratio_torch"] is not None]
+            report["learner_geometric_mean"] = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
             if report["learner_geometric_mean"] is not None:
-                emit(f"{'geometric mean':<21} {'':>9} {'':>9} {'':>9} "
-                     f"{_cell(_fmt_ratio(report['learner_geometric_mean']), wide)} "
-                     f"{_cell(_fmt_ratio(report['learner_replayed_geometric_mean']), wide)}")
+                emit(f"{'geometric mean':<21} {'':>9} {'':>9} "
+                     f"{_cell(_fmt_ratio(report['learner_geometric_mean']), wide)}")
         finally:
             set_threads(report["threads"], torch)
 

@@ -5,10 +5,6 @@
 model or function it is given, unchanged: the same object, computing the same numbers. One visible
 difference: PyTorch returns a wrapper whose `state_dict()` keys start with `_orig_mod.`; here the keys
 stay the model's own (nanoGPT strips that prefix when it loads, so its checkpoints load either way).
-
-What makes small training steps faster here is `tinyattn.replayed(step)` (tinyattn/recording.py),
-which records a step's array calls and replays them: a tinyattn name with rules of its own (Python
-values read once, no `.item()` inside), so a program uses it on purpose, not through `compile`.
 """
 
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")

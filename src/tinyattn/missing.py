@@ -10,7 +10,8 @@ lookup has failed, so they cost nothing on the names that exist. They raise `Att
 in tinyattn/data/pytorch_names.txt, written from PyTorch by tools/make_torch_names.py) the message
 says that tinyattn does not implement it and where the list of what is covered is; any other name
 gets Python's usual message. Names that start with `_` always get the usual message: `copy`,
-`pickle` and friends probe `__deepcopy__`, `__getstate__`, ... and expect a plain miss.
+`pickle` and friends probe `__deepcopy__`, `__getstate__`, ... and expect a plain miss. A name
+tinyattn once had and withdrew says why, and what to write instead.
 """
 
 import functools
@@ -27,6 +28,14 @@ def pytorch_names():
     return frozenset(line for line in lines if line and not line.startswith("#"))
 
 
+_WHY_REPLAY_WENT = ("it could give other results than the step as written without a warning (see 'Why there "
+                    "is no replay' in docs/explanations/learner-loops.md)")
+WITHDRAWN = {  # name -> why it went and what to write instead
+    "tinyattn.replayed": f"tinyattn.replayed was withdrawn: {_WHY_REPLAY_WENT}; call the step itself",
+    "tinyattn.ReplayError": f"tinyattn.ReplayError was withdrawn with tinyattn.replayed: {_WHY_REPLAY_WENT}",
+}
+
+
 def not_implemented_message(torch_name):
     return f"tinyattn does not implement {torch_name} (yet); see {COVERAGE_PAGE} for what is covered"
 
@@ -34,7 +43,9 @@ def not_implemented_message(torch_name):
 def missing_module_attribute(module_name, name):
     """The AttributeError for `module_name.name` (module_name is tinyattn's, e.g. 'tinyattn.nn')."""
     torch_name = "torch" + module_name[len("tinyattn"):] + "." + name
-    if not name.startswith("_") and torch_name in pytorch_names():
+    if f"{module_name}.{name}" in WITHDRAWN:
+        message = WITHDRAWN[f"{module_name}.{name}"]
+    elif not name.startswith("_") and torch_name in pytorch_names():
         message = not_implemented_message(torch_name)
     else:
         message = f"module {module_name!r} has no attribute {name!r}"

@@ -2455,10 +2455,6 @@ def _array_key(key, tensor):
                               "instead.", UserWarning, stacklevel=3)
                 part = part != 0
             if part.ndim == 0 and part.dtype is not dtypes.bool_:
-                if autograd.observers:  # a recording (tinyattn.replayed) reads this int from the tensor again
-                    for observer in autograd.observers_here():
-                        if hasattr(observer, "on_index_value"):
-                            observer.on_index_value(part, len(converted))
                 part = int(part.array)
             else:
                 part = part.array
@@ -2488,8 +2484,8 @@ def _simple_key(key, shape):
     (x[3], x[k, j], C[ix]). None for anything else, which _array_key parses in full."""
     if isinstance(key, Tensor):
         array = key.array
-        if type(array) is not np.ndarray or array.ndim or array.dtype.kind != "i" or autograd.observers:
-            return None  # (with observers, _array_key takes it and tells a recording where the int came from)
+        if type(array) is not np.ndarray or array.ndim or array.dtype.kind != "i":
+            return None
         key = int(array)
     if type(key) is int:
         return key if shape and -shape[0] <= key < shape[0] else None
