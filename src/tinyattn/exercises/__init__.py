@@ -25,7 +25,8 @@ exercises plant; without Hypothesis the random cases do not run, and the report 
 
 from . import (e01_add, e02_mul, e03_sum, e04_mean, e05_matmul, e06_exp_log, e07_relu, e08_gelu, e09_softmax,
                e10_log_softmax, e11_cross_entropy, e12_layer_norm, e13_embedding, e14_dropout, e15_masked_fill,
-               e16_causal_head, e17_multi_head_attention)
+               e16_causal_head, e17_multi_head_attention, e18_topological_order, e19_accumulate, e20_unbroadcast,
+               e21_saved, e22_apply, e23_mlp_batchnorm)
 from . import report
 from .checker import EXAMPLES, Result
 from .command import main
@@ -34,7 +35,7 @@ from .exercise import Exercise, Mistake
 EXERCISES = tuple(module.EXERCISE for module in (
     e01_add, e02_mul, e03_sum, e04_mean, e05_matmul, e06_exp_log, e07_relu, e08_gelu, e09_softmax, e10_log_softmax,
     e11_cross_entropy, e12_layer_norm, e13_embedding, e14_dropout, e15_masked_fill, e16_causal_head,
-    e17_multi_head_attention))
+    e17_multi_head_attention, e18_topological_order, e19_accumulate, e20_unbroadcast, e21_saved, e22_apply, e23_mlp_batchnorm))
 
 
 def get(key):
