@@ -90,6 +90,12 @@ def _check_call(grad, shape, result):
         raise wrong("mean-not-sum", "a mean, not a sum",
                     "Every element of the broadcast input reaches several outputs, and its gradient is the "
                     "sum of theirs: sum, do not average.", lines)
+    scale = float(np.sum(right * right))
+    factor = float(np.sum(result * right)) / scale if scale and result.shape == right.shape else None
+    if factor is not None and np.allclose(result, factor * right, rtol=1e-9, atol=1e-12):
+        raise wrong("constant-factor", f"off by a factor of {factor:.4g}",
+                    "The right sum, times a constant: the gradient of a broadcast input is the plain sum of "
+                    "grad over the broadcast dims.", lines)
     summed = _summed_over(grad, result)
     if summed is not None and summed < needed:
         missed = sorted(needed - summed)

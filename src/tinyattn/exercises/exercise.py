@@ -229,7 +229,13 @@ def file_text(exercise, middle, imports, code, solution, course=None, what="the 
     return docstring + "\n" + imports + "\n\n" + code
 
 
-# the tracks of tinyattn's own exercises, in order: name -> what the file headers call them
+# the tracks of tinyattn's own exercises, in order: name -> what they are
+TRACKS = {
+    "backward": "the backward of each op of attention, as a Function",
+    "engine": "the parts of an autograd engine, on a small engine",
+    "layer": "manual backprop: a whole layer's backward, every intermediate by hand",
+}
+# name -> what the file headers call them
 TRACK_TITLES = {
     "backward": "gradient-check exercises",
     "engine": "engine exercises",
