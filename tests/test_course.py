@@ -527,7 +527,7 @@ def test_gradescope_results_validate(capsys, graded_folder, tmp_path):
     assert tests["20 unbroadcast"]["score"] == 0.0 and "a mean, not a sum" not in tests["20 unbroadcast"]["output"]
     assert tests["20 unbroadcast"]["output"].startswith("20 unbroadcast: FAIL - off by a factor")
     assert tests["18 topological_order"]["output"] == "18 topological_order: not done yet"
-    assert results["score"] == 1.0 and results["output"] == "1 of 5 pass, 1 fail, 3 not done yet"
+    assert results["score"] == 1.0 and results["output"] == "1 of 5 pass, 3 not done yet, 1 fail"
     code, out, _ = run(capsys, "check", graded_folder, "accumulate", "--format", "gradescope")
     assert code == 0 and json.loads(out)["tests"][0]["status"] == "passed"  # only the JSON on stdout
 
