@@ -204,7 +204,7 @@ def start(directory, solutions=False, course=None, track=None):
              f"overwritten; delete a file for a fresh copy): {', '.join(kept)}")
     if not solutions:
         first = written[0] if written else chosen[0].file_name
-        what = "the backward" if all(e.track == "backward" for e in chosen) else "your code"
+        what = "the backward" if chosen[0].track == "backward" else "your code"
         _say(f"next: write {what} in {path / first}, then run")
         options = (f" --track {track}" if track else "") + (f" --course {course.folder}" if course.folder else "")
         print(f"    tinyattn exercises check {directory}{options}")

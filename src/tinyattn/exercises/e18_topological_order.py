@@ -1,6 +1,7 @@
 """Exercise 18, the engine track: the order in which backward visits the nodes."""
 
 from . import engine
+from .engine import Recipe
 from .engine_checks import IMPORTS, describe, example, graph_nodes, leaf_differences, names, random_case
 from .exercise import Mistake
 from .task import Task, wrong
@@ -64,6 +65,16 @@ def breadth_first(root):
     return order
 
 
+def depth_first_preorder(root):
+    order, stack = [], [root]
+    while stack:  # a node is listed when first reached: before the consumers reached later
+        node = stack.pop()
+        if node not in order:
+            order.append(node)
+        stack.extend(node.inputs())
+    return order
+
+
 def first_input_only(root):
     order, node = [], root
     while node is not None:
@@ -76,6 +87,24 @@ def first_input_only(root):
 # ----------------------------------------------------------------------------------------------
 
 
+# diamonds, with the consumer as the first input and as the second, and a value used at two
+# depths: a depth-first pre-order passes one orientation and fails the other, a breadth-first
+# order passes the short diamond and fails the long one
+_X = (("x", (2, 2), True),)
+DIAMONDS = (
+    Recipe(_X, (("tanh", (0,), None), ("tanh", (1,), None), ("mul", (2, 1), None), ("add", (3, 0), None)), seed=1),
+    Recipe(_X, (("tanh", (0,), None), ("tanh", (1,), None), ("mul", (1, 2), None), ("add", (3, 0), None)), seed=2),
+    Recipe(_X, (("tanh", (0,), None), ("mul", (1, 0), None), ("tanh", (2,), None), ("sum", (3,), 1),
+                ("mul", (4, 1), None)), seed=3),
+    Recipe(_X, (("tanh", (0,), None), ("mul", (1, 0), None), ("tanh", (2,), None), ("sum", (3,), 1),
+                ("mul", (1, 4), None)), seed=4),
+)
+
+
+def edge_cases():
+    return list(DIAMONDS)
+
+
 def judge(piece, recipe):
     _, values = engine.build(recipe)
     root = values[-1].grad_fn
@@ -84,7 +113,7 @@ def judge(piece, recipe):
     if not isinstance(order, (list, tuple)):
         raise wrong("bad-return", "returns the wrong thing",
                     f"topological_order returns a {type(order).__name__}: return a list of nodes.")
-    graph = [f"the graph: {'; '.join(recipe.lines())}", f"your order: {names(order)}"]
+    graph = [f"your order: {names(order)}"]
     strangers = [item for item in order if item not in consumers]
     if strangers:
         raise wrong("bad-return", "lists things that are not nodes of the graph",
@@ -162,10 +191,12 @@ EXERCISE = Task(
     random_case=random_case,
     describe=describe,
     imports=IMPORTS,
+    edge_cases=edge_cases,
     mistakes=(
         Mistake(not_reversed, "reversed"),
         Mistake(no_visited_set, "walked-twice"),
         Mistake(breadth_first, "consumer-not-done"),
+        Mistake(depth_first_preorder, "consumer-not-done", found_by="edge case"),
         Mistake(first_input_only, "nodes-missing"),
     ),
 )

@@ -56,7 +56,7 @@ def judge(piece, recipe):
         leaves, values = engine.build(recipe)
         values[-1].backward()
     differences = ["with your accumulate: " + line for line in leaf_differences(recipe, leaves)]
-    graph = [f"the graph: {'; '.join(recipe.lines())}"]
+    graph = []
     # what it does to two gradients, one after the other
     first, second = np.array([1.0, 2.0]), np.array([10.0, 20.0])
     slots = [None]

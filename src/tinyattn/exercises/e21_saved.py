@@ -130,7 +130,7 @@ def judge(piece, recipe):
     if fourth or lines:
         raise wrong("no-pattern", "disagrees with tinyattn's engine",
                     "Your Saved passes the checks of its own, but the engine misbehaves with it.",
-                    [f"the graph: {'; '.join(recipe.lines())}"] + ([fourth] if fourth else []) + lines)
+                    ([fourth] if fourth else []) + lines)
 
 
 def _text(value):

@@ -174,7 +174,7 @@ def judge(piece, recipe):
     if differences:
         raise wrong("no-pattern", "disagrees with tinyattn's engine",
                     "The nodes look right, but backward gives other gradients through them.",
-                    [f"the graph: {'; '.join(recipe.lines())}"] + differences)
+                    differences)
 
 
 def _edge(edge):

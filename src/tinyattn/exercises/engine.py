@@ -22,7 +22,6 @@ solutions (`reference_parts()`).
 
 import contextlib
 import dataclasses
-import itertools
 from typing import Callable
 
 import numpy as np
@@ -53,9 +52,6 @@ class BackwardError(RuntimeError):
 
 # ---------------------------------------------------------------------------------------------
 # tensors and nodes
-
-_sequence = itertools.count()
-
 
 class Var:
     """A tensor of the small engine: an array with a place in the graph."""
@@ -102,8 +98,7 @@ class Node:
         self.function = function
         self.edges = ()  # one per argument of forward: (node, output_nr), (leaf, 0), or None
         self.needs_input_grad = ()
-        self.sequence = next(_sequence)  # creation order, for names
-        self.name = f"{function.__name__}#{self.sequence}"
+        self.name = f"{function.__name__}Backward"  # as PyTorch names a grad_fn (the checks name theirs v1, v2...)
         self.saved = current().Saved(self.name)
 
     # the ctx API of PyTorch
@@ -380,7 +375,8 @@ def recipe_strategy(draw, s, min_steps=2, max_steps=7):
     steps, ndims = [], [len(shape) for _, shape, _ in leaves]
     for _ in range(draw(s.size(min_steps, max_steps))):
         op = draw(s.one_of(["add", "sub", "mul", "mul", "tanh", "sum"]))
-        first = draw(s.size(0, len(ndims) - 1))
+        # most ops use the newest value: chains, whose values are reused further on (diamonds)
+        first = len(ndims) - 1 if draw(s.booleans()) else draw(s.size(0, len(ndims) - 1))
         if op in ("add", "sub", "mul"):
             second = draw(s.size(0, len(ndims) - 1))
             steps.append((op, (first, second), None))

@@ -123,16 +123,23 @@ def diagnose(name, mine, right, paths, factors):
         if mine.ndim == 2 and right.ndim == 2 and mine.shape == right.shape[::-1] and _close(mine.T, right):
             return _wrong("transposed", "transposed", f"is the transpose of the right one (shape {got}, not {shape})",
                           "Transpose it: for C = A @ B, dA = dC @ B.T and dB = A.T @ dC.")
+        if mine.size == right.size and _close(mine.reshape(right.shape), right):
+            return _wrong("right-values-wrong-shape", "right numbers, wrong shape",
+                          f"has the right numbers in shape {got}, not {shape}",
+                          "A gradient has the shape of its value: keepdim=True keeps a summed dim as 1, "
+                          "keepdim=False drops it.")
+        if (mine.ndim == right.ndim and mine.ndim and mine.shape[0] == 1 and mine.shape[1:] == right.shape[1:]
+                and _close(np.broadcast_to(mine, right.shape).copy(), right)):
+            return _wrong("not-expanded", "not expanded back over the batch",
+                          f"has one row, shape {got}, where {name} has {shape}; every row of it gets that row",
+                          f"A sum over the batch sends its gradient to every row it summed: expand yours to "
+                          f"{shape} (.expand({right.shape[0]}, -1), or a product with a tensor of that shape).")
         batch = _summed_over_batch(mine, right)
         if batch is not None:
             return _wrong("missing-batch-sum", "missing the sum over the batch",
                           f"has the batch's shape {got}, not {shape}; summed over dim 0 it would be right",
                           f"{name} is used by every row of the batch (broadcast along dim 0): its gradient is the "
                           f"sum over the batch of what each row sends back: .sum(0{batch}).")
-        if mine.size == right.size and _close(mine.reshape(right.shape), right):
-            return _wrong("right-values-wrong-shape", "right numbers, wrong shape",
-                          f"has the right numbers in shape {got}, not {shape}",
-                          "A gradient has the shape of its value: keepdim=True keeps a summed dim as 1.")
         return _wrong("wrong-shape", "gradient of the wrong shape", f"has shape {got}, but {name} has shape {shape}",
                       "A gradient has the shape of its value.")
     if _close(-mine, right):
