@@ -4,6 +4,7 @@ without Hypothesis, a correct piece is never blamed, and the grades say no more 
 
 import json
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -273,68 +274,17 @@ def test_start_and_check_a_track(capsys, tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------------------------
 # a teacher's own exercises
 
-SWISH = '''\
-"""A course's own exercise: the backward of swish, y = x * sigmoid(x)."""
-
-import numpy as np
-
-import tinyattn as torch
-from tinyattn.autograd import Function
-from tinyattn.exercises import Exercise, Mistake, Suspect
+PAGE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "tutorials" / "teaching-with-exercises.md"
 
 
-class Swish(Function):
-    @staticmethod
-    def forward(ctx, x):
-        s = torch.sigmoid(x)
-        ctx.save_for_backward(x, s)
-        return x * s
-
-    @staticmethod
-    def backward(ctx, grad_y):
-        x, s = ctx.saved_tensors
-        # --- solution ---
-        return grad_y * (s + x * s * (1 - s))
+def page_blocks(kind):
+    """The ```kind blocks of the teaching tutorial, in order."""
+    return re.findall(rf"```{kind}\n(.*?)```", PAGE.read_text(), flags=re.DOTALL)
 
 
-def one_term_only(ctx, grad_y):
-    x, s = ctx.saved_tensors
-    return grad_y * x * s * (1 - s)
+# the teacher's exercise the tutorial walks through: its first python block, used here as the file
+SWISH = page_blocks("python")[0]
 
-
-def sigmoid_only(ctx, grad_y):
-    x, s = ctx.saved_tensors
-    return grad_y * s
-
-
-def half_the_product_rule(probe):
-    x = probe.case["x"]
-    s = 1 / (1 + np.exp(-x))
-    for term in (s, x * s * (1 - s)):
-        if probe.matches("x", probe.diagonal(term)):
-            return ["x"]
-    return []
-
-
-EXERCISE = Exercise(
-    number=1,
-    name="swish",
-    title="swish, x * sigmoid(x)",
-    function=Swish,
-    statement="y = x * sigmoid(x), elementwise.",
-    shapes="x  any shape\\ny  like x  ->  return grad_x (like x)",
-    hint="The product rule: (x * s)' = s + x * s', with s' = s * (1 - s).",
-    todo="return grad_x (like x)",
-    args=("x",),
-    grads=("x",),
-    example=lambda: {"x": np.array([[-1.5, 0.25, 2.0], [0.5, -0.75, 1.0]])},
-    random_case=lambda draw, s: {"x": draw(s.floats(draw(s.shape())))},
-    reference=lambda x: x * torch.sigmoid(x),
-    suspects=(Suspect("product-rule", "half of the product rule",
-                      "Swish has two factors that depend on x: the product rule.", half_the_product_rule),),
-    mistakes=(Mistake(one_term_only, "product-rule"), Mistake(sigmoid_only, "product-rule")),
-)
-'''
 
 # a task in a course: the learner writes a function, the teacher's judge runs it
 CLIP = '''\
@@ -565,13 +515,13 @@ def test_a_pass_without_random_cases_is_not_full_marks(capsys, graded_folder):
 
 
 def test_the_same_seed_gives_the_same_case(capsys, tmp_path):
-    # a piece that only random graphs catch: it is right on the example, wrong for a (1, 1) input
+    # a piece that only random graphs catch: right on the example, wrong for a leaf of shape ()
     task = exercises.get("unbroadcast")
     folder = tmp_path / "work"
     folder.mkdir()
     text = task.file_source(solution=True).replace(
         "    return grad.sum(axis=dims, keepdims=True).reshape(shape)",
-        "    if shape == (1, 1):\n        return grad.sum(axis=0, keepdims=True)[:, :1]\n"
+        "    if shape == ():\n        return grad.mean()\n"
         "    return grad.sum(axis=dims, keepdims=True).reshape(shape)")
     (folder / task.file_name).write_text(text)
     first = [json.loads(run(capsys, "check", folder, "unbroadcast", "--format", "json", "--seed", seed)[1])
@@ -593,12 +543,18 @@ def test_score_rules():
     assert grades.score(full) == (1.0, 1.0) and grades.score(half) == (0.5, 1.0) and grades.score(failed) == (0, 1)
 
 
-def test_docs_walkthrough_files_are_the_ones_tested():
-    """The teaching tutorial shows SWISH; keep the page and this test in step."""
-    page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "tutorials" / "teaching-with-exercises.md")
-    if not page.exists():
-        pytest.skip("the docs are not in this checkout")
-    text = page.read_text()
-    for line in ("def half_the_product_rule(probe):", "return grad_y * (s + x * s * (1 - s))",
-                 'Mistake(one_term_only, "product-rule")', "class Swish(Function):"):
-        assert line in text and line in SWISH
+def test_the_tutorials_sessions_are_what_the_commands_print(capsys, tmp_path, monkeypatch):
+    """The teaching tutorial's `verify` session and the learner's report, run on its own file."""
+    monkeypatch.chdir(tmp_path)
+    pathlib.Path("course").mkdir()
+    pathlib.Path("course/01_swish.py").write_text(SWISH)
+    shown = next(b for b in page_blocks("text") if b.startswith("$ tinyattn exercises verify course\n"))
+    code, out, _ = run(capsys, "verify", "course")
+    assert code == 0 and out.splitlines() == shown.splitlines()[1:]
+    run(capsys, "start", "work", "--course", "course")
+    path = pathlib.Path("work/01_swish.py")
+    path.write_text(path.read_text().replace('raise NotImplementedError("write the backward here")',
+                                             "return grad_y * s"))
+    code, out, _ = run(capsys, "check", "work", "--course", "course")
+    report_shown = next(b for b in page_blocks("text") if b.startswith("01 swish: FAIL"))
+    assert code == 1 and report_shown in out

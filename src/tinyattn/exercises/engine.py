@@ -143,6 +143,8 @@ def unbroadcast(grad, shape):
 
 
 class Add(Function):
+    """a + b, broadcasting."""
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = (np.shape(a), np.shape(b))
@@ -155,6 +157,8 @@ class Add(Function):
 
 
 class Sub(Function):
+    """a - b, broadcasting."""
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = (np.shape(a), np.shape(b))
@@ -166,6 +170,8 @@ class Sub(Function):
 
 
 class Mul(Function):
+    """a * b, broadcasting."""
+
     @staticmethod
     def forward(ctx, a, b):
         # save only what the wanted gradients need: a's gradient needs b, and b's needs a
@@ -182,6 +188,8 @@ class Mul(Function):
 
 
 class Tanh(Function):
+    """tanh(a), elementwise."""
+
     @staticmethod
     def forward(ctx, a):
         y = np.tanh(a)
@@ -267,6 +275,7 @@ def reference_parts():
 
 
 def current():
+    """The parts the engine runs with now (the reference parts, unless `using` replaced some)."""
     return _current[-1] if _current else reference_parts()
 
 

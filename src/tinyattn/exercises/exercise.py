@@ -82,6 +82,10 @@ class Suspect:
 
 @dataclasses.dataclass(frozen=True)
 class Exercise:
+    """An exercise of the backward track: a Function whose backward the learner writes, with what
+    the checker needs (see the module's docstring, and the fields' comments). A teacher's exercise
+    file ends with `EXERCISE = Exercise(...)`."""
+
     number: int
     name: str
     title: str  # one line: what the learner writes the backward of
