@@ -558,3 +558,21 @@ def test_the_tutorials_sessions_are_what_the_commands_print(capsys, tmp_path, mo
     code, out, _ = run(capsys, "check", "work", "--course", "course")
     report_shown = next(b for b in page_blocks("text") if b.startswith("01 swish: FAIL"))
     assert code == 1 and report_shown in out
+
+
+@pytest.mark.parametrize("name", ["softmax", "unbroadcast", "mlp_batchnorm"])
+def test_verify_proves_tinyattns_own(name):
+    proof = exercises.verify(exercises.get(name), cases=10)
+    assert proof.proven, proof.lines
+    assert [what for what, _, _ in proof.lines][:2] == ["skeleton", "solution"]
+    assert sum(what.startswith("mistake ") for what, _, _ in proof.lines) == len(exercises.get(name).mistakes)
+
+
+def test_the_python_api_checks_a_function_by_its_name(capsys):
+    def topological_order(root):  # the learner's, in a notebook cell
+        return exercises.solution("topological_order")(root)[::-1]
+
+    result = exercises.check(topological_order, examples=2)
+    assert result.finding.id == "reversed"
+    assert capsys.readouterr().out.startswith("18 topological_order: FAIL - the order is reversed\n")
+    assert exercises.check(exercises.solution("saved"), examples=2, verbose=False).passed
