@@ -533,6 +533,8 @@ def test_the_same_seed_gives_the_same_case(capsys, tmp_path):
 def test_output_needs_a_grades_format(capsys, tmp_path):
     code, _, err = run(capsys, "check", tmp_path, "--output", tmp_path / "r.json")
     assert code == 2 and "give --format json or --format gradescope" in err
+    code, out, err = run(capsys, "check", tmp_path, "--format", "json", "--output", tmp_path / "no" / "r.json")
+    assert code == 2 and out == "" and "its folder does not exist" in err  # before any check runs
 
 
 def test_score_rules():

@@ -43,14 +43,14 @@ from .course import Course, CourseError
 from .course import load as load_course
 from .course import verify
 from .diagnosis import Finding
-from .exercise import TRACKS
-from .exercise import Exercise, Factor, Mistake, Suspect
+from .exercise import TRACKS, Exercise, Factor, Mistake, Suspect
 from .task import Task, Wrong, wrong
 
 EXERCISES = tuple(module.EXERCISE for module in (
     e01_add, e02_mul, e03_sum, e04_mean, e05_matmul, e06_exp_log, e07_relu, e08_gelu, e09_softmax, e10_log_softmax,
     e11_cross_entropy, e12_layer_norm, e13_embedding, e14_dropout, e15_masked_fill, e16_causal_head,
-    e17_multi_head_attention, e18_topological_order, e19_accumulate, e20_unbroadcast, e21_saved, e22_apply, e23_mlp_batchnorm))
+    e17_multi_head_attention, e18_topological_order, e19_accumulate, e20_unbroadcast, e21_saved, e22_apply,
+    e23_mlp_batchnorm))
 
 
 def get(key):

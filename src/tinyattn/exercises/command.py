@@ -231,6 +231,8 @@ def check(directory, names=(), examples=checker.EXAMPLES, course=None, track=Non
         raise UsageError(f"--examples must be 0 or more, got {examples}")
     if output is not None and output_format == "text":
         raise UsageError("--output writes the grades: give --format json or --format gradescope with it")
+    if output is not None and not pathlib.Path(output).resolve().parent.is_dir():
+        raise UsageError(f"cannot write the grades to {output!r}: its folder does not exist")
     selected = _selected(course, names, track)
     text = output_format == "text" or output is not None  # the grades alone on stdout, for a program
     # never claim random cases that do not run: without Hypothesis only the fixed cases are checked

@@ -61,8 +61,8 @@ def load(folder):
     """The Course in a teacher's folder; CourseError if a file does not load or defines no EXERCISE."""
     folder = pathlib.Path(folder)
     if not folder.is_dir():
-        raise CourseError(f"there is no folder {str(folder)!r} of exercises: --course takes the folder that holds "
-                          "the exercise files (each defines EXERCISE)")
+        raise CourseError(f"there is no folder {str(folder)!r} of exercises: give the folder that holds the "
+                          "exercise files (each defines EXERCISE)")
     files = sorted(path for path in folder.glob("*.py") if not path.name.startswith("_"))
     if not files:
         raise CourseError(f"{str(folder)!r} holds no exercise files (*.py, each defining EXERCISE)")

@@ -137,7 +137,7 @@ def _text(value):
     if isinstance(value, tuple):
         return "(" + ", ".join("None" if v is None else f"array {list(np.shape(v))}" for v in value) + \
             ("," if len(value) == 1 else "") + ")"
-    if value is None or value == "BackwardError":
+    if value is None or isinstance(value, str):
         return "None" if value is None else "raises BackwardError"
     return f"a {type(value).__name__}"
 

@@ -156,7 +156,8 @@ def random_case(draw, s):
 def describe(case):
     n, inputs = case["x"].shape
     hidden, classes = case["W2"].shape
-    return f"a batch of {n}, {inputs} inputs, {hidden} hidden units, {classes} classes, targets {case['targets'].tolist()}"
+    return (f"a batch of {n}, {inputs} inputs, {hidden} hidden units, {classes} classes, "
+            f"targets {case['targets'].tolist()}")
 
 
 def factors(case):

@@ -327,7 +327,8 @@ class Recipe:
         return text
 
     def describe(self):
-        leaves = ", ".join(f"{name} {list(shape)}" + ("" if grad else " (no grad)") for name, shape, grad in self.leaves)
+        leaves = ", ".join(f"{name} {list(shape)}" + ("" if grad else " (no grad)")
+                           for name, shape, grad in self.leaves)
         return f"leaves {leaves}; " + "; ".join(self.lines())
 
 
