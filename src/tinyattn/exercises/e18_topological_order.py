@@ -75,6 +75,26 @@ def depth_first_preorder(root):
     return order
 
 
+def counts_consumers_not_edges(root):
+    counts, stack, seen = {}, [root], {root}
+    while stack:  # Kahn's algorithm: how many consumers each node has...
+        node = stack.pop()
+        for parent in set(node.inputs()):
+            counts[parent] = counts.get(parent, 0) + 1
+            if parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    order, ready = [], [root]
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for parent in node.inputs():  # ... but one count off per edge: v1 * v1 counts twice
+            counts[parent] -= 1
+            if counts[parent] == 0:
+                ready.append(parent)
+    return order
+
+
 def first_input_only(root):
     order, node = [], root
     while node is not None:
@@ -87,9 +107,10 @@ def first_input_only(root):
 # ----------------------------------------------------------------------------------------------
 
 
-# diamonds, with the consumer as the first input and as the second, and a value used at two
-# depths: a depth-first pre-order passes one orientation and fails the other, a breadth-first
-# order passes the short diamond and fails the long one
+# diamonds, with the consumer as the first input and as the second, a value used at two depths,
+# and a value used twice by one op: a depth-first pre-order passes one orientation and fails the
+# other, a breadth-first order passes the short diamond and fails the long one, and Kahn's
+# algorithm that counts consumers instead of edges passes all but the last two
 _X = (("x", (2, 2), True),)
 DIAMONDS = (
     Recipe(_X, (("tanh", (0,), None), ("tanh", (1,), None), ("mul", (2, 1), None), ("add", (3, 0), None)), seed=1),
@@ -98,6 +119,9 @@ DIAMONDS = (
                 ("mul", (4, 1), None)), seed=3),
     Recipe(_X, (("tanh", (0,), None), ("mul", (1, 0), None), ("tanh", (2,), None), ("sum", (3,), 1),
                 ("mul", (1, 4), None)), seed=4),
+    # v1 used twice by one op (v1 * v1) and once by another: two edges from one consumer
+    Recipe(_X, (("tanh", (0,), None), ("mul", (1, 1), None), ("tanh", (1,), None), ("add", (3, 2), None)), seed=5),
+    Recipe(_X, (("tanh", (0,), None), ("mul", (1, 1), None), ("tanh", (1,), None), ("add", (2, 3), None)), seed=6),
 )
 
 
@@ -172,8 +196,8 @@ EXERCISE = Task(
         "backward(root) runs every node's backward once, and a node may run only when the gradients from all "
         "the nodes that use its output (its consumers) have arrived. Write topological_order(root): the "
         "nodes of the graph that ends at root, root first, every node after all its consumers. "
-        "node.inputs() gives the nodes a node's inputs came from (leaves and constants are not nodes). A "
-        "node can be reached by several paths; list it once."
+        "node.inputs() gives the nodes a node's inputs came from (leaves and constants are not nodes; v1 * v1 "
+        "gives v1 twice). A node can be reached by several paths; list it once."
     ),
     signature=(
         "topological_order(root: Node) -> list of Node\n"
@@ -197,6 +221,7 @@ EXERCISE = Task(
         Mistake(no_visited_set, "walked-twice"),
         Mistake(breadth_first, "consumer-not-done"),
         Mistake(depth_first_preorder, "consumer-not-done", found_by="edge case"),
+        Mistake(counts_consumers_not_edges, "consumer-not-done", found_by="edge case"),
         Mistake(first_input_only, "nodes-missing"),
     ),
 )

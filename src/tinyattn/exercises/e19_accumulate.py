@@ -58,13 +58,18 @@ def judge(piece, recipe):
     differences = ["with your accumulate: " + line for line in leaf_differences(recipe, leaves)]
     graph = []
     # what it does to two gradients, one after the other
+    # (a node with two outputs, tinyattn's exp_log say, has two slots: the gradient goes to slots[index])
     first, second = np.array([1.0, 2.0]), np.array([10.0, 20.0])
-    slots = [None]
-    piece(slots, 0, first)
-    piece(slots, 0, second)
-    done = slots[0]
-    probe = [f"accumulate(slots, 0, a) then accumulate(slots, 0, b), with a = [1, 2] and b = [10, 20]: "
-             f"slots[0] = {_text(done)}, a = {_text(first)} afterwards"]
+    slots = [None, None]
+    piece(slots, 1, first)
+    piece(slots, 1, second)
+    other, done = slots
+    probe = [f"with slots = [None, None], accumulate(slots, 1, a) then accumulate(slots, 1, b), with a = [1, 2] "
+             f"and b = [10, 20]: slots[1] = {_text(done)}, a = {_text(first)} afterwards"]
+    if other is not None:
+        raise wrong("wrong-slot", "the gradient put into the wrong slot",
+                    "slots has one entry per output of the node: put grad into slots[index], the others stay.",
+                    probe + [f"slots[0] = {_text(other)}"])
     if not np.array_equal(first, [1.0, 2.0]) or not np.array_equal(second, [10.0, 20.0]):
         raise wrong("in-place", "changes a gradient in place",
                     "The first gradient that arrived was changed in place (+=): it can be the same array as "

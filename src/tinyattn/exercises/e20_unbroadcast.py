@@ -50,6 +50,11 @@ def keepdims_forgotten(grad, shape):
 
 # ----------------------------------------------------------------------------------------------
 
+# shapes the small engine's graphs do not have (it is 2-D): more dims, added and stretched at once
+DIRECT = (((2, 3, 4), (3, 1)), ((2, 3, 4), (1, 4)), ((2, 3, 4), ()), ((5, 1, 3), (1, 1, 3)), ((2, 3), (2, 3)),
+          ((4, 2, 1, 3), (2, 1, 1)))
+
+
 def judge(piece, recipe):
     calls = []
 
@@ -62,6 +67,9 @@ def judge(piece, recipe):
     with engine.using(unbroadcast=checked):
         leaves, values = engine.build(recipe)
         values[-1].backward()
+    for grad_shape, shape in DIRECT:  # then more dims than the engine has
+        grad = np.arange(1.0, 1.0 + np.prod(grad_shape)).reshape(grad_shape) / 7
+        _check_call(grad, shape, piece(grad.copy(), shape))
     differences = leaf_differences(recipe, leaves)
     if differences:
         raise wrong("no-pattern", "disagrees with tinyattn's engine",
