@@ -185,9 +185,12 @@ EXERCISE = Task(
         "first wrong one and what it looks like: transposed, missing the sum over the batch, off by 1/n..."
     ),
     signature=(
-        "manual_backward(v) -> dict {name: gradient}; v.x, v.W1, ..., v.h_pre, ..., v.loss are tensors\n"
-        "  the names, in the order they are checked: " + ", ".join(ORDER[:8]) + ",\n  " + ", ".join(ORDER[8:17])
-        + ",\n  " + ", ".join(ORDER[17:])
+        "manual_backward(v) -> dict {name: gradient of that value's shape}\n"
+        "  v: the forward's values, tensors: v.x (n, inputs), v.targets (n,) ids, v.W1 (inputs, hidden),\n"
+        "  v.b1 (hidden,), v.gamma and v.beta (1, hidden), v.W2 (hidden, classes), v.b2 (classes,),\n"
+        "  v.h_pre, v.mean, ..., v.loss (the intermediates of forward)\n"
+        "  the names, in the order they are checked:\n"
+        + "".join("    " + ", ".join(ORDER[k:k + 8]) + "\n" for k in range(0, len(ORDER), 8))
     ),
     hint=(
         "Go from the loss back, one line of the forward at a time: the gradient of a line's inputs is the "
