@@ -80,6 +80,19 @@ def output_not_marked(function, *inputs):
     return out
 
 
+def needs_known_too_late(function, *inputs):
+    node = Node(function)
+    needs = tuple(isinstance(x, Var) and x.requires_grad for x in inputs)
+    record = grad_mode.enabled and any(needs)
+    out = Var(function.forward(node, *[x.array if isinstance(x, Var) else x for x in inputs]))
+    node.needs_input_grad = needs if record else (False,) * len(inputs)  # after forward: too late
+    if record:
+        node.edges = tuple(None if not need else (x.grad_fn, x.output_nr) if x.grad_fn is not None else (x, 0)
+                           for x, need in zip(inputs, needs))
+        out.grad_fn, out.requires_grad = node, True
+    return out
+
+
 def forward_on_tensors(function, *inputs):
     node = Node(function)
     needs = tuple(isinstance(x, Var) and x.requires_grad for x in inputs)
@@ -100,10 +113,12 @@ class _Probe(Function):
     """An op that notes what its forward was given."""
 
     got = []
+    needs = None  # ctx.needs_input_grad as forward saw it
 
     @staticmethod
     def forward(ctx, a, b, dim):
         _Probe.got = [type(a), type(b), dim]
+        _Probe.needs = tuple(getattr(ctx, "needs_input_grad", ()))
         return np.zeros((2, 2))
 
     @staticmethod
@@ -127,6 +142,16 @@ def judge(piece, recipe):
     if not isinstance(out, Var):
         raise wrong("bad-return", "returns the wrong thing",
                     f"apply returns the output as a Var; yours returns a {type(out).__name__}.")
+    if len(_Probe.needs) == 3 and _Probe.needs[0] and _Probe.needs[1]:
+        raise wrong("edges-for-constants", "a gradient sent to a constant",
+                    "An input that does not require grad gets False in needs_input_grad and None for its edge: "
+                    "no gradient is computed or sent for it.",
+                    [f"apply(op, x, c, 1), c not requiring grad: forward saw needs_input_grad = {_Probe.needs}"])
+    if _Probe.needs != (True, False, False):
+        raise wrong("needs-input-grad", "needs_input_grad not known to forward",
+                    "Set node.needs_input_grad before calling forward, one entry per input (True for a Var that "
+                    "requires grad): forward reads it to save only what the wanted gradients need.",
+                    [f"apply(op, x, c, 1), x requiring grad: forward saw needs_input_grad = {_Probe.needs}"])
     problems = []
     with no_grad():
         quiet = piece(engine.Mul, x, c)
@@ -220,5 +245,6 @@ EXERCISE = Task(
         Mistake(edge_to_the_tensor, "edge-to-the-tensor"),
         Mistake(output_not_marked, "output-not-recorded"),
         Mistake(forward_on_tensors, "forward-gets-tensors"),
+        Mistake(needs_known_too_late, "needs-input-grad"),
     ),
 )
