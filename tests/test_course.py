@@ -267,6 +267,14 @@ def test_start_and_check_a_track(capsys, tmp_path, monkeypatch):
     assert sorted(p.name for p in pathlib.Path("engine").iterdir()) == [t.file_name for t in exercises.track("engine")]
     code, out, _ = run(capsys, "check", "engine", "--track", "engine")
     assert code == 1 and out.rstrip().endswith("0 of 5 pass, 5 not done yet")
+    # without --track: the other tracks' files are missing, and the summary says which track is there
+    (pathlib.Path("engine") / "19_accumulate.py").write_text("def accumulate(:\n")
+    code, out, err = run(capsys, "check", "engine")
+    assert code == 1 and err == "" and "Traceback" not in out
+    assert "19 accumulate: error - SyntaxError at 19_accumulate.py:1" in out
+    assert " ".join(out.split()).endswith("0 of 23 pass, 18 missing, 4 not done yet, 1 error (engine holds the files "
+                                          "of the engine track only: `tinyattn exercises check engine --track engine` "
+                                          "checks that track alone)")
     code, _, err = run(capsys, "check", "engine", "--track", "convolutions")
     assert code == 2 and "no track 'convolutions': the tracks are backward, engine, layer" in err
 

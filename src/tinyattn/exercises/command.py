@@ -262,6 +262,8 @@ def check(directory, names=(), examples=checker.EXAMPLES, course=None, track=Non
         raise
     if text:
         _print_reports(results, missing)
+        if not names and track is None:
+            _say_which_track(results, directory)
     if output_format != "text":
         if output_format == "json":
             graded = grades.to_json(results, directory, course.folder, examples, seed)
@@ -269,6 +271,16 @@ def check(directory, names=(), examples=checker.EXAMPLES, course=None, track=Non
             graded = grades.to_gradescope(results, time.perf_counter() - began)
         _write_grades(graded, output)
     return 0 if all(result.passed for result in results) else 1
+
+
+def _say_which_track(results, directory):
+    """When the folder holds the files of one track only (it was started with --track), say so."""
+    present = {r.exercise.track for r in results if r.status != "missing"}
+    absent = {r.exercise.track for r in results if r.status == "missing"} - present
+    if len(present) == 1 and absent:
+        (track,) = present
+        _say(f"({directory} holds the files of the {track} track only: `tinyattn exercises check {directory} "
+             f"--track {track}` checks that track alone)")
 
 
 def _write_grades(graded, output):

@@ -109,6 +109,11 @@ def judge(piece, recipe):
         again = saved.get()
     except BackwardError:
         pass
+    except Exception as error:  # the learner's get() raised, but not the engine's error
+        raise wrong("no-clear-error", "no clear error after freeing",
+                    "get() after free must raise BackwardError (the engine's error for a graph walked a second "
+                    "time, which says that retain_graph=True keeps it), not another exception.",
+                    [f"save(a), free(retain_graph=False), then get(): raises {type(error).__name__}"]) from None
     else:
         raise wrong("no-clear-error", "no clear error after freeing",
                     "get() after free must raise BackwardError, saying that the graph is walked a second time "

@@ -45,7 +45,8 @@ def details(result):
         found = f" ({special})" if special else ""
         paragraphs.append(f"The example passes, but this fixed case fails{found}: "
                           f"{exercise.describe_case(result.case)}")
-    elif result.phase == "example" and hasattr(exercise, "describe"):  # a task's example is shown, not given
+    elif result.phase == "example" and result.case is not None and hasattr(exercise, "describe"):
+        # a task's example is not in the learner's file: say what it is
         paragraphs.append(f"On the example: {exercise.describe_case(result.case)}")
     elif result.phase == "large inputs":
         paragraphs.append(f"The example passes, but large inputs ({exercise.large_case_text}) fail, in float64.")
