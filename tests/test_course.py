@@ -275,6 +275,8 @@ def test_start_and_check_a_track(capsys, tmp_path, monkeypatch):
     assert " ".join(out.split()).endswith("0 of 23 pass, 18 missing, 4 not done yet, 1 error (engine holds the files "
                                           "of the engine track only: `tinyattn exercises check engine --track engine` "
                                           "checks that track alone)")
+    code, _, err = run(capsys, "check", "engine", "softmax", "--track", "engine")
+    assert code == 2 and "softmax is not in the engine track" in err
     code, _, err = run(capsys, "check", "engine", "--track", "convolutions")
     assert code == 2 and "no track 'convolutions': the tracks are backward, engine, layer" in err
 

@@ -156,8 +156,12 @@ def _selected(course, names=(), track=None):
         tracks = course.tracks()
         if track not in tracks:
             raise UsageError(f"no track {track!r}: the tracks are {', '.join(tracks)}")
-        chosen = tracks[track]
-        return [e for e in chosen if e in [_get(course, name) for name in names]] if names else list(chosen)
+        named = [_get(course, name) for name in names]
+        outside = [e.name for e in named if e.track != track]
+        if outside:  # never check fewer exercises than asked for
+            raise UsageError(f"{', '.join(outside)} {'is' if len(outside) == 1 else 'are'} not in the {track} track: "
+                             "give the names alone, or the track alone")
+        return named or list(tracks[track])
     return [_get(course, name) for name in names] if names else list(course.exercises)
 
 
