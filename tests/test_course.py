@@ -351,7 +351,7 @@ def course(tmp_path):
     folder.mkdir()
     (folder / "01_swish.py").write_text(SWISH)
     (folder / "02_clip_grad.py").write_text(CLIP)
-    (folder / "_helpers.py").write_text("raise RuntimeError('a helper is never loaded as an exercise')\n")
+    (folder / "_shared.py").write_text("raise RuntimeError('a file of shared code is never loaded as an exercise')\n")
     return folder
 
 

@@ -4,7 +4,7 @@ that each of them works (`verify`).
 A course folder holds one Python file per exercise, each defining `EXERCISE`: an `Exercise` (a
 Function whose backward the learner writes, checked by its Jacobian) or a `Task` (a piece of code
 run by a judge), exactly as tinyattn's own files `e01_add.py` ... do, importing what they need from
-`tinyattn.exercises`. Files whose name starts with `_` are helpers and are not loaded as exercises.
+`tinyattn.exercises`. Files whose name starts with `_` hold shared code and are not loaded as exercises.
 
 `verify(exercise)` proves an exercise: its skeleton is "not done yet", its solution (written out and
 loaded as a learner's file is) passes with the random cases, every planted mistake is diagnosed with
