@@ -217,7 +217,9 @@ class Node:
         )
 
     def __repr__(self):
-        return f"<{self.name()}>"
+        # as PyTorch prints a grad_fn: its name and where the object lives (a printed tensor shows
+        # only the name: grad_fn=<MulBackward0>)
+        return f"<{self.name()} object at {id(self):#x}>"
 
 
 class Function:
