@@ -644,3 +644,4 @@ from .tensor import Tensor  # noqa: E402  (Tensor needs this module; this module
 from . import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

@@ -509,3 +509,8 @@ def get_rng_state():
 
 def set_rng_state(state):
     default_generator.set_state(state)
+
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__dir__ = _missing.module_dir(__name__)

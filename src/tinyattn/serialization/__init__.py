@@ -24,3 +24,8 @@ from .torch_format import get_unsafe_globals_in_checkpoint, load, save
 __all__ = ["save", "load", "save_file", "load_file", "load_metadata", "set_max_load_bytes", "get_max_load_bytes",
            "DEFAULT_MAX_LOAD_BYTES", "CheckpointError", "UnpicklingError", "add_safe_globals", "safe_globals",
            "get_safe_globals", "clear_safe_globals", "get_unsafe_globals_in_checkpoint"]
+
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
+from .. import missing as _missing  # noqa: E402
+
+__dir__ = _missing.module_dir(__name__)
