@@ -228,3 +228,17 @@ def test_a_step_records_no_graph_and_the_closure_runs_with_grad():
         loss = optimizer.step(closure)
     assert all(seen) and loss.item() == 5.0
     assert w.grad_fn is None and w.is_leaf
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+def test_no_numpy_only_call(xp_backend, line_search_fn):
+    """On array_api_strict (a stand-in for CuPy) the iterates are NumPy's, to the bit."""
+    from tinyattn import backend
+
+    options = dict(lr=1 if line_search_fn else 0.001, line_search_fn=line_search_fn)
+    ours, _, params, _ = run_steps(tinyattn, "rosenbrock", options, "float64", steps=2)
+    backend.use_array_api_strict(False)
+    reference, _, _, _ = run_steps(tinyattn, "rosenbrock", options, "float64", steps=2)
+    for mine, theirs in zip(ours, reference):
+        assert mine[0] == theirs[0] and mine[2:] == theirs[2:]
+        assert all(np.array_equal(p, q) for p, q in zip(mine[1], theirs[1]))
