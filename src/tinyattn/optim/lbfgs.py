@@ -277,7 +277,7 @@ class LBFGS(Optimizer):
 
                 def loss_and_grad_at(step):
                     self._move(step, d)
-                    value = float(self._evaluate(closure)[1])
+                    value = self._evaluate(closure)[1]
                     grad = self._flat_grad()
                     self._restore_params(start)
                     return value, grad
