@@ -13,7 +13,6 @@ checks every keyword against the signature, writes docs/coverage.md and prints t
 """
 
 import argparse
-import importlib
 import inspect
 import json
 import pathlib
