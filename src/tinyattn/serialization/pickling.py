@@ -100,7 +100,7 @@ class Pickler(pickle._Pickler):
             self.write(GLOBAL + f"{obj.module}\n{obj.name}\n".encode("ascii"))
         elif isinstance(obj, dtypes.dtype):
             self.write(GLOBAL + f"torch\n{obj.name}\n".encode("ascii"))
-        elif isinstance(obj, np.generic) and isinstance(obj, (np.bool_, np.integer, np.floating)):
+        elif isinstance(obj, (np.bool_, np.integer, np.floating, np.complexfloating)):
             super().save(obj.item(), save_persistent_id)
         elif type(obj) is bytes and not obj:  # pickle writes b"" as builtins.bytes(), which torch refuses
             self.save_reduce(codecs.encode, ("", "latin1"), obj=obj)
