@@ -13,7 +13,6 @@ checks every keyword against the signature, writes docs/coverage.md and prints t
 """
 
 import argparse
-import importlib
 import inspect
 import json
 import pathlib
@@ -26,28 +25,9 @@ CORPUS_LIST = TOOLS / "corpus.json"
 USAGE_FILE = TOOLS / "corpus_usage.json"
 REPORT_FILE = ROOT / "docs" / "coverage.md"
 
-# Names tinyattn leaves out on purpose, by prefix, with the reason the report gives. Longest prefix wins.
-LEFT_OUT = {
-    "torch.distributed": "distributed training across processes: tinyattn runs in one process",
-    "torch.nn.parallel.DistributedDataParallel": "distributed training across processes",
-    "torch.cuda.amp.GradScaler": "mixed precision: tinyattn computes in float32/float64 only",
-    "torch.jit": "TorchScript compiler",
-    "torch.onnx": "ONNX export",
-    "torch.hub": "downloads of pretrained models",
-    "torch.backends.cudnn": "cuDNN settings: tinyattn does not use cuDNN",
-    "Tensor.half": "half precision: tinyattn computes in float32/float64 only",
-    "Tensor.pin_memory": "CUDA pinned host memory",
-    "torch.utils.cpp_extension": "C++/CUDA extensions",
-    "torch.nn.modules": "PyTorch's internal file layout; the same classes are reached as torch.nn.X",
-    "torch.optim.lr_scheduler._LRScheduler": "a private base class",
-    "torch.nn.modules.loss._Loss": "a private base class",
-    "torch.nn.init._calculate_fan_in_and_fan_out": "a private helper",
-}
-
-
-def left_out_reason(name):
-    matches = [prefix for prefix in LEFT_OUT if name == prefix or name.startswith(prefix + ".")]
-    return LEFT_OUT[max(matches, key=len)] if matches else None
+# the names tinyattn leaves out on purpose, and the lookup of a name in tinyattn, are the library's own
+# (`tinyattn coverage NAME` uses them too): tinyattn/missing.py
+from tinyattn.missing import LEFT_OUT, NEEDS_EXTRA, left_out_reason, tinyattn_object  # noqa: E402,F401
 
 
 # -- scan -------------------------------------------------------------------------------------------
@@ -76,34 +56,6 @@ def scan(corpus_dir):
 
 
 # -- look names up in tinyattn -------------------------------------------------------------------------
-
-# what a name in a module that needs an optional extra (tinyattn.utils.tensorboard) stands for where the
-# extra is not installed: covered all the same, so that the report does not depend on the machine
-NEEDS_EXTRA = object()
-
-def tinyattn_object(name):
-    """The tinyattn object a scanned name stands for, or raise LookupError."""
-    import tinyattn
-
-    if name.startswith("Tensor."):
-        return getattr(tinyattn.Tensor, name[len("Tensor."):])
-    if name.startswith("Module."):
-        return getattr(tinyattn.nn.Module, name[len("Module."):])
-    parts = ["tinyattn"] + name.split(".")[1:]
-    obj, i = tinyattn, 1
-    while i < len(parts):
-        try:
-            obj = getattr(obj, parts[i])
-        except AttributeError:
-            try:  # a submodule not imported by its parent
-                obj = importlib.import_module(".".join(parts[: i + 1]))
-            except ImportError as error:
-                if error.name and not error.name.startswith("tinyattn"):
-                    return NEEDS_EXTRA  # it is there, through an optional package this machine lacks
-                raise LookupError(name) from error
-        i += 1
-    return obj
-
 
 def is_covered(name):
     try:

@@ -74,3 +74,4 @@ autograd.gradcheck, autograd.detect_anomaly = gradcheck, detect_anomaly
 from . import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

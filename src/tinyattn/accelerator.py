@@ -25,3 +25,8 @@ def device_count():
 def synchronize(device=None):
     """Wait for the GPU's queued work (a DeviceError without one)."""
     cuda.synchronize(device)
+
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__dir__ = _missing.module_dir(__name__)

@@ -255,3 +255,8 @@ class GradScaler:
         self._init_growth_tracker = state_dict["_growth_tracker"]
         if self._growth_tracker is not None:
             self._growth_tracker = state_dict["_growth_tracker"]
+
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__dir__ = _missing.module_dir(__name__)

@@ -217,7 +217,9 @@ class Node:
         )
 
     def __repr__(self):
-        return f"<{self.name()}>"
+        # as PyTorch prints a grad_fn: its name and where the object lives (a printed tensor shows
+        # only the name: grad_fn=<MulBackward0>)
+        return f"<{self.name()} object at {id(self):#x}>"
 
 
 class Function:
@@ -642,3 +644,4 @@ from .tensor import Tensor  # noqa: E402  (Tensor needs this module; this module
 from . import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

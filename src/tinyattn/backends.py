@@ -80,3 +80,8 @@ class mps:
     @staticmethod
     def is_built():
         return False
+
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__dir__ = _missing.module_dir(__name__)

@@ -4,7 +4,7 @@
     tinyattn train --data input.txt --steps 2000 --out out-shakespeare
     tinyattn train --resume --out out-shakespeare --steps 4000
     tinyattn generate --ckpt out-shakespeare --prompt "ROMEO:" --tokens 500 --temperature 0.8
-    tinyattn gradcheck ... | demo ... | bench ...
+    tinyattn gradcheck ... | demo ... | bench ... | coverage NAME...
 
 Bad input (a missing data file, a prompt with unknown characters, a corrupt checkpoint, an unknown
 option) exits with status 2 and a one-line message on stderr. Ctrl-C keeps what was done (a checkpoint,
@@ -29,11 +29,12 @@ from .training import GPT_ONLY, MODEL_DEFAULTS, TrainConfig, TrainingDiverged
 
 # commands that other modules implement: name -> the module whose main(argv) runs it
 DELEGATED = {"gradcheck": "tinyattn.gradient_check", "demo": "tinyattn.demo", "bench": "tinyattn.bench",
-             "exercises": "tinyattn.exercises"}
+             "exercises": "tinyattn.exercises", "coverage": "tinyattn.missing"}
 DELEGATED_HELP = {"gradcheck": "check gradients by finite differences (see `tinyattn gradcheck --help`)",
                   "demo": "attention demos with traced shapes (see `tinyattn demo --help`)",
                   "bench": "micro-benchmarks against NumPy and PyTorch (see `tinyattn bench --help`)",
-                  "exercises": "backward-pass exercises and their checker (see `tinyattn exercises --help`)"}
+                  "exercises": "backward-pass exercises and their checker (see `tinyattn exercises --help`)",
+                  "coverage": "whether tinyattn has a PyTorch name, or why not (`tinyattn coverage torch.median`)"}
 
 # what `tinyattn train` uses for an option the command line does not give (the GPT's; the bigram's
 # differ where training.MODEL_DEFAULTS says)

@@ -38,3 +38,8 @@ def reset():
 def is_compiling():
     """False: tinyattn never traces (PyTorch answers True inside code it is compiling)."""
     return False
+
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__dir__ = _missing.module_dir(__name__)

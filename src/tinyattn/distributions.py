@@ -107,3 +107,9 @@ class Categorical:
 
     def __repr__(self):
         return f"Categorical({self._param_name}: {self._param.shape})"
+
+# a PyTorch name this module lacks says so, and dir() lists its public names only (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)

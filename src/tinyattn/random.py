@@ -85,6 +85,11 @@ class Generator:
         self.device = str(device)  # kept for the tensor layer; draws are made the same way
         self.manual_seed(DEFAULT_SEED)
 
+    def __repr__(self):
+        # PyTorch prints <torch._C.Generator object at 0x...>, the class where it is defined; this
+        # class is reached as tinyattn.Generator (manual_seed returns it, as torch.manual_seed does)
+        return f"<tinyattn.Generator object at {id(self):#x}>"
+
     # ---------------------------------------------------------------- seeding and state
 
     def manual_seed(self, seed):
@@ -504,3 +509,8 @@ def get_rng_state():
 
 def set_rng_state(state):
     default_generator.set_state(state)
+
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__dir__ = _missing.module_dir(__name__)

@@ -1350,7 +1350,7 @@ class Tensor:
             return self.copy_(where(mask, value.to(self.dtype), self))  # the value receives its gradient
         return self._inplace(ops.MaskedFill, _mask_array(mask, self), _value_to_write(self, _scalar(value)), True)
 
-    def histogram(self, bins, *, range=None, weight=None, density=False):
+    def histogram(self, bins=100, *, range=None, weight=None, density=False):
         return counting.histogram(self, bins, range=range, weight=weight, density=density)
 
     def histc(self, bins=100, min=0, max=0):

@@ -60,3 +60,4 @@ from .parallel import DataParallel  # noqa: E402  (nn.DataParallel, as PyTorch e
 from .. import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

@@ -1406,3 +1406,4 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 from .. import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

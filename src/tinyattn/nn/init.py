@@ -214,3 +214,4 @@ orthogonal = _deprecated(orthogonal_)
 from .. import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

@@ -472,3 +472,4 @@ def _per_group(name, optimizer, value):
 from .. import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

@@ -57,3 +57,4 @@ def clip_grad_value_(parameters, clip_value):
 from ... import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

@@ -211,3 +211,4 @@ def unpack_sequence(packed_sequences):
 from ... import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only
