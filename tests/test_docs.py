@@ -58,6 +58,28 @@ def test_a_print_comment_is_compared_with_what_it_prints(tmp_path):
         docs_checker.evaluate_python(fake_example(tmp_path, "y = 1\nprint(\n    y)  # 2\n"))
 
 
+def test_the_comment_lines_below_a_print_are_its_output(tmp_path):
+    docs_checker.evaluate_python(fake_example(tmp_path, "print([1, 2])\n# [1, 2]\n"))
+    docs_checker.evaluate_python(fake_example(tmp_path, "print([[1], [2]])\n# [[1],\n#  [2]] — a remark\n"))
+    with pytest.raises(AssertionError, match=r"the comment says '\[1, 3\]'"):
+        docs_checker.evaluate_python(fake_example(tmp_path, "print([1, 2])\n# [1, 3]\nx = 1\n# prose\n"))
+    # a print with a comment of its own keeps it; the comment lines below it are prose
+    docs_checker.evaluate_python(fake_example(tmp_path, "print(1)  # 1\n# not output\n"))
+
+
+def test_a_page_can_share_one_namespace_between_its_blocks(tmp_path):
+    shared = {}
+    first, second = fake_example(tmp_path, "x = 41\n"), fake_example(tmp_path, "print(x + 1)  # 42\n")
+    for example in (first, second):
+        example.document = types.SimpleNamespace(text="text\n" + docs_checker.SHARED_NAMESPACE + "\n")
+        example.namespace = shared
+    docs_checker.evaluate_python(first)
+    docs_checker.evaluate_python(second)
+    second.document.text = "a page without the line"  # each block alone: x is not defined
+    with pytest.raises(NameError):
+        docs_checker.evaluate_python(second)
+
+
 def test_a_doctest_block_is_compared_too(tmp_path):
     docs_checker.evaluate_python(fake_example(tmp_path, ">>> print(1 + 1)\n2\n"))
     with pytest.raises(AssertionError, match="Expected"):
@@ -163,3 +185,26 @@ def test_mkdocs_build_strict(tmp_path):
                if f"{prefix}.{name}" not in documented
                and not (prefix == "tinyattn" and name == "tensor" and "tinyattn.functions.tensor" in documented)]
     assert not missing, f"public names with no entry in docs/reference: {missing}"
+
+
+WIDEST_CODE_LINE = 80  # columns of a code block that the site shows at 1280 px without scrolling
+
+
+def _code_lines(page):
+    """(line number, line) of each line inside a fenced code block of a Markdown page."""
+    fence = None
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        opening = re.match(r"\s*(`{3,}|~{3,})", line)
+        if opening and (fence is None or opening.group(1).startswith(fence)):
+            fence = opening.group(1) if fence is None else None
+        elif fence is not None:
+            yield number, line
+
+
+def test_no_code_line_is_wider_than_the_page():
+    """A code block wider than the page hides its end (where the comment says what a line prints)
+    behind a scroll bar: long output goes on comment lines of its own below the print."""
+    pages = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
+    wide = [f"{page.relative_to(ROOT)}:{number} ({len(line)} columns)"
+            for page in pages for number, line in _code_lines(page) if len(line) > WIDEST_CODE_LINE]
+    assert len(pages) > 30 and not wide, f"code lines over {WIDEST_CODE_LINE} columns: {wide}"

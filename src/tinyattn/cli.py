@@ -311,8 +311,11 @@ def command_train(args):
             f"GPT ({plural(config.n_layer, 'layer')}, {plural(config.n_head, 'head')}, {config.n_embd} embedding, "
             f"block {config.block_size})")
         start = f"resuming at step {resume.step}" if resume else "training"
-        print(fit(f"{start}: {what} on {where} ({plural(len(text), 'character')}), {plural(config.steps, 'step')}, "
-                  f"batch {config.batch_size}, lr {config.lr:g}, device {config.device}"
+        # three short lines, so that an 80-column terminal (or page) shows each whole
+        print(fit(f"{start}: {what}"), flush=True)
+        print(fit(f"  data: {where} ({plural(len(text), 'character')})"), flush=True)
+        print(fit(f"  {plural(config.steps, 'step')}, batch {config.batch_size}, lr {config.lr:g}, "
+                  f"device {config.device}"
                   + (f", {plural(threads.get_num_threads(), 'thread')}" if config.device == "cpu" else "")), flush=True)
     if changed:  # never silently: the rest of the run differs from what the checkpoint was trained with
         print(fit(f"changed from the checkpoint's settings: {', '.join(changed)}"), flush=True)
