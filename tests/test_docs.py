@@ -185,6 +185,52 @@ def test_mkdocs_build_strict(tmp_path):
                if f"{prefix}.{name}" not in documented
                and not (prefix == "tinyattn" and name == "tensor" and "tinyattn.functions.tensor" in documented)]
     assert not missing, f"public names with no entry in docs/reference: {missing}"
+    # the Tensor reference links each op-running method to its op's forward and backward, and shows
+    # the slot attributes without Python's "<member 'grad' of 'Tensor' objects>"
+    tensor_page = (site / "reference" / "tensor" / "index.html").read_text(encoding="utf-8")
+    ops_page = (site / "reference" / "ops" / "index.html").read_text(encoding="utf-8")
+    ops_text = html.unescape(re.sub(r"<[^>]+>", "", ops_page))  # the highlighted source as text
+    for op in ("Gather", "Exp", "MaskedFill", "Softmax", "Matmul"):
+        assert f'href="../ops/#tinyattn.ops.{op}"' in tensor_page, op
+        assert f'id="tinyattn.ops.{op}"' in ops_page and f"class {op}(Op):" in ops_text, op
+    assert ops_text.count("def forward(ctx") > 50 and ops_text.count("def backward(ctx") > 50
+    assert "&lt;member" not in tensor_page and "The gradient that backward() accumulated" in tensor_page
+
+
+def _public_callables(namespace):
+    """(name, object) of a namespace's public classes and functions: its `__all__`, else what it defines."""
+    names = getattr(namespace, "__all__", None) or [
+        n for n in dir(namespace) if not n.startswith("_")
+        and getattr(getattr(namespace, n), "__module__", "").startswith(namespace.__name__)]
+    return [(n, getattr(namespace, n)) for n in names if callable(getattr(namespace, n, None))]
+
+
+def test_every_public_name_says_what_it_does():
+    """The reference is made from docstrings: each public Tensor method, property and slot, each
+    function and class of the namespaces a learner looks up, and each op class has one."""
+    import inspect
+
+    from tinyattn import autograd, ops
+
+    def own_docstring(value):  # not one inherited from object (Tensor.eq is __eq__: "Return self==value.")
+        value = value.fget if isinstance(value, property) else value
+        if isinstance(value, types.MemberDescriptorType):
+            return inspect.getdoc(value)  # from the __slots__ dict
+        return value.__doc__
+
+    tensor_names = [n for n in dir(tinyattn.Tensor) if not n.startswith("_")]
+    missing = [f"Tensor.{n}" for n in tensor_names
+               if not own_docstring(inspect.getattr_static(tinyattn.Tensor, n))]
+    assert len(tensor_names) > 150
+    for namespace in (tinyattn, tinyattn.nn, tinyattn.nn.functional, tinyattn.optim, tinyattn.utils.data):
+        for name, value in _public_callables(namespace):
+            own = value.__doc__ if isinstance(value, type) else inspect.getdoc(value)  # a class's own, not its base's
+            if not own:
+                missing.append(f"{namespace.__name__}.{name}")
+    for name, value in vars(ops).items():
+        if isinstance(value, type) and issubclass(value, autograd.Function) and not value.__doc__:
+            missing.append(f"tinyattn.ops.{name}")
+    assert not missing, f"public names without a docstring: {missing}"
 
 
 WIDEST_CODE_LINE = 80  # columns of a code block that the site shows at 1280 px without scrolling

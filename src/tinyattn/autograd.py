@@ -42,6 +42,7 @@ grad_mode = GradMode()
 
 
 def is_grad_enabled():
+    """Whether ops record the graph now (False inside `no_grad()`)."""
     return grad_mode.enabled
 
 
