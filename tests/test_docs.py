@@ -147,19 +147,27 @@ cli()
 """
 
 
-def test_mkdocs_build_strict(tmp_path):
-    """The site builds with broken links, anchors and docstring references as errors, and its
-    reference pages name every public name of the namespaces they document. The build sees only the
-    packages that the docs extra installs (the others refuse to import), so `pip install -e ".[docs]"
-    && mkdocs build --strict` works in a fresh venv."""
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory):
+    """(the `mkdocs build --strict` run, the site folder): built once for the tests below. The build
+    sees only the packages that the docs extra installs (the others refuse to import), as in a fresh
+    venv made with `pip install -e ".[docs]"`."""
     for module in ("mkdocs", "material", "mkdocstrings_handlers.python"):
         if importlib.util.find_spec(module.split(".")[0]) is None:
             pytest.skip(f"{module} is not installed (pip install -e '.[docs]' or '.[test]'), so the site is not built")
-    site = tmp_path / "site"
+    site = tmp_path_factory.mktemp("docs") / "site"
     docs_extra = _extra_closure("docs")
     result = subprocess.run([sys.executable, "-c", _BUILD_WITH_ONLY, ",".join(sorted(docs_extra)),
                              "build", "--strict", "--site-dir", str(site)],
                             cwd=ROOT, capture_output=True, text=True, timeout=600)
+    return result, site
+
+
+def test_mkdocs_build_strict(built_site):
+    """The site builds with broken links, anchors and docstring references as errors, with only the
+    docs extra's packages, and its reference pages name every public name of the namespaces they
+    document."""
+    result, site = built_site
     assert result.returncode == 0, result.stdout + result.stderr
     documented = set()
     for page in (site / "reference").rglob("*.html"):
@@ -195,6 +203,24 @@ def test_mkdocs_build_strict(tmp_path):
         assert f'id="tinyattn.ops.{op}"' in ops_page and f"class {op}(Op):" in ops_text, op
     assert ops_text.count("def forward(ctx") > 50 and ops_text.count("def backward(ctx") > 50
     assert "&lt;member" not in tensor_page and "The gradient that backward() accumulated" in tensor_page
+
+
+@pytest.mark.slow
+def test_the_site_in_a_browser(built_site):
+    """At 1280 px in headless Chromium, no code block of the home page, the attention tutorial, the
+    Tensor and ops references or the reading guide needs horizontal scrolling (their folded source
+    blocks opened), and the site search finds cross_entropy."""
+    spec = importlib.util.spec_from_file_location("site_browser", ROOT / "tests" / "site_browser.py")
+    site_browser = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(site_browser)
+    if not site_browser.available():
+        pytest.skip("no Chromium with chromedriver here (Debian: apt-get install chromium chromium-driver)")
+    result, site = built_site
+    assert result.returncode == 0, result.stdout + result.stderr
+    overflowing, results, widths = site_browser.check_site(site)
+    assert set(widths.values()) == {site_browser.WIDTH}, widths
+    assert not any(overflowing.values()), f"code lines wider than their block at 1280 px: {overflowing}"
+    assert any(title.startswith("tinyattn.nn.functionalcross_entropy(") for title in results), results
 
 
 def _public_callables(namespace):
