@@ -202,6 +202,9 @@ def test_mkdocs_build_strict(built_site):
         assert f'href="../ops/#tinyattn.ops.{op}"' in tensor_page, op
         assert f'id="tinyattn.ops.{op}"' in ops_page and f"class {op}(Op):" in ops_text, op
     assert ops_text.count("def forward(ctx") > 50 and ops_text.count("def backward(ctx") > 50
+    functional_page = (site / "reference" / "nn-functional" / "index.html").read_text(encoding="utf-8")
+    for op in ("CrossEntropyOp", "AttentionOp", "LinearOp"):  # the fused ops, on the same page
+        assert f'href="#tinyattn.nn.functional.{op}"' in functional_page, op
     assert "&lt;member" not in tensor_page and "The gradient that backward() accumulated" in tensor_page
 
 
