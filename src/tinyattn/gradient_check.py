@@ -133,6 +133,7 @@ class Report:
 
     def add(self, abs_error, rel_error):
         # max() that lets a NaN through, so that a NaN gradient is never reported as a small error
+        """Takes one comparison's errors into the maxima (a NaN is kept, never hidden)."""
         self.max_abs_error = _nan_max(self.max_abs_error, abs_error)
         self.max_rel_error = _nan_max(self.max_rel_error, rel_error)
 

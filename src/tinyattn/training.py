@@ -88,6 +88,7 @@ class TrainConfig:
             GPTConfig(**self.model_config(vocab_size=1))
 
     def model_config(self, vocab_size):
+        """The model's constructor arguments for a vocabulary of `vocab_size` characters."""
         if self.model == "bigram":
             return {"vocab_size": vocab_size}
         return dict(vocab_size=vocab_size, block_size=self.block_size, n_layer=self.n_layer,
@@ -152,6 +153,7 @@ def check_text(config, text):
 
 
 def text_fingerprint(text):
+    """The SHA-256 of the text, which a resumed run checks its data against."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
