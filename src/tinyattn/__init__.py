@@ -41,6 +41,7 @@ e = _math.e
 
 
 def get_default_dtype():
+    """The dtype of new floating-point tensors: `tinyattn.float32`."""
     return _dtypes.default_float
 
 

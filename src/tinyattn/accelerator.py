@@ -9,6 +9,7 @@ from . import backend, cuda
 
 
 def is_available():
+    """Whether a CUDA GPU (with CuPy) is available."""
     return cuda.is_available()
 
 
@@ -19,6 +20,7 @@ def current_accelerator(check_available=False):
 
 
 def device_count():
+    """How many CUDA GPUs CuPy sees (0 without one)."""
     return cuda.device_count()
 
 

@@ -35,6 +35,7 @@ from .errors import BackwardError
 
 
 class GradMode(threading.local):
+    """Whether ops record the graph, per thread (`no_grad()` and `enable_grad()` switch it)."""
     enabled = True
 
 
@@ -42,6 +43,7 @@ grad_mode = GradMode()
 
 
 def is_grad_enabled():
+    """Whether ops record the graph now (False inside `no_grad()`)."""
     return grad_mode.enabled
 
 
@@ -185,6 +187,7 @@ class Node:
 
     @property
     def saved_tensors(self):
+        """What forward saved with `save_for_backward`, checked not to have been freed or changed in place."""
         if self.released:
             raise BackwardError(
                 f"{self.name()}: trying to backward through the graph a second time (its saved "
@@ -207,11 +210,13 @@ class Node:
         # "0" as in PyTorch's names (MulBackward0), which printed tensors show as grad_fn=<...>; a hint
         # may give the whole name where PyTorch numbers an overload ("MaxBackward1": max of all elements)
         # (CopySlices, an in-place change of a view, is named without "Backward", as in PyTorch)
+        """The node's name as PyTorch prints it in `grad_fn=<...>`: `MulBackward0`, `CopySlices`, ..."""
         hint = self.name_hint or self.function.__name__.removesuffix("Op")
         return hint if hint[-1].isdigit() or hint == "CopySlices" else f"{hint}Backward0"
 
     @property
     def next_functions(self):
+        """For each input, (the node that made it, its output number); a leaf's edge or (None, 0)."""
         return tuple(
             (None, 0) if edge is None else edge for edge in self.edges
         )
@@ -230,16 +235,19 @@ class Function:
 
     @staticmethod
     def forward(ctx, *args):
+        """The op's result from its inputs (arrays for the built-in ops, tensors for yours)."""
         raise NotImplementedError("a Function must define forward(ctx, ...)")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
+        """The gradients of the inputs from the gradient of the output, one per forward argument."""
         raise NotImplementedError("a Function must define backward(ctx, grad_output)")
 
     @classmethod
     def apply(cls, *args):
         # This runs for every op, so it walks the arguments once and keeps to plain loops; the common
         # case (a built-in op on NumPy arrays) takes no detour through helpers.
+        """Runs forward and, when a gradient is needed, records the node that backward will call."""
         node = Node(cls)
         tensors, arrays, needs, metas = [], [], [], []
         numpy_only = True
@@ -579,6 +587,7 @@ class RemovableHandle:
         self._hooks, self._entry = hooks, entry
 
     def remove(self):
+        """Takes the hook away (a second call does nothing)."""
         if self._entry in self._hooks:
             self._hooks.remove(self._entry)
 

@@ -340,6 +340,24 @@ def overhead_contenders(torch, rounds=OVERHEAD_ROUNDS, on_round=None):
                                 on_round=None if on_round is None else lambda text: on_round(name, text))
 
 
+FAR_OFF = 10  # a per-op figure this many times its column's median is noise, not the op's cost
+
+
+def far_off(rows):
+    """{row name: {contender, ...}} of the figures over FAR_OFF times the median of their contender's
+    column ({name: {contender: seconds}} rows): on a busy machine one median can land 100x too high."""
+    flagged = {}
+    for contender in ("tinyattn", "numpy", "torch"):
+        column = {name: row[contender] for name, row in rows.items() if row.get(contender) is not None}
+        if len(column) < 3:  # too few figures for a median to say what is typical
+            continue
+        typical = statistics.median(column.values())
+        for name, seconds in column.items():
+            if seconds > FAR_OFF * typical:
+                flagged.setdefault(name, set()).add(contender)
+    return flagged
+
+
 def _settling(timer):
     """The timer, then a pause of OVERHEAD_SETTLE_SECONDS (untimed) for the thread pool it may have woken."""
     def run():
@@ -664,14 +682,27 @@ def run(args, torch=None, report=None, emit=print, status=None):
     if "overhead" in args.what and device == "cpu":
         emit("")
         emit("(c) cost per op on 4x4 tensors (median)")
-        emit(f"{'op':<14} {'tinyattn':>10} {'numpy':>10} {'torch':>10} {'ta/torch':>9}")
+        emit(f"{'op':<14}" + "".join(f" {h:>10} " for h in ("tinyattn", "numpy", "torch")) + f"{'ta/torch':>9}")
         report["overhead"] = {}
         doing("(c) cost per op: setting up")
+        flagged = {}  # row name -> the contenders whose figure got a "!"
         for name, row in overhead_contenders(torch, rounds=args.rounds or OVERHEAD_ROUNDS,
                                              on_round=lambda op, text: doing(f"(c) cost per op, {op}: {text}")):
             report["overhead"][name] = row
-            emit(f"{name:<14} {_fmt_time(row.get('tinyattn')):>10} {_fmt_time(row.get('numpy')):>10} "
-                 f"{_fmt_time(row.get('torch')):>10} {_fmt_ratio(_ratio(row.get('tinyattn'), row.get('torch'))):>9}")
+            # a figure far off the others of its column (from the third row on) is flagged on its row
+            flagged[name] = far_off(report["overhead"]).get(name, set())
+            cells = "".join(f" {_fmt_time(row.get(k)):>10}" + ("!" if k in flagged[name] else " ")
+                            for k in ("tinyattn", "numpy", "torch"))
+            emit(f"{name:<14}{cells}{_fmt_ratio(_ratio(row.get('tinyattn'), row.get('torch'))):>9}")
+        # the rows printed before there were enough to compare with are named below the table
+        final = far_off(report["overhead"])
+        late = [f"{name}'s {k} ({_fmt_time(report['overhead'][name][k])})"
+                for name, columns in final.items() for k in sorted(columns - flagged[name])]
+        report["overhead_far_off"] = {name: sorted(final.get(name, set()) | flagged[name])
+                                      for name in report["overhead"] if final.get(name) or flagged[name]}
+        if report["overhead_far_off"]:
+            emit(fit(f"! over {FAR_OFF}x its column's median" + (f" (also {', '.join(late)})" if late else "")
+                     + ": the machine was busy then; run it again"))
 
     if "memory" in args.what and device == "cpu":
         size = tuple(args.memory_size)
@@ -813,8 +844,8 @@ def main(argv=None):
         status.clear()
         saved = report is not None and args.json and _write_json(report, args.json)
         part = report["interrupted"] if report is not None else "the start"
-        print(f"tinyattn bench: interrupted during {part}; the figures above are those that were measured"
-              + (f" (also in {args.json})" if saved else ""), file=sys.stderr)
+        print(fit(f"tinyattn bench: interrupted during {part}; the figures above are those that were measured"
+                  + (f" (also in {args.json})" if saved else ""), sys.stderr), file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
         status.clear()

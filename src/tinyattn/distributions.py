@@ -68,6 +68,7 @@ class Categorical:
 
     @property
     def param_shape(self):
+        """The shape of the probabilities (or logits) the distribution was made with."""
         return self._param.shape
 
     @property

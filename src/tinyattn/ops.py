@@ -18,10 +18,13 @@ from .errors import ShapeError
 
 
 class Op(Function):
+    """The base of every op here: a `Function` whose forward and backward take and return arrays."""
+
     takes_arrays = True
 
 
 def shape_of(value):
+    """The shape of an array, or () for a Python number."""
     return getattr(value, "shape", ())
 
 
@@ -85,6 +88,7 @@ def normalize_dim(dim, ndim):
 
 
 def keepdims_shape(shape, axes):
+    """`shape` with the reduced `axes` kept as size 1 (where a reduction's gradient is broadcast from)."""
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
 
 
@@ -93,6 +97,8 @@ def keepdims_shape(shape, axes):
 
 
 class Add(Op):
+    """a + b. Backward: the gradient to both, each summed back to its input's shape."""
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = shape_of(a), shape_of(b)
@@ -107,6 +113,8 @@ class Add(Op):
 
 
 class Sub(Op):
+    """a - b. Backward: the gradient to a, its negative to b (each unbroadcast)."""
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = shape_of(a), shape_of(b)
@@ -121,6 +129,8 @@ class Sub(Op):
 
 
 class Mul(Op):
+    """a * b. Backward: grad * b to a, grad * a to b (each unbroadcast); saves only what those need."""
+
     @staticmethod
     def forward(ctx, a, b):
         # d(ab)/da = b and d(ab)/db = a: keep only what the needed gradients use
@@ -137,6 +147,8 @@ class Mul(Op):
 
 
 class Div(Op):
+    """a / b. Backward: grad / b to a, -grad * a / b² to b (each unbroadcast)."""
+
     @staticmethod
     def forward(ctx, a, b):
         # d(a/b)/da = 1/b needs only b; d(a/b)/db = -a/b^2 needs a too
@@ -243,6 +255,8 @@ def _is_zero(value):
 
 
 class Neg(Op):
+    """-x. Backward: -grad."""
+
     @staticmethod
     def forward(ctx, x):
         return -x
@@ -253,6 +267,8 @@ class Neg(Op):
 
 
 class Exp(Op):
+    """exp(x). Backward: grad * exp(x), from the saved output."""
+
     @staticmethod
     def forward(ctx, x):
         y = ctx.xp.exp(x)
@@ -266,6 +282,8 @@ class Exp(Op):
 
 
 class Log(Op):
+    """log(x). Backward: grad / x."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -278,6 +296,8 @@ class Log(Op):
 
 
 class Sqrt(Op):
+    """sqrt(x). Backward: grad / (2 sqrt(x)), from the saved output."""
+
     @staticmethod
     def forward(ctx, x):
         y = ctx.xp.sqrt(x)
@@ -291,6 +311,8 @@ class Sqrt(Op):
 
 
 class Tanh(Op):
+    """tanh(x). Backward: grad * (1 - tanh(x)²), from the saved output."""
+
     @staticmethod
     def forward(ctx, x):
         y = ctx.xp.tanh(x)
@@ -306,11 +328,14 @@ class Tanh(Op):
 def stable_sigmoid(xp, x):
     # 1 / (1 + e^-x), with e^-|x| <= 1 so that nothing overflows: for x < 0 it is e^x / (1 + e^x),
     # which keeps tiny results accurate (0.5 * (tanh(x/2) + 1) loses them to cancellation)
+    """1 / (1 + exp(-x)) without overflow: exp(x) / (1 + exp(x)) for negative x."""
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
 class Sigmoid(Op):
+    """sigmoid(x). Backward: grad * s * (1 - s), with s the saved output."""
+
     @staticmethod
     def forward(ctx, x):
         y = stable_sigmoid(ctx.xp, x)
@@ -338,6 +363,8 @@ class Relu(Op):
 
 
 class Abs(Op):
+    """|x|. Backward: grad * sign(x) (0 at x = 0)."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -413,6 +440,8 @@ def tie_shares(xp, grad, a, b, a_loses, b_loses):
 
 
 class Minimum(Op):
+    """The smaller of a and b. Backward: the gradient to the smaller one, shared half and half on ties."""
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
@@ -433,6 +462,8 @@ class Minimum(Op):
 
 
 class Sum(Op):
+    """The sum over dims. Backward: the gradient broadcast back to the input's shape."""
+
     @staticmethod
     def forward(ctx, x, dim, keepdim):
         axes = normalize_dims(dim, x.ndim)
@@ -461,6 +492,7 @@ class Cumsum(Op):
 
 
 def running_sum(xp, x, axis):
+    """The cumulative sum along `axis` (float32 summed in float64, as PyTorch does)."""
     if x.dtype == xp.float32:  # summed in float64 and rounded once per element, as PyTorch does
         return xp.astype(xp.cumulative_sum(xp.astype(x, xp.float64), axis=axis), xp.float32)
     return xp.cumulative_sum(x, axis=axis, dtype=x.dtype)  # int32 stays int32 (NumPy would widen it)
@@ -492,6 +524,8 @@ class LogSumExp(Op):
 
 
 class Mean(Op):
+    """The mean over dims. Backward: the gradient / count, broadcast back to the input's shape."""
+
     @staticmethod
     def forward(ctx, x, dim, keepdim):
         axes = normalize_dims(dim, x.ndim)
@@ -619,6 +653,7 @@ class MaxAll(Op):
 
 
 def check_matmul_shapes(a_shape, b_shape):
+    """Raises a ShapeError naming both shapes unless a @ b can be computed."""
     if not a_shape or not b_shape:
         raise ShapeError(f"matmul needs tensors with at least 1 dim, got shapes {list(a_shape)} and {list(b_shape)}")
     inner_b = b_shape[0] if len(b_shape) == 1 else b_shape[-2]
@@ -671,6 +706,8 @@ class Matmul(Op):
 
 
 class Reshape(Op):
+    """The elements in a new shape (a view where the layout allows). Backward: reshaped back."""
+
     is_view = True
 
     @staticmethod
@@ -712,6 +749,8 @@ class View(Reshape):
 
 
 class Permute(Op):
+    """The dims reordered (a view). Backward: the gradient permuted back by the inverse order."""
+
     is_view = True
 
     @staticmethod
@@ -736,6 +775,8 @@ class T(Permute):
 
 
 class Expand(Op):
+    """Size-1 dims repeated to a new shape (a view). Backward: summed back over the repeats."""
+
     is_view = True
 
     @staticmethod
@@ -751,6 +792,8 @@ class Expand(Op):
 
 
 class Contiguous(Op):
+    """A row-major copy. Backward: the gradient as it is."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.name_hint = "Clone"  # a copy, which PyTorch records as a clone
@@ -762,6 +805,8 @@ class Contiguous(Op):
 
 
 class Clone(Op):
+    """A copy. Backward: the gradient as it is."""
+
     @staticmethod
     def forward(ctx, x):
         return ctx.xp.asarray(x, copy=True)
@@ -772,6 +817,8 @@ class Clone(Op):
 
 
 class ToDtype(Op):
+    """The array in another dtype. Backward: the gradient in the input's dtype."""
+
     @staticmethod
     def forward(ctx, x, dt):
         ctx.in_dtype, ctx.name_hint = x.dtype, "ToCopy"
@@ -783,6 +830,8 @@ class ToDtype(Op):
 
 
 class ToDevice(Op):
+    """The array on another device. Backward: the gradient moved back to the input's device."""
+
     @staticmethod
     def forward(ctx, x, dev):
         ctx.in_device, ctx.name_hint = backend.device_of(x), "ToCopy"
@@ -794,11 +843,14 @@ class ToDevice(Op):
 
 
 def check_matrix(x, name):
+    """Raises a ShapeError unless x has at least 2 dims (for tril and triu)."""
     if x.ndim < 2:
         raise ShapeError(f"{name} needs a tensor with at least 2 dims, got shape {list(x.shape)}")
 
 
 class Tril(Op):
+    """The lower triangle, zeros above. Backward: the lower triangle of the gradient."""
+
     @staticmethod
     def forward(ctx, x, diagonal):
         check_matrix(x, "tril")
@@ -811,6 +863,8 @@ class Tril(Op):
 
 
 class Triu(Op):
+    """The upper triangle, zeros below. Backward: the upper triangle of the gradient."""
+
     @staticmethod
     def forward(ctx, x, diagonal):
         check_matrix(x, "triu")
@@ -955,7 +1009,7 @@ class Overwrite(Op):
 
 
 class Gather(Op):
-    """torch.gather: out[i][j] = x[i][index[i][j]] along `dim`."""
+    """torch.gather: `out[i][j] = x[i][index[i][j]]` along `dim`."""
 
     @staticmethod
     def forward(ctx, x, dim, index):
@@ -998,6 +1052,8 @@ class MaskedFill(Op):
 
 
 class Where(Op):
+    """a where the condition holds, b elsewhere. Backward: the gradient split by the condition."""
+
     @staticmethod
     def forward(ctx, condition, a, b):
         ctx.save_for_backward(condition)
@@ -1014,6 +1070,8 @@ class Where(Op):
 
 
 class Cat(Op):
+    """Arrays joined along a dim. Backward: the gradient cut back into the pieces' sizes."""
+
     @staticmethod
     def forward(ctx, dim, *arrays):
         axis = normalize_dim(dim, arrays[0].ndim)
@@ -1039,6 +1097,8 @@ class Cat(Op):
 
 
 class Stack(Op):
+    """Arrays stacked along a new dim. Backward: the gradient's slices along that dim."""
+
     @staticmethod
     def forward(ctx, dim, *arrays):
         for a in arrays[1:]:
@@ -1116,6 +1176,8 @@ class Softmax(Op):
 
 
 class LogSoftmax(Op):
+    """log(softmax(x)) along a dim. Backward: grad - softmax(x) * sum(grad)."""
+
     @staticmethod
     def forward(ctx, x, dim):
         xp = ctx.xp
@@ -1141,6 +1203,8 @@ class LogSoftmax(Op):
 
 
 class Sin(Op):
+    """sin(x). Backward: grad * cos(x)."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -1153,6 +1217,8 @@ class Sin(Op):
 
 
 class Cos(Op):
+    """cos(x). Backward: -grad * sin(x)."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -1180,6 +1246,8 @@ class Rsqrt(Op):
 
 
 class Reciprocal(Op):
+    """1 / x. Backward: -grad / x², from the saved output."""
+
     @staticmethod
     def forward(ctx, x):
         y = 1 / x
@@ -1223,6 +1291,8 @@ class Expm1(Op):
 
 
 class Log2(Op):
+    """log2(x). Backward: grad / (x ln 2)."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.name_hint = "Log2Backward0"
@@ -1236,6 +1306,8 @@ class Log2(Op):
 
 
 class Log10(Op):
+    """log10(x). Backward: grad / (x ln 10)."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.name_hint = "Log10Backward0"
@@ -1249,6 +1321,8 @@ class Log10(Op):
 
 
 class Exp2(Op):
+    """2 ** x. Backward: grad * 2 ** x * ln 2, from the saved output."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.name_hint = "Exp2Backward0"
@@ -1286,6 +1360,8 @@ class StepFunction(Op):
 
 
 class Sign(StepFunction):
+    """-1, 0 or 1 by the sign of x (0 at NaN, as in PyTorch). Backward: 0."""
+
     @staticmethod
     def forward(ctx, x):
         # (x > 0) - (x < 0): PyTorch's sign, which is 0 at NaN (NumPy's sign gives NaN there)
@@ -1293,18 +1369,24 @@ class Sign(StepFunction):
 
 
 class Floor(StepFunction):
+    """x rounded down. Backward: 0."""
+
     @staticmethod
     def forward(ctx, x):
         return ctx.xp.floor(x)
 
 
 class Ceil(StepFunction):
+    """x rounded up. Backward: 0."""
+
     @staticmethod
     def forward(ctx, x):
         return ctx.xp.ceil(x)
 
 
 class Trunc(StepFunction):
+    """x rounded toward zero. Backward: 0."""
+
     @staticmethod
     def forward(ctx, x):
         return ctx.xp.trunc(x)
@@ -1517,6 +1599,8 @@ class IndexSelect(Op):
 
 
 class Roll(Op):
+    """The elements shifted along dims, wrapping around. Backward: the gradient shifted back."""
+
     @staticmethod
     def forward(ctx, x, shifts, dims):
         ctx.shifts, ctx.dims = shifts, dims
@@ -1529,6 +1613,8 @@ class Roll(Op):
 
 
 class Flip(Op):
+    """The elements reversed along dims. Backward: the gradient reversed the same way."""
+
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
@@ -1560,7 +1646,7 @@ class MaskedSelect(Op):
 
 
 def along_axis_key(xp, index, axis):
-    """The advanced-index key that reaches x[i][j][index[i][j]] (along `axis`) for every place of
+    """The advanced-index key that reaches `x[i][j][index[i][j]]` (along `axis`) for every place of
     `index`: index itself along the axis, the positions 0, 1, ... along the other dims."""
     key = tuple(
         index if i == axis else xp.reshape(
@@ -1579,7 +1665,7 @@ def corner(xp, x, shape):
 
 class Scatter(Op):
     """A copy of x with src (a tensor, or one number) written along `axis` at `index`:
-    out[i][index[i][j]] = src[i][j] for dim 1. With add=True the values are added instead (scatter_add),
+    `out[i][index[i][j]] = src[i][j]` for dim 1. With add=True the values are added instead (scatter_add),
     repeated indices adding up. Gradients: to x where nothing was written (everywhere for add), to src
     the gradient at the places it went to."""
 

@@ -496,18 +496,22 @@ def manual_seed(seed):
 
 
 def seed():
+    """Seeds the default generator with a fresh random seed and returns that seed."""
     return default_generator.seed()
 
 
 def initial_seed():
+    """The seed the default generator was last seeded with."""
     return default_generator.initial_seed()
 
 
 def get_rng_state():
+    """The default generator's state, to restore with `set_rng_state`."""
     return default_generator.get_state()
 
 
 def set_rng_state(state):
+    """Restores the default generator to a state from `get_rng_state`."""
     default_generator.set_state(state)
 
 # dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)

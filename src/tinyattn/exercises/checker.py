@@ -67,6 +67,7 @@ class Result:
 
     @property
     def passed(self):
+        """Whether the exercise passed every check."""
         return self.status == "pass"
 
     def __repr__(self):

@@ -105,6 +105,7 @@ def _course():
 
 
 def main(argv=None):
+    """`tinyattn exercises ...`: list, start, check or hint; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.action is None:

@@ -51,6 +51,7 @@ class Mistake:
 
     @property
     def name(self):
+        """The mistake's name: the name of its wrong backward function."""
         return self.backward.__name__
 
 
@@ -115,14 +116,17 @@ class Exercise:
 
     @property
     def label(self):
+        """The exercise's number and name: `01_add`."""
         return f"{self.number:02d}_{self.name}"
 
     @property
     def file_name(self):
+        """The file `exercises start` writes for it: `01_add.py`."""
         return f"{self.label}.py"
 
     @property
     def class_name(self):
+        """The name of the Function class the learner completes."""
         return self.function.__name__
 
     # --- sources -------------------------------------------------------------------------

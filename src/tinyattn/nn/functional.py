@@ -20,6 +20,8 @@ from ..tensor import Tensor, _value_to_write
 
 
 class Op(Function):
+    """A `Function` whose forward and backward take arrays (as the ops of `tinyattn.ops` do)."""
+
     takes_arrays = True
 
 
@@ -66,6 +68,7 @@ def tensor_argument(value, who, name="input"):
 
 
 def linear(input, weight, bias=None):
+    """input @ weight.T + bias: the affine map of `nn.Linear`."""
     tensor_argument(input, "linear")
     tensor_argument(weight, "linear", "weight")
     if input.ndim == 0:
@@ -177,6 +180,7 @@ class DropoutOp(Op):
 
 
 def check_dropout_p(p):
+    """Raises a ValueError unless p is a probability in [0, 1]."""
     if not (isinstance(p, (int, float)) and 0.0 <= p <= 1.0):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
@@ -286,6 +290,7 @@ def layer_norm_rows_backward(xp, grad_rows, normalized, inv_std, weight, average
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalises over the last dims to mean 0 and variance 1, then applies weight and bias."""
     tensor_argument(input, "layer_norm")
     if not input.dtype.is_floating_point:  # (NumPy would fail deep inside, casting the mean into integers)
         raise NotImplementedError(f"layer_norm is not implemented for {input.dtype} input (nor is PyTorch's): "
@@ -376,6 +381,7 @@ GELU_C = 0.044715
 
 
 def gelu(input, approximate="none"):
+    """x * Φ(x), the Gaussian error linear unit (`approximate='tanh'`: its tanh approximation)."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     tensor_argument(input, "gelu")
@@ -385,14 +391,17 @@ def gelu(input, approximate="none"):
 
 
 def relu(input, inplace=False):
+    """max(x, 0), elementwise."""
     return input.relu_() if inplace else input.relu()
 
 
 def tanh(input):
+    """The hyperbolic tangent, elementwise."""
     return input.tanh()
 
 
 def sigmoid(input):
+    """1 / (1 + exp(-x)), elementwise."""
     return input.sigmoid()
 
 
@@ -405,12 +414,14 @@ def _implicit_softmax_dim(name, ndim):
 
 
 def softmax(input, dim=None, dtype=None):
+    """exp(x) / sum(exp(x)) along `dim`: positive weights that sum to 1."""
     if dim is None:
         dim = _implicit_softmax_dim("softmax", input.ndim)
     return (input if dtype is None else input.to(dtype)).softmax(dim)
 
 
 def log_softmax(input, dim=None, dtype=None):
+    """log(softmax(input)) along `dim`, computed stably with log-sum-exp."""
     if dim is None:
         dim = _implicit_softmax_dim("log_softmax", input.ndim)
     return (input if dtype is None else input.to(dtype)).log_softmax(dim)
@@ -520,18 +531,22 @@ def glu(input, dim=-1):
 
 
 def silu(input, inplace=False):
+    """x * sigmoid(x), elementwise."""
     return _activation(SiluOp, input, inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, elementwise (linear above `threshold`)."""
     return _activation(SoftplusOp, input, False, beta, threshold)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x for x >= 0, negative_slope * x otherwise, elementwise."""
     return _activation(LeakyReluOp, input, inplace, negative_slope)
 
 
 def elu(input, alpha=1.0, inplace=False):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise, elementwise."""
     return _activation(EluOp, input, inplace, alpha)
 
 
@@ -748,6 +763,7 @@ class CrossEntropyOp(Op):
 
 
 def check_reduction(reduction):
+    """Raises a ValueError unless reduction is 'mean', 'sum' or 'none'."""
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction!r} is not a valid value for reduction: use 'mean', 'sum' or 'none'")
 
@@ -846,6 +862,7 @@ def weighted_nll_rows(log_probs, targets, weight, ignore_index):
 
 
 def reduce_class_loss(losses, total_weight, reduction, shape):
+    """Per-element losses reduced as `reduction` says: none, sum, or the weighted mean."""
     if reduction == "none":
         return losses.reshape(shape)
     return losses.sum() / total_weight if reduction == "mean" else losses.sum()
@@ -1107,6 +1124,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 
 def one_hot(tensor, num_classes=-1):
+    """Each class index as a row of zeros with a 1 at that index (int64, num_classes wide)."""
     if tensor.dtype is not dtypes.int64:
         raise TypeError(f"one_hot expects class indices (int64), got {tensor.dtype}: use .long()")
     if tensor.numel() == 0 and num_classes == -1:

@@ -664,6 +664,8 @@ class ModuleList(Module):
 
 
 class ModuleDict(Module):
+    """Submodules held in a dict by name, registered so that their parameters are found."""
+
     def __init__(self, modules=None):
         super().__init__()
         for name, module in (modules or {}).items():

@@ -90,6 +90,7 @@ class ConcatDataset(Dataset):
 
     @staticmethod
     def cumsum(sequence):
+        """The running totals of the datasets' lengths (where each one ends)."""
         return list(itertools.accumulate(len(d) for d in sequence))
 
     def __init__(self, datasets):
