@@ -10,8 +10,9 @@ extras install it):
   comment are compared with runs of whitespace taken as one space; `...` in the comment stands for
   any text, and ` — ` ends the output and starts a remark (`# tensor([1.]) — the book's numbers`).
   A block that starts with `>>>` is a doctest instead. A block that imports torch is skipped where
-  PyTorch is not installed. A page that holds the line of SHARED_NAMESPACE below runs its python
-  blocks in one namespace, each seeing the names of those above it (a tutorial's steps);
+  PyTorch is not installed (one that imports from sklearn, where scikit-learn is not). A page that
+  holds the line of SHARED_NAMESPACE below runs its python blocks in one namespace, each seeing the
+  names of those above it (a tutorial's steps);
 - a ```console block is a shell session: each `$ command` runs in one temporary directory per block
   (`tinyattn` is this Python's `python -m tinyattn`), and the lines after it are what it prints
   (stdout and stderr), compared line by line, trailing spaces ignored; a line `...` stands for any
@@ -84,6 +85,8 @@ def _in_temporary_directory():
 def _needs_torch(source):
     if re.search(r"^\s*(>>> )?import torch\b", source, flags=re.M):
         pytest.importorskip("torch", reason="this example runs PyTorch itself")
+    if re.search(r"^\s*(>>> )?from sklearn\b", source, flags=re.M):
+        pytest.importorskip("sklearn", reason="this example's data ships with scikit-learn")
 
 
 def evaluate_python(example):

@@ -1194,6 +1194,153 @@ def conv1d_module_quirks(seed, options, x):
     return "empty input" if 0 in x.shape else None
 
 
+def conv2d_quirks(x, weight, bias=None, *rest):
+    """As conv1d_quirks; an unbatched input to conv2d is 3-D."""
+    if isinstance(bias, Arr) and bias.dtype != x.dtype and x.ndim == 3:
+        return "an unbatched input with a bias of another dtype"
+    return "empty input or weight" if 0 in [*x.shape, *weight.shape] else None
+
+
+def conv2d_weight(data, drawn):
+    """(out_channels, in_channels / groups, kH, kW) for conv2d's input drawn[0], mostly fitting."""
+    x = drawn[0].shape
+    channels = x[-3] if len(x) >= 3 else data.draw(st.integers(1, 3))
+    if not data.draw(st.integers(0, 5), label="fits"):
+        return data.draw(shapes(max_dims=4), label="any weight shape")
+    return (data.draw(st.integers(1, 3), label="out_channels"), max(channels, 1), data.draw(st.integers(1, 3)),
+            data.draw(st.integers(1, 3)))
+
+
+def conv_transpose_weight(dims):
+    """(in_channels, out_channels / groups, *kernel) for conv_transpose's input drawn[0], mostly fitting."""
+
+    def shape(data, drawn):
+        x = drawn[0].shape
+        channels = x[-dims - 1] if len(x) > dims else data.draw(st.integers(1, 3))
+        if not data.draw(st.integers(0, 5), label="fits"):
+            return data.draw(shapes(max_dims=dims + 2), label="any weight shape")
+        kernel = [data.draw(st.integers(1, 3), label="kernel") for _ in range(dims)]
+        return (max(channels, 1), data.draw(st.integers(1, 3), label="out_channels / groups"), *kernel)
+
+    return shape
+
+
+def conv_transpose_bias_dtype(x, weight, bias=None, *rest):
+    """PyTorch's conv_transpose adds a bias of another dtype (conv1d and conv2d refuse one); tinyattn
+    refuses it, never promoting silently."""
+    return "a bias of another dtype" if isinstance(bias, Arr) and bias.dtype != x.dtype else None
+
+
+def empty_transposed_output(x, kernel_size, stride=1, padding=0, output_padding=0, dilation=1):
+    """Where conv_transpose's output comes to 0 pixels, PyTorch returns an empty result on some of its
+    paths and refuses it on others ('Output size is too small'); tinyattn returns the empty result."""
+
+    def each(v):
+        return v if isinstance(v, tuple) else (v,) * len(kernel_size)
+
+    try:
+        stride, padding, output_padding, dilation = map(each, (stride, padding, output_padding, dilation))
+        sizes = [(n - 1) * s - 2 * p + d * (k - 1) + o + 1 for n, k, s, p, o, d in
+                 zip(x.shape[-len(kernel_size):], kernel_size, stride, padding, output_padding, dilation)]
+    except (TypeError, IndexError):
+        return None
+    return "an output of 0 pixels" if 0 in sizes else None
+
+
+def conv_transpose_differs(x, weight, bias=None, stride=OMIT, padding=OMIT, output_padding=OMIT, groups=OMIT,
+                           dilation=OMIT):
+    """conv_transpose_bias_dtype, and empty_transposed_output."""
+    given = {"stride": stride, "padding": padding, "output_padding": output_padding, "dilation": dilation}
+    options = {k: v for k, v in given.items() if v is not OMIT}
+    kernel = tuple(weight.shape[2:])
+    empty = empty_transposed_output(x, kernel, **options) if kernel and x.ndim > len(kernel) else None
+    return conv_transpose_bias_dtype(x, weight, bias) or empty
+
+
+def conv_transpose_bias(data, drawn):
+    """One bias per output channel (weight.shape[1] * groups, mostly groups 1)."""
+    return (drawn[1].shape[1] if len(drawn[1].shape) > 1 else 1,)
+
+
+def pool_input():
+    """(N, C, H, W) or (C, H, W) for the pools, now and then 2-D (which both refuse)."""
+    return T(FLOATS, min_dims=2, max_dims=4)
+
+
+def nan_input(x, *rest, **options):
+    """NaN in the input of a max pool: both give NaN for a window that holds one, but PyTorch's gradient
+    goes to the window's last NaN and tinyattn's to its first (NumPy's argmax)."""
+    return "NaN in the input" if isinstance(x, Arr) and np.isnan(x.values).any() else None
+
+
+def window_of_padding_only(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, *rest):
+    """A max_pool2d window that holds padding only (a dilated kernel beside the padding): both return
+    -inf there, and PyTorch points its index (and the gradient) at a pixel outside the window, where
+    tinyattn's gradient goes nowhere. Also PyTorch's errors on empty inputs are its kernels' own."""
+    if not isinstance(x, Arr) or x.ndim not in (3, 4) or 0 in x.shape:
+        return "an empty input or one of another rank" if isinstance(x, Arr) and 0 in x.shape else None
+
+    def pairs(v):
+        return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+
+    try:
+        kernel, padding, dilation = pairs(kernel_size), pairs(padding), pairs(dilation)
+        stride = kernel if stride is None or stride is OMIT else pairs(stride)
+        for size, k, s, p, d in zip(x.shape[-2:], kernel, stride, padding, dilation):
+            span = size + 2 * p - d * (k - 1) - 1
+            count = (-(-span // s) if ceil_mode is True else span // s) + 1
+            if ceil_mode is True and (count - 1) * s >= size + p:
+                count -= 1
+            for start in range(-p, (count - 1) * s - p + 1, s):
+                if not any(0 <= start + j * d < size for j in range(k)):
+                    return "a window of padding only"
+    except (TypeError, ZeroDivisionError, ValueError):
+        return None  # arguments that both refuse
+    return None
+
+
+def max_pool_quirks(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    """window_of_padding_only, with the arguments the entry left out at their defaults."""
+    given = {"stride": stride, "padding": padding, "dilation": dilation, "ceil_mode": ceil_mode}
+    return window_of_padding_only(x, kernel_size, **{k: v for k, v in given.items() if v is not OMIT})
+
+
+def adaptive_pool_quirks(x, output_size):
+    """PyTorch computes output_size 1 as a mean over the last two dims before it checks the input's
+    rank, so that size takes a 2-D input which the others refuse (as tinyattn refuses it always);
+    and its errors on empty inputs are its kernels' own."""
+    if x.ndim == 2 and output_size in (1, (1, 1)):
+        return "a 2-D input with output_size 1"
+    if output_size == 0 or (isinstance(output_size, tuple) and 0 in output_size):
+        return "output_size 0: PyTorch returns an empty result, and its backward refuses it"
+    return "an empty input" if 0 in x.shape else None
+
+
+def max_pool1d_quirks(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    """max_pool_quirks, for a row of height 1 (as both libraries compute max_pool1d)."""
+    if x.ndim not in (2, 3):
+        return None
+
+    def as_pair(value, height):
+        return (height, value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    return max_pool_quirks(Arr(x.values[..., None, :], x.grad), as_pair(kernel_size, 1), as_pair(stride, 1),
+                           as_pair(padding, 0), as_pair(dilation, 1), ceil_mode, return_indices)
+
+
+def adaptive_pool1d_quirks(x, output_size):
+    """As adaptive_pool_quirks: PyTorch's output_size 1 takes a 1-D input as its mean."""
+    if x.ndim == 1 and output_size == 1:
+        return "a 1-D input with output_size 1"
+    return adaptive_pool_quirks(x, output_size) if output_size == 0 else ("an empty input" if 0 in x.shape else None)
+
+
+def pool_module_quirks(seed, options, x):
+    """As window_of_padding_only, for the layer."""
+    return window_of_padding_only(x, **{k: v for k, v in options.items() if k in (
+        "kernel_size", "stride", "padding", "dilation", "ceil_mode")}) if isinstance(options, dict) else None
+
+
 def transformer_sequence(of=None):
     """src or tgt for the nn.Transformer entries, d_model 4: (L, N, 4), N the batch of drawn[of] if given
     (dim 1, or dim 0 with batch_first; the layers' options are drawn[1])."""
@@ -1620,6 +1767,44 @@ TABLE = [
                                                                                                     "valid", -1]))),
                Kw("dilation", maybe(st.sampled_from([1, 2]))), Kw("groups", maybe(st.sampled_from([1, 2]))),
                quirk=conv1d_quirks),
+    functional("conv2d", T(FLOATS, min_dims=3, max_dims=4, specials=False), T(FLOATS, shape=conv2d_weight,
+               specials=False), maybe(T(FLOATS, shape=lambda data, drawn: drawn[1].shape[:1], specials=False)),
+               Kw("stride", maybe(st.sampled_from([1, 2, 0, (1, 2)]))),
+               Kw("padding", maybe(st.sampled_from([0, 1, (1, 0), "same", "valid", -1]))),
+               Kw("dilation", maybe(st.sampled_from([1, 2, (2, 1)]))), Kw("groups", maybe(st.sampled_from([1, 2]))),
+               quirk=conv2d_quirks),
+    *[functional(f"conv_transpose{dims}d", T(FLOATS, min_dims=dims + 1, max_dims=dims + 2, specials=False),
+                 T(FLOATS, shape=conv_transpose_weight(dims), specials=False),
+                 maybe(T(FLOATS, shape=conv_transpose_bias, specials=False)),
+                 Kw("stride", maybe(st.sampled_from([1, 2, 0]))), Kw("padding", maybe(st.sampled_from([0, 1, -1]))),
+                 Kw("output_padding", maybe(st.sampled_from([0, 1]))), Kw("groups", maybe(st.sampled_from([1, 2]))),
+                 Kw("dilation", maybe(st.sampled_from([1, 2]))), quirk=conv1d_quirks if dims == 1 else conv2d_quirks,
+                 differs=conv_transpose_differs)
+      for dims in (1, 2)],
+    functional("max_pool2d", pool_input(), st.sampled_from([1, 2, 3, (2, 1), 0]),
+               Kw("stride", maybe(st.sampled_from([None, 1, 2, (1, 2)]))),
+               Kw("padding", maybe(st.sampled_from([0, 1, (1, 0)]))), Kw("dilation", maybe(st.sampled_from([1, 2]))),
+               Kw("ceil_mode", maybe(st.booleans())), Kw("return_indices", maybe(st.booleans())),
+               quirk=max_pool_quirks, differs=nan_input),
+    functional("avg_pool2d", pool_input(), st.sampled_from([1, 2, 3, (2, 1)]),
+               Kw("stride", maybe(st.sampled_from([None, 1, 2, (1, 2)]))),
+               Kw("padding", maybe(st.sampled_from([0, 1, (1, 0)]))), Kw("ceil_mode", maybe(st.booleans())),
+               Kw("count_include_pad", maybe(st.booleans())), Kw("divisor_override", maybe(st.sampled_from([None, 2]))),
+               quirk=lambda x, *rest, **options: "an empty input" if 0 in x.shape else None),
+    functional("adaptive_avg_pool2d", pool_input(), st.sampled_from([1, 2, 3, (2, 3), (None, 2), 0, (0, 2)]),
+               quirk=adaptive_pool_quirks),
+    functional("max_pool1d", T(FLOATS, min_dims=1, max_dims=3), st.sampled_from([1, 2, 3, 0]),
+               Kw("stride", maybe(st.sampled_from([None, 1, 2]))), Kw("padding", maybe(st.sampled_from([0, 1]))),
+               Kw("dilation", maybe(st.sampled_from([1, 2]))), Kw("ceil_mode", maybe(st.booleans())),
+               Kw("return_indices", maybe(st.booleans())), quirk=max_pool1d_quirks, differs=nan_input),
+    functional("avg_pool1d", T(FLOATS, min_dims=1, max_dims=3), st.sampled_from([1, 2, 3]),
+               Kw("stride", maybe(st.sampled_from([None, 1, 2]))), Kw("padding", maybe(st.sampled_from([0, 1]))),
+               Kw("ceil_mode", maybe(st.booleans())), Kw("count_include_pad", maybe(st.booleans())),
+               quirk=lambda x, *rest, **options: "an empty input" if 0 in x.shape else None),
+    functional("adaptive_avg_pool1d", T(FLOATS, min_dims=1, max_dims=3), st.sampled_from([1, 2, 3, 0]),
+               quirk=adaptive_pool1d_quirks),
+    seeded(functional("dropout2d", X, Kw("p", maybe(st.sampled_from([0.0, 0.5, 1.0, -0.1]) | st.floats(0, 1))),
+                      Kw("training", maybe(st.booleans())), differs=checked_even_when_empty)),
     # --- nn modules, built at a seed in both libraries ---
     module("Linear", st.tuples(st.integers(-1, 3), st.integers(0, 3), st.booleans()), T(FLOATS, shape=module_input(0))),
     module("Embedding", st.tuples(st.integers(1, 4), st.integers(0, 3)), ids_for_module()),
@@ -1667,6 +1852,42 @@ TABLE = [
                                             "kernel_size": st.integers(1, 3), "padding": st.sampled_from([0, 1, "same"]),
                                             "bias": st.booleans()}),
            T(FLOATS, shape=module_batch((2, 3), channels="in_channels"), specials=False), quirk=conv1d_module_quirks),
+    module("Conv2d", st.fixed_dictionaries({"in_channels": st.integers(1, 3), "out_channels": st.integers(1, 3),
+                                            "kernel_size": st.sampled_from([1, 2, 3, (2, 1)]),
+                                            "padding": st.sampled_from([0, 1, "same"]), "bias": st.booleans(),
+                                            "padding_mode": st.sampled_from(["zeros", "zeros", "reflect"])}),
+           T(FLOATS, shape=module_batch((3, 4), channels="in_channels"), specials=False), quirk=conv1d_module_quirks),
+    *[module(name, st.fixed_dictionaries({"in_channels": st.integers(1, 3), "out_channels": st.integers(1, 3),
+                                          "kernel_size": st.sampled_from([1, 2, 3]), "stride": st.sampled_from([1, 2]),
+                                          "padding": st.sampled_from([0, 1]), "bias": st.booleans()}),
+             T(FLOATS, shape=module_batch(dims, channels="in_channels"), specials=False),
+             quirk=lambda seed, options, x, dims=dims[0] - 1: conv1d_module_quirks(seed, options, x) or (
+                 empty_transposed_output(x, (options["kernel_size"],) * dims, options["stride"], options["padding"])
+                 if x.ndim >= dims else None))
+      for name, dims in (("ConvTranspose1d", (2, 3)), ("ConvTranspose2d", (3, 4)))],
+    module("MaxPool2d", st.fixed_dictionaries({"kernel_size": st.sampled_from([1, 2, 3]),
+                                               "stride": st.sampled_from([None, 1, 2]),
+                                               "ceil_mode": st.booleans()}), pool_input(), quirk=pool_module_quirks,
+           differs=lambda seed, options, x: nan_input(x)),
+    module("AvgPool2d", st.fixed_dictionaries({"kernel_size": st.sampled_from([1, 2, 3]),
+                                               "padding": st.sampled_from([0, 1]),
+                                               "count_include_pad": st.booleans()}), pool_input(),
+           quirk=lambda seed, options, x: "an empty input" if 0 in x.shape else None),
+    module("AdaptiveAvgPool2d", st.tuples(st.sampled_from([1, 2, (3, 1)])), pool_input(),
+           quirk=lambda seed, options, x: adaptive_pool_quirks(x, *options)),
+    module("MaxPool1d", st.fixed_dictionaries({"kernel_size": st.sampled_from([1, 2, 3]),
+                                               "stride": st.sampled_from([None, 1, 2]),
+                                               "ceil_mode": st.booleans()}), T(FLOATS, min_dims=1, max_dims=3),
+           quirk=lambda seed, options, x: "an empty input" if 0 in x.shape else None,
+           differs=lambda seed, options, x: nan_input(x)),
+    module("AvgPool1d", st.fixed_dictionaries({"kernel_size": st.sampled_from([1, 2, 3]),
+                                               "padding": st.sampled_from([0, 1]),
+                                               "count_include_pad": st.booleans()}), T(FLOATS, min_dims=1, max_dims=3),
+           quirk=lambda seed, options, x: "an empty input" if 0 in x.shape else None),
+    module("AdaptiveAvgPool1d", st.tuples(st.sampled_from([1, 2, 3])), T(FLOATS, min_dims=1, max_dims=3),
+           quirk=lambda seed, options, x: adaptive_pool1d_quirks(x, *options)),
+    module("Dropout2d", st.tuples(st.sampled_from([0.0, 0.5, 1.0]) | st.floats(0, 1)), X,
+           differs=lambda seed, p, x: checked_even_when_empty(x)),
     Entry("nn.MultiheadAttention", "nn.MultiheadAttention", multihead_attention_module,
           (SEEDS, st.integers(1, 2).flatmap(lambda heads: st.fixed_dictionaries({
               "embed_dim": st.integers(1, 2).map(lambda n: n * heads), "num_heads": st.just(heads),
@@ -1782,7 +2003,7 @@ def public_callables():
               if n.startswith("__") and n not in ("__init__", "__module__", "__doc__", "__slots__", "__weakref__",
                                                    "__slotnames__")}  # (copyreg's cache, once a tensor is pickled)
     names |= {f"F.{n}" for n, v in vars(tF).items()
-              if not n.startswith("_") and inspect.isfunction(v) and v.__module__ == tF.__name__}
+              if not n.startswith("_") and inspect.isfunction(v) and v.__module__.startswith(tF.__name__)}
     names |= {f"linalg.{n}" for n in tinyattn.linalg.__all__}
     names |= {f"nn.{n}" for n in dir(tnn)
               if not n.startswith("_") and callable(getattr(tnn, n)) and not inspect.ismodule(getattr(tnn, n))}

@@ -9,7 +9,7 @@ from .attention import (
     SelfAttention_v2,
     multihead_from_wrapper,
 )
-from .conv import Conv1d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .layers import (
     ELU,
     GELU,
@@ -44,6 +44,15 @@ from .losses import (
 from .normalization import BatchNorm1d, BatchNorm2d
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .multihead_attention import MultiheadAttention
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    Dropout2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .transformer import (
     Transformer,

@@ -642,84 +642,6 @@ def _pad_positions(mode, n, before, after, device):
 
 
 # ---------------------------------------------------------------------------------------------
-# convolution
-
-
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """Cross-correlation of `input` (N, C_in, L) or (C_in, L) with `weight` (C_out, C_in / groups, k),
-    as PyTorch's conv1d: out[n, o, l] = bias[o] + sum over c, j of weight[o, c, j] x[n, c, l * stride + j * dilation].
-
-    Built from tensor ops (autograd derives the backward): the windows are picked with index_select into
-    (N, C, L_out, k) and multiplied with the weight as one matrix product per group. padding: an int, or
-    'valid' (none) or 'same' (the output as long as the input; stride 1 only).
-    """
-    tensor_argument(input, "conv1d")
-    tensor_argument(weight, "conv1d", "weight")
-    stride, padding, dilation = (_single(v, name) for v, name in ((stride, "stride"), (padding, "padding"),
-                                                                  (dilation, "dilation")))
-    if weight.ndim != 3:
-        raise ShapeError(f"conv1d: the weight must be 3-D (out_channels, in_channels / groups, kernel_size), got "
-                         f"shape {list(weight.shape)}")
-    if input.ndim == 2:  # one sample without a batch dim
-        return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
-    if input.ndim != 3:
-        raise ShapeError(f"conv1d: expected a 2-D (C_in, L) or 3-D (N, C_in, L) input, got shape {list(input.shape)}")
-    if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype):
-        raise TypeError(f"conv1d: the input ({input.dtype}), weight ({weight.dtype}) and bias must have one dtype")
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-        raise ValueError(f"conv1d: groups must be a positive integer, got {groups!r}")
-    if stride < 1 or dilation < 1:
-        raise ValueError(f"conv1d: stride and dilation must be positive, got stride={stride}, dilation={dilation}")
-    batch, channels, length = input.shape
-    out_channels, group_channels, kernel = weight.shape
-    if channels != group_channels * groups or out_channels % groups:
-        raise ShapeError(f"conv1d: a weight of shape {list(weight.shape)} with groups={groups} expects "
-                         f"{group_channels * groups} input channels, got {channels} (input shape {list(input.shape)})"
-                         + (f", and out_channels {out_channels} must be divisible by groups" if out_channels % groups
-                            else ""))
-    if bias is not None and tuple(bias.shape) != (out_channels,):
-        raise ShapeError(f"conv1d: the bias must have shape [{out_channels}] (one per output channel), got "
-                         f"{list(bias.shape)}")
-    span = dilation * (kernel - 1)  # how far a window reaches beyond its first element
-    if padding == "same":
-        if stride != 1:
-            raise ValueError("conv1d: padding='same' is not supported for strided convolutions")
-        input = pad(input, (span // 2, span - span // 2))
-    elif padding == "valid":
-        pass
-    elif padding < 0:
-        raise ValueError(f"conv1d: padding must be >= 0, got {padding}")
-    elif padding:
-        input = pad(input, (padding, padding))
-    length = input.shape[2]
-    if length - span < 1:
-        raise ShapeError(f"conv1d: the (padded) input has length {length}, shorter than the kernel's reach "
-                         f"{span + 1} (kernel_size {kernel}, dilation {dilation})")
-    out_length = (length - span - 1) // stride + 1
-    xp = backend.namespace(input.array)
-    starts = xp.arange(out_length, **backend.creation_kwargs(xp)) * stride
-    offsets = xp.arange(kernel, **backend.creation_kwargs(xp)) * dilation
-    positions = Tensor._wrap(xp.reshape(starts[:, None] + offsets[None, :], (-1,)))
-    windows = input.index_select(2, positions).reshape(batch, groups, group_channels, out_length, kernel)
-    rows = windows.permute(0, 1, 3, 2, 4).reshape(batch, groups, out_length, group_channels * kernel)
-    filters = weight.reshape(groups, out_channels // groups, group_channels * kernel)
-    out = (rows @ filters.transpose(-1, -2)).permute(0, 1, 3, 2).reshape(batch, out_channels, out_length)
-    return out if bias is None else out + bias.reshape(1, out_channels, 1)
-
-
-def _single(value, name):
-    """An int argument of conv1d given as an int or a 1-tuple (padding may be 'same' or 'valid' too)."""
-    if isinstance(value, (tuple, list)) and len(value) == 1:
-        value = value[0]
-    if name == "padding" and value in ("same", "valid"):
-        return value
-    if isinstance(value, bool) or not isinstance(value, int):
-        also = ", 'same' or 'valid'" if name == "padding" else ""
-        raise TypeError(f"conv1d: {name} must be an int (or a 1-tuple){also}, got {value!r}")
-    return value
-
-
-# ---------------------------------------------------------------------------------------------
 # losses
 
 
@@ -1419,6 +1341,21 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         out = out + bias.reshape(stats_shape)
     return out
 
+
+# convolution, pooling and channel dropout: in a module of their own (it imports from this one)
+from .functional_conv import (  # noqa: E402
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv_transpose1d,
+    conv_transpose2d,
+    dropout2d,
+    max_pool1d,
+    max_pool2d,
+)
 
 # a PyTorch name this module lacks says so (tinyattn/missing.py)
 from .. import missing as _missing  # noqa: E402
