@@ -1402,6 +1402,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return out
 
 
+from .functional_more import cosine_similarity, group_norm, pairwise_distance  # noqa: E402,F401
+
 # a PyTorch name this module lacks says so (tinyattn/missing.py)
 from .. import missing as _missing  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""`tinyattn.optim`: SGD, Adam, AdamW, RMSprop and Adagrad (PyTorch's names and defaults) and learning-rate
+"""`tinyattn.optim`: SGD, Adam, AdamW, RMSprop, Adagrad and Adadelta (PyTorch's names and defaults) and learning-rate
 schedules (`tinyattn.optim.lr_scheduler`).
 
     optimizer = tinyattn.optim.AdamW(model.parameters(), lr=1e-3)
@@ -11,8 +11,9 @@ schedules (`tinyattn.optim.lr_scheduler`).
 
 from . import lr_scheduler
 from .optimizer import SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
+from .adadelta import Adadelta
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "lr_scheduler"]
 
 # a PyTorch name this module lacks says so (tinyattn/missing.py)
 from .. import missing as _missing  # noqa: E402
