@@ -228,11 +228,16 @@ class Bernoulli(_Distribution):
             (self._probs,) = _broadcast_parameters(probs)
             if self._validate_args and not bool(((self._probs >= 0) & (self._probs <= 1)).all()):
                 raise ValueError(f"Bernoulli: probs must be in [0, 1], got {probs}")
-            self._logits, self._parameter_names = None, ("probs",)
+            self._logits = None
         else:
             (self._logits,) = _broadcast_parameters(logits)
-            self._probs, self._parameter_names = None, ("logits",)
+            self._probs = None
         self.batch_shape = Size((self._probs if probs is not None else self._logits).shape)
+
+    @property
+    def _parameter_names(self):
+        """The parameters given or computed so far, as PyTorch's repr lists them."""
+        return tuple(name for name in ("probs", "logits") if getattr(self, f"_{name}") is not None)
 
     @property
     def probs(self):

@@ -120,7 +120,7 @@ class MedianAll(Op):
     def forward(ctx, x):
         xp = ctx.xp
         flat = xp.reshape(x, (-1,))
-        if bool(xp.isnan(flat).any()):
+        if bool(xp.any(xp.isnan(flat))):
             value = xp.asarray(xp.nan, dtype=x.dtype)
         else:
             value = xp.sort(flat)[(flat.shape[0] - 1) // 2]

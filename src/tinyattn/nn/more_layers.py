@@ -122,8 +122,8 @@ class GroupNorm(Module):
         return functional_more.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        bias = "" if self.bias is not None or not self.affine else ", bias=False"
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}{bias}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
 
 
 class LazyLinear(Linear):
@@ -157,7 +157,7 @@ class LazyLinear(Linear):
         self.in_features = in_features
         init.layer_default_(self.weight, self.bias)  # Linear's init: the weight's draws, then the bias's
         self.__class__ = Linear
-        return super().forward(input)
+        return Linear.forward(self, input)
 
 
 class CosineSimilarity(Module):
