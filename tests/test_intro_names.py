@@ -596,3 +596,35 @@ def test_clip_grad_norm_old_name_warns():
         warnings.simplefilter("always")
         total = nn.utils.clip_grad_norm(p, 1.0)
     assert any("deprecated" in str(w.message) for w in caught) and total.item() > 17
+
+
+# ---------------------------------------------------------------------------------------------
+# out=: the result written into a given tensor
+
+
+def test_out_writes_into_the_given_tensor_as_pytorch_does(torch):
+    for m in (tinyattn, torch):
+        m.manual_seed(5)
+    pairs = []
+    for m in (tinyattn, torch):
+        a, b, c = m.rand(2, 2), m.rand(2, 2), m.zeros(2, 2)
+        d = m.matmul(a, b, out=c)
+        assert d is c
+        e = m.rand(2, 2, out=c)
+        assert e is c
+        pairs.append([c.tolist(), m.add(a, 1, alpha=2, out=m.zeros(2, 2)).tolist(),
+                      m.mul(a, b, out=m.empty(0)).tolist(), m.div(a, b, out=m.zeros(2, 2)).tolist(),
+                      m.sub(a, b, out=m.zeros(2, 2)).tolist(), m.mm(a, b, out=m.zeros(2, 2)).tolist(),
+                      m.randn(3, out=m.zeros(3, dtype=m.float64)).tolist()])
+    assert pairs[0] == pairs[1]
+
+
+def test_out_refuses_what_pytorch_refuses(torch):
+    for m in (tinyattn, torch):
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            m.mul(m.ones(2, requires_grad=True), 2, out=m.zeros(2))
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+            m.add(m.ones(2), m.ones(2), out=m.zeros(2, dtype=m.int64))
+        with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
+            out = m.add(m.ones(2), 1, out=m.zeros(3))
+        assert out.tolist() == [2.0, 2.0]

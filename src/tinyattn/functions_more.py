@@ -17,13 +17,26 @@ import warnings
 import numpy as np
 
 from . import backend, dtypes, ops, ops_more
+from . import functions as _functions
 from .autograd import grad_mode, no_grad
 from .errors import ShapeError
 from .functions import _from_host, _float_dtype, generator_or_default, linspace, tensor
 from .tensor import Size, Tensor, _check_not_bool, _dim, _floating, _shape_arg
 
-MedianResult = collections.namedtuple("median", ["values", "indices"])
-SvdResult = collections.namedtuple("svd", ["U", "S", "V"])
+
+
+def _return_type(name, fields):
+    """A named tuple that prints as PyTorch prints its return types: one field a line."""
+    base = collections.namedtuple(name, fields)
+
+    def __repr__(self):
+        return f"tinyattn.return_types.{name}(\n" + ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self)) + ")"
+
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__str__": __repr__})
+
+
+MedianResult = _return_type("median", ["values", "indices"])
+SvdResult = _return_type("svd", ["U", "S", "V"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -570,6 +583,91 @@ def is_deterministic_algorithms_warn_only_enabled():
 
 
 # ---------------------------------------------------------------------------------------------
+# out=: the result written into a given tensor (`torch.add(a, b, out=c)`, `torch.rand(2, 2, out=c)`).
+# These take the place of the plain forms in `tinyattn`'s namespace and call them.
+
+_DTYPE_WORDS = {dtypes.float32: "Float", dtypes.float64: "Double", dtypes.int64: "Long", dtypes.int32: "Int",
+                dtypes.int16: "Short", dtypes.int8: "Char", dtypes.uint8: "Byte", dtypes.bool_: "Bool"}
+
+
+def _into(out, result, name):
+    """Write result into out as PyTorch does: no gradients, no narrowing of the kind of number, and
+    an `out` of another shape resized (with PyTorch's warning unless it was empty). Returns out."""
+    if out is None:
+        return result
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if grad_mode.enabled and (result.requires_grad or out.requires_grad):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    narrowing = (result.dtype.is_floating_point and not out.dtype.is_floating_point
+                 or out.dtype is dtypes.bool_ and result.dtype is not dtypes.bool_)
+    if narrowing:
+        raise RuntimeError(f"result type {_DTYPE_WORDS.get(result.dtype, result.dtype)} can't be cast to the desired "
+                           f"output type {_DTYPE_WORDS.get(out.dtype, out.dtype)}")
+    if tuple(out.shape) != tuple(result.shape):
+        if out.numel():
+            warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
+                          f"which does not match the required output shape {list(result.shape)}. This behavior is "
+                          "deprecated, and in a future PyTorch release outputs will not be resized unless they have "
+                          "zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+                          "elements with t.resize_(0).", UserWarning, stacklevel=3)
+        resize_(out, *result.shape)
+    return out.copy_(result)
+
+
+def add(input, other, *, alpha=1, out=None):
+    """input + alpha * other."""
+    return _into(out, _functions.add(input, other, alpha=alpha), "add")
+
+
+def sub(input, other, *, alpha=1, out=None):
+    """input - alpha * other."""
+    return _into(out, _functions.sub(input, other, alpha=alpha), "sub")
+
+
+def mul(input, other, *, out=None):
+    """input * other."""
+    return _into(out, _functions.mul(input, other), "mul")
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    """input / other (rounding_mode "trunc" or "floor" for integer-like division)."""
+    return _into(out, _functions.div(input, other, rounding_mode=rounding_mode), "div")
+
+
+def matmul(input, other, *, out=None):
+    """The matrix product, with broadcasting batches (as the @ operator)."""
+    return _into(out, _functions.matmul(input, other), "matmul")
+
+
+def mm(input, mat2, *, out=None):
+    """The product of two matrices."""
+    return _into(out, _functions.mm(input, mat2), "mm")
+
+
+def bmm(input, mat2, *, out=None):
+    """The products of two batches of matrices."""
+    return _into(out, _functions.bmm(input, mat2), "bmm")
+
+
+def rand(*size, generator=None, out=None, dtype=None, device=None, requires_grad=False):
+    """Uniform numbers in [0, 1) (into out: of out's dtype unless dtype is given)."""
+    if out is not None:
+        dtype, device = dtype or out.dtype, device or out.device
+    return _into(out, _functions.rand(*size, generator=generator, dtype=dtype, device=device,
+                                      requires_grad=requires_grad), "rand")
+
+
+def randn(*size, generator=None, out=None, dtype=None, device=None, requires_grad=False):
+    """Standard normal numbers (into out: of out's dtype unless dtype is given)."""
+    if out is not None:
+        dtype, device = dtype or out.dtype, device or out.device
+    return _into(out, _functions.randn(*size, generator=generator, dtype=dtype, device=device,
+                                       requires_grad=requires_grad), "randn")
+
+
+# ---------------------------------------------------------------------------------------------
 # the tensor methods: the same functions, with the tensor as `input`
 
 TENSOR_METHODS = [
@@ -589,5 +687,5 @@ __all__ = [
     "meshgrid", "diag", "diagonal", "inverse", "det", "svd", "cross", "index_add", "logical_and", "logical_or",
     "logical_xor", "bitwise_xor", "multiply", "normal", "bernoulli", "logspace", "set_default_dtype",
     "set_default_tensor_type", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
-    "is_deterministic_algorithms_warn_only_enabled",
+    "is_deterministic_algorithms_warn_only_enabled", "add", "sub", "mul", "div", "matmul", "mm", "bmm", "rand", "randn",
 ]

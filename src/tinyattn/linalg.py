@@ -5,7 +5,6 @@ the cross product, and the singular value decomposition (for looking at data: no
 eigen-decompositions, QR, least squares and pseudo-inverses are left out.
 """
 
-import collections
 import math
 
 import numpy as np
@@ -18,7 +17,7 @@ from .tensor import Tensor, _dim, vector_norm
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "solve", "cross", "svd", "svdvals"]
 
-SvdResult = collections.namedtuple("svd", ["U", "S", "Vh"])
+SvdResult = functions_more._return_type("linalg_svd", ["U", "S", "Vh"])
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
