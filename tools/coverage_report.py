@@ -79,6 +79,13 @@ LEFT_OUT = {
 }
 
 
+# Keywords that PyTorch itself no longer takes: the code that passes them stops on PyTorch as well.
+KEYWORDS_LEFT_OUT = {
+    ("torch.optim.lr_scheduler.ReduceLROnPlateau", "verbose"):
+        "not in PyTorch either: deprecated in PyTorch 2.2 and since removed",
+}
+
+
 def left_out_reason(name):
     matches = [prefix for prefix in LEFT_OUT if name == prefix or name.startswith(prefix + ".")]
     return LEFT_OUT[max(matches, key=len)] if matches else None
@@ -240,6 +247,8 @@ class Figures:
     def keyword_status(self, key):
         if not self.covered.get(key[0], False):
             return status_of(key[0], False).replace("not covered", "name not covered")
+        if not self.kw_covered[key] and key in KEYWORDS_LEFT_OUT:
+            return f"left out: {KEYWORDS_LEFT_OUT[key]}"
         return "accepted" if self.kw_covered[key] else "**not accepted**"
 
 
@@ -298,7 +307,7 @@ def missing_section(all_figures):
     else:
         lines.append("Every name the corpora use is in tinyattn, or left out on purpose (below).")
     kw_missing = sorted({key for f in all_figures for key in f.keywords
-                         if f.covered[key[0]] and not f.kw_covered[key]},
+                         if f.covered[key[0]] and not f.kw_covered[key] and key not in KEYWORDS_LEFT_OUT},
                         key=lambda k: (-sum(f.keywords.get(k, (0, 0))[0] for f in all_figures), k))
     lines += ["", "Keyword arguments of names tinyattn has that its signature does not accept: "
               + (", ".join(f"`{name}({keyword}=)`" for name, keyword in kw_missing) if kw_missing else "none")
@@ -310,6 +319,9 @@ def missing_section(all_figures):
     for f in all_figures:
         for name in f.left_out:
             by_reason.setdefault(left_out_reason(name), set()).add(name)
+        for key in f.keywords:
+            if key in KEYWORDS_LEFT_OUT and not f.kw_covered[key]:
+                by_reason.setdefault(KEYWORDS_LEFT_OUT[key], set()).add(f"{key[0]}({key[1]}=)")
     for reason in sorted(by_reason):
         lines.append(f"| {reason} | " + ", ".join(f"`{name}`" for name in sorted(by_reason[reason])) + " |")
     return lines + [""]

@@ -651,6 +651,20 @@ def bmm(input, mat2, *, out=None):
     return _into(out, _functions.bmm(input, mat2), "bmm")
 
 
+def max(input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None):
+    """The largest element; along dim, (values, indices); max(input, other): the elementwise maximum."""
+    if other is not None:
+        return _functions.maximum(input, other)
+    return _functions.max(input, dim, keepdim, axis=axis, keepdims=keepdims)
+
+
+def min(input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None):
+    """The smallest element; along dim, (values, indices); min(input, other): the elementwise minimum."""
+    if other is not None:
+        return _functions.minimum(input, other)
+    return _functions.min(input, dim, keepdim, axis=axis, keepdims=keepdims)
+
+
 def rand(*size, generator=None, out=None, dtype=None, device=None, requires_grad=False):
     """Uniform numbers in [0, 1) (into out: of out's dtype unless dtype is given)."""
     if out is not None:
@@ -688,4 +702,5 @@ __all__ = [
     "logical_xor", "bitwise_xor", "multiply", "normal", "bernoulli", "logspace", "set_default_dtype",
     "set_default_tensor_type", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     "is_deterministic_algorithms_warn_only_enabled", "add", "sub", "mul", "div", "matmul", "mm", "bmm", "rand", "randn",
+    "max", "min",
 ]
