@@ -99,6 +99,7 @@ loader = DataLoader(data.TensorDataset(x), batch_size=2, shuffle=True)
 mp.set_start_method("spawn")
 ax.scatter(x[:, 0], x[:, 1], c=labels, cmap="viridis")     # matplotlib's scatter
 train_data, valid_data = train_data.split(split_ratio=0.8)  # a torchtext dataset's split
+torch.backends.cudnn.deterministic = True               # binds no name
 optim = optim.Adam(Net().parameters())                   # rebinds the imported name
 optim.step()
 from torch import optim
@@ -114,6 +115,7 @@ def test_the_scanner_resolves_aliases_keywords_and_tensor_methods():
     assert names["torch.optim.SGD"] == 1 and names["torch.utils.data.DataLoader"] == 1
     assert names["torch.optim.Adam"] == 1 and names["torch.optim.RMSprop"] == 1 and "torch.optim.step" not in names
     assert "Tensor.scatter" not in names and "Tensor.scatter" not in keywords
+    assert names["torch.backends.cudnn.deterministic"] == 1 and names["torch.ones"] == 1
     assert names["torch.utils.data.TensorDataset"] == 1
     assert names["torch.utils.data.Dataset"] == 1          # imported, never used: the import must still work
     assert names["torch.multiprocessing"] == 1 and names["torch.multiprocessing.set_start_method"] == 1

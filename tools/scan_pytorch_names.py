@@ -123,6 +123,17 @@ def import_aliases(trees):
     return aliases
 
 
+def bound_names(target):
+    """The names an assignment target binds: `a`, `a, b`, `[a, *b]`; not `torch.x` or `d[k]`, which bind none."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in bound_names(element)]
+    if isinstance(target, ast.Starred):
+        return bound_names(target.value)
+    return []
+
+
 class _Scanner(ast.NodeVisitor):
     def __init__(self, aliases, usage, torch_names):
         self.aliases = aliases
@@ -178,9 +189,9 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)  # the value is computed before the names are bound
         if len(self.shadowed) == 1:  # at module level
             for target in node.targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name) and name.id in self.aliases:
-                        self.rebound.add(name.id)
+                for name in bound_names(target):
+                    if name in self.aliases:
+                        self.rebound.add(name)
 
     def visit_Name(self, node):
         name = self.torch_name(node)
