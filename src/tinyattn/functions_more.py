@@ -593,8 +593,6 @@ _DTYPE_WORDS = {dtypes.float32: "Float", dtypes.float64: "Double", dtypes.int64:
 def _into(out, result, name):
     """Write result into out as PyTorch does: no gradients, no narrowing of the kind of number, and
     an `out` of another shape resized (with PyTorch's warning unless it was empty). Returns out."""
-    if out is None:
-        return result
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if grad_mode.enabled and (result.requires_grad or out.requires_grad):
@@ -618,37 +616,44 @@ def _into(out, result, name):
 
 def add(input, other, *, alpha=1, out=None):
     """input + alpha * other."""
-    return _into(out, _functions.add(input, other, alpha=alpha), "add")
+    result = _functions.add(input, other, alpha=alpha)
+    return result if out is None else _into(out, result, "add")
 
 
 def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other."""
-    return _into(out, _functions.sub(input, other, alpha=alpha), "sub")
+    result = _functions.sub(input, other, alpha=alpha)
+    return result if out is None else _into(out, result, "sub")
 
 
 def mul(input, other, *, out=None):
     """input * other."""
-    return _into(out, _functions.mul(input, other), "mul")
+    result = _functions.mul(input, other)
+    return result if out is None else _into(out, result, "mul")
 
 
 def div(input, other, *, rounding_mode=None, out=None):
     """input / other (rounding_mode "trunc" or "floor" for integer-like division)."""
-    return _into(out, _functions.div(input, other, rounding_mode=rounding_mode), "div")
+    result = _functions.div(input, other, rounding_mode=rounding_mode)
+    return result if out is None else _into(out, result, "div")
 
 
 def matmul(input, other, *, out=None):
     """The matrix product, with broadcasting batches (as the @ operator)."""
-    return _into(out, _functions.matmul(input, other), "matmul")
+    result = _functions.matmul(input, other)
+    return result if out is None else _into(out, result, "matmul")
 
 
 def mm(input, mat2, *, out=None):
     """The product of two matrices."""
-    return _into(out, _functions.mm(input, mat2), "mm")
+    result = _functions.mm(input, mat2)
+    return result if out is None else _into(out, result, "mm")
 
 
 def bmm(input, mat2, *, out=None):
     """The products of two batches of matrices."""
-    return _into(out, _functions.bmm(input, mat2), "bmm")
+    result = _functions.bmm(input, mat2)
+    return result if out is None else _into(out, result, "bmm")
 
 
 def max(input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None):
@@ -669,16 +674,18 @@ def rand(*size, generator=None, out=None, dtype=None, device=None, requires_grad
     """Uniform numbers in [0, 1) (into out: of out's dtype unless dtype is given)."""
     if out is not None:
         dtype, device = dtype or out.dtype, device or out.device
-    return _into(out, _functions.rand(*size, generator=generator, dtype=dtype, device=device,
-                                      requires_grad=requires_grad), "rand")
+    result = _functions.rand(*size, generator=generator, dtype=dtype, device=device,
+                                      requires_grad=requires_grad)
+    return result if out is None else _into(out, result, "rand")
 
 
 def randn(*size, generator=None, out=None, dtype=None, device=None, requires_grad=False):
     """Standard normal numbers (into out: of out's dtype unless dtype is given)."""
     if out is not None:
         dtype, device = dtype or out.dtype, device or out.device
-    return _into(out, _functions.randn(*size, generator=generator, dtype=dtype, device=device,
-                                       requires_grad=requires_grad), "randn")
+    result = _functions.randn(*size, generator=generator, dtype=dtype, device=device,
+                                       requires_grad=requires_grad)
+    return result if out is None else _into(out, result, "randn")
 
 
 # ---------------------------------------------------------------------------------------------
