@@ -252,6 +252,41 @@ def test_cross_cdist_and_similarity_gradients(xp_backend, data):
 
 @property_test
 @given(data=st.data())
+def test_shape_helpers_and_reductions_gradients(xp_backend, data):
+    a, b = (leaf(data.draw(arrays((3,)), label=k)) for k in "ab")
+    check(lambda a, b: tinyattn.meshgrid(a, b, indexing="xy"), a, b)
+    check(lambda a, b: tinyattn.meshgrid(a, b, indexing="ij"), a, b)
+    m = leaf(data.draw(arrays((2, 3, 2), floats(), unique=True), label="m"))
+    check(lambda m: m.swapaxes(0, 2), m)
+    check(lambda m: tinyattn.var_mean(m, 1), m)
+    check(lambda m: m.clone().addcmul_(m, m, value=0.5), m)
+    divisor = tinyattn.tensor(np.abs(m.detach().numpy()) + 1)  # a constant: finite differences move m only
+    check(lambda m: m.clone().addcdiv_(m, divisor, value=0.5), m)
+    assume(float((a - b).abs().min()) > 1e-2)
+    check(lambda a, b: tinyattn.dist(a, b, 3), a, b)
+
+
+@property_test
+@given(data=st.data())
+def test_distribution_gradients(xp_backend, data):
+    loc = leaf(data.draw(arrays((3,)), label="loc"))
+    scale = leaf(data.draw(arrays((3,), floats(0.5, 3.0)), label="scale"))
+    value = tinyattn.tensor(data.draw(arrays((3,)), label="value"), dtype=tinyattn.float64)
+    D = tinyattn.distributions
+    check(lambda loc, scale: D.Normal(loc, scale).log_prob(value), loc, scale)
+    check(lambda scale: D.Normal(0.0, scale).entropy(), scale)
+    check(lambda loc, scale: D.Normal(loc, scale).cdf(value), loc, scale)
+    probs = leaf(data.draw(arrays((3,), floats(0.05, 0.95)), label="probs"))
+    check(lambda p: D.Bernoulli(p).log_prob(tinyattn.tensor([0.0, 1.0, 1.0], dtype=tinyattn.float64)), probs)
+    check(lambda p: D.Bernoulli(p).entropy(), probs)
+    check(lambda logits: D.Bernoulli(logits=logits).log_prob(tinyattn.tensor([1.0, 0.0, 1.0], dtype=tinyattn.float64)),
+          loc)
+    high = leaf(loc.detach().numpy() + scale.detach().numpy())
+    check(lambda low, high: D.Uniform(low, high).entropy(), loc, high)
+
+
+@property_test
+@given(data=st.data())
 def test_group_norm_gradient(xp_backend, data):
     x = leaf(data.draw(arrays((2, 4, 3), floats(), unique=True), label="x"))
     weight, bias = leaf(data.draw(arrays((4,)), label="w")), leaf(data.draw(arrays((4,)), label="b"))
