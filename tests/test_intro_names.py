@@ -155,7 +155,8 @@ UNARY = {
     "ravel": (tinyattn.ravel, floats()),
     "lerp to a constant": (lambda x: tinyattn.lerp(x, x.detach() * 0 + 1.5, 0.3), floats()),
     "std_mean": (lambda x: tinyattn.std_mean(x.reshape(-1, 1), 0) if x.numel() > 1 else x.sum(), floats()),
-    "linalg.norm of a vector": (lambda x: tinyattn.linalg.norm(x.reshape(-1)), floats().filter(lambda v: abs(v) > 1e-2)),
+    "linalg.norm of a vector": (lambda x: tinyattn.linalg.norm(x.reshape(-1)),
+                                floats().filter(lambda v: abs(v) > 1e-2)),
 }
 
 
@@ -324,8 +325,8 @@ OPS = {
     "linalg.norm inf": (lambda m, x: m.linalg.norm(x.reshape(3, 4), float("inf")),),
     "linalg.matrix_norm 1": (lambda m, x: m.linalg.matrix_norm(x.reshape(3, 4), 1),),
     "cross": (lambda m, x: m.cross(x[:6].reshape(2, 3), x[6:].reshape(2, 3), dim=1),),
-    "index_add": (lambda m, x: x[:8].reshape(4, 2).index_add(0, m.tensor([3, 0, 3]), x[8:].reshape(2, 2).repeat(2, 1)[:3],
-                                                             alpha=0.5),),
+    "index_add": (lambda m, x: x[:8].reshape(4, 2).index_add(0, m.tensor([3, 0, 3]),
+                                                             x[8:].reshape(2, 2).repeat(2, 1)[:3], alpha=0.5),),
     "cdist": (lambda m, x: m.cdist(x[:6].reshape(2, 3), x[6:].reshape(2, 3)),),
     "cosine_similarity": (lambda m, x: m.nn.functional.cosine_similarity(x[:6].reshape(2, 3), x[6:].reshape(2, 3)),),
     "pairwise_distance": (lambda m, x: m.nn.functional.pairwise_distance(x[:6].reshape(2, 3), x[6:].reshape(2, 3)),),
@@ -369,10 +370,12 @@ def test_shapes_and_small_helpers_match_pytorch(torch):
         tinyattn.meshgrid(tinyattn.arange(2), tinyattn.arange(2))
     x = tinyattn.ones(1, 3, 1)
     assert x.squeeze_() is x and x.shape == (3,) and x.unsqueeze_(0).shape == (1, 3)
-    assert tinyattn.arange(6.0).reshape(2, 3).swapaxes(0, 1).tolist() == torch.arange(6.0).reshape(2, 3).swapaxes(0, 1).tolist()
+    assert (tinyattn.arange(6.0).reshape(2, 3).swapaxes(0, 1).tolist()
+            == torch.arange(6.0).reshape(2, 3).swapaxes(0, 1).tolist())
     assert tinyattn.logspace(0, 2, 5).tolist() == torch.logspace(0, 2, 5).tolist()
     w = tinyattn.ones(2, 3, dtype=tinyattn.float64)
-    assert w.new(4, 5).shape == (4, 5) and w.new(4, 5).dtype is tinyattn.float64 and w.new([1, 2]).tolist() == [1.0, 2.0]
+    assert w.new(4, 5).shape == (4, 5) and w.new(4, 5).dtype is tinyattn.float64
+    assert w.new([1, 2]).tolist() == [1.0, 2.0]
     r = tinyattn.arange(6.0)
     assert r.resize_(2, 3).shape == (2, 3) and r.resize_(4).tolist() == [0.0, 1.0, 2.0, 3.0]
     with pytest.raises(RuntimeError, match="require grad"):
@@ -454,11 +457,12 @@ def test_distributions_match_pytorch(torch):
     from torch import distributions as D
 
     value = [0.0, 1.0, 1.0]
+    T = tinyattn.distributions
     cases = [
-        (tinyattn.distributions.Normal(tinyattn.tensor([0.0, 1.0, -1.0]), 2.0), D.Normal(torch.tensor([0.0, 1.0, -1.0]), 2.0)),
-        (tinyattn.distributions.Bernoulli(tinyattn.tensor([0.1, 0.5, 0.9])), D.Bernoulli(torch.tensor([0.1, 0.5, 0.9]))),
-        (tinyattn.distributions.Bernoulli(logits=tinyattn.tensor([-1.0, 0.0, 2.0])), D.Bernoulli(logits=torch.tensor([-1.0, 0.0, 2.0]))),
-        (tinyattn.distributions.Uniform(-1.0, tinyattn.tensor([2.0, 3.0, 4.0])), D.Uniform(-1.0, torch.tensor([2.0, 3.0, 4.0]))),
+        (T.Normal(tinyattn.tensor([0.0, 1.0, -1.0]), 2.0), D.Normal(torch.tensor([0.0, 1.0, -1.0]), 2.0)),
+        (T.Bernoulli(tinyattn.tensor([0.1, 0.5, 0.9])), D.Bernoulli(torch.tensor([0.1, 0.5, 0.9]))),
+        (T.Bernoulli(logits=tinyattn.tensor([-1.0, 0.0, 2.0])), D.Bernoulli(logits=torch.tensor([-1.0, 0.0, 2.0]))),
+        (T.Uniform(-1.0, tinyattn.tensor([2.0, 3.0, 4.0])), D.Uniform(-1.0, torch.tensor([2.0, 3.0, 4.0]))),
     ]
     for ours, theirs in cases:
         for method in ("log_prob", "entropy", "mean", "variance"):

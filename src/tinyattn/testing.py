@@ -123,8 +123,8 @@ def _compare_numbers(actual, expected, path, options):
     floating = isinstance(actual, (float, complex, np.floating))
     rtol, atol = (options["rtol"], options["atol"]) if options["rtol"] is not None else (
         (1e-7, 1e-7) if floating else (0.0, 0.0))
-    if bool(_close(np.asarray(actual, np.float64 if floating else None), np.asarray(expected, np.float64 if floating else None),
-                   rtol, atol, options["equal_nan"])):
+    as_array = (lambda v: np.asarray(v, np.float64)) if floating else np.asarray
+    if bool(_close(as_array(actual), as_array(expected), rtol, atol, options["equal_nan"])):
         return
     _fail(_scalar_report(actual, expected, rtol, atol, not floating and rtol == 0 and atol == 0), path, options)
 

@@ -130,7 +130,9 @@ class LazyLinear(Linear):
     """A Linear layer whose in_features is the last dim of the first input it sees: its weight and
     bias are made then, with Linear's initialisation drawn at that moment (as in PyTorch), and the
     layer becomes a plain Linear. Until then its parameters are empty placeholders; an optimizer made
-    before the first call keeps working, since the same Parameter objects receive their numbers."""
+    before the first call keeps working, since the same Parameter objects receive their numbers. Load a
+    state dict after a first call (a dry run on one batch): before it, the weight's shape is
+    (out_features, 0) and loading reports a size mismatch."""
 
     def __init__(self, out_features, bias=True, device=None, dtype=None):
         Module.__init__(self)
