@@ -35,6 +35,8 @@ ACCEPTED_ARGUMENTS = {
     "set_rng_state": {"state"},  # only ever passed positionally
     "load": {"max_bytes"},  # tinyattn's own: the size limit for an untrusted file (see "Saving and loading")
     "set_num_threads": {"n"},  # positional only, as PyTorch's (which names it `int`)
+    "bernoulli": {"p"},  # PyTorch's other overload, bernoulli(input, p), absent from its docstring
+    "normal": {"dtype", "device", "requires_grad"},  # normal(mean, std, size) takes a factory's keywords too
 }
 
 # NumPy's names that PyTorch's argument parser takes for dim and keepdim in the functions it writes in C++,

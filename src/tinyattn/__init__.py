@@ -8,6 +8,7 @@ It speaks PyTorch's dialect, so the attention chapter's code runs with the impor
 """
 
 import math as _math
+import sys as _sys
 
 from . import dtypes as _dtypes
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -15,6 +16,7 @@ from .backend import Device as device
 from .errors import BackwardError, CheckpointError, DeviceError, GradcheckError, ShapeError
 from .functions import *  # noqa: F401,F403  (creation functions and the torch.* function forms)
 from .functions import Generator, Size, Tensor, manual_seed, tensor
+from .functions_more import *  # noqa: F401,F403  (median, diag, meshgrid, normal, bernoulli, ... and their methods)
 from .counting import bincount, histc, histogram
 from .printing import get_printoptions, set_printoptions
 
@@ -53,7 +55,9 @@ from . import utils  # noqa: E402  (tinyattn.utils.data: Dataset, DataLoader)
 # names that PyTorch programs use and a CPU engine only accepts, each module documented as such
 from . import accelerator, amp, backends, cuda, distributed  # noqa: E402
 from . import multiprocessing  # noqa: E402  (Python's multiprocessing, as torch.multiprocessing)
-from . import distributions  # noqa: E402  (Categorical)
+from . import distributions  # noqa: E402  (Categorical, Normal, Bernoulli, Uniform)
+from . import testing  # noqa: E402  (assert_close)
+from . import autograd_functional as _autograd_functional  # noqa: E402
 from .amp import autocast, is_autocast_enabled  # noqa: E402
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 from .compiler import compile  # noqa: E402
@@ -70,6 +74,9 @@ autograd.Variable = _Variable  # torch.autograd.Variable: the old name of a tens
 # PyTorch spells these torch.autograd.gradcheck and torch.autograd.detect_anomaly: the same objects
 # there too, set here because tinyattn.autograd is imported by the modules that define them
 autograd.gradcheck, autograd.detect_anomaly = gradcheck, detect_anomaly
+# torch.autograd.functional (jacobian, vjp): an attribute of tinyattn.autograd, and importable by that name
+autograd.functional = _autograd_functional
+_sys.modules["tinyattn.autograd.functional"] = _autograd_functional
 
 # a PyTorch name this module lacks says so (tinyattn/missing.py)
 from . import missing as _missing  # noqa: E402

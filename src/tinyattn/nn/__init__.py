@@ -42,6 +42,7 @@ from .losses import (
     SmoothL1Loss,
 )
 from .normalization import BatchNorm1d, BatchNorm2d
+from .more_layers import CosineSimilarity, GroupNorm, LazyLinear, PairwiseDistance, ParameterDict, ParameterList
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .multihead_attention import MultiheadAttention
 from .pooling import (

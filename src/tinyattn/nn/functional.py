@@ -1342,6 +1342,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return out
 
 
+from .functional_more import cosine_similarity, group_norm, pairwise_distance  # noqa: E402,F401
 # convolution, pooling and channel dropout: in a module of their own (it imports from this one)
 from .functional_conv import (  # noqa: E402
     adaptive_avg_pool1d,

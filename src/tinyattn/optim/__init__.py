@@ -1,4 +1,4 @@
-"""`tinyattn.optim`: SGD, Adam, AdamW, RMSprop, Adagrad and LBFGS (PyTorch's names and defaults) and
+"""`tinyattn.optim`: SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta and LBFGS (PyTorch's names and defaults) and
 learning-rate schedules (`tinyattn.optim.lr_scheduler`).
 
     optimizer = tinyattn.optim.AdamW(model.parameters(), lr=1e-3)
@@ -12,8 +12,9 @@ learning-rate schedules (`tinyattn.optim.lr_scheduler`).
 from . import lr_scheduler
 from .lbfgs import LBFGS
 from .optimizer import SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop
+from .adadelta import Adadelta
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "LBFGS", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "LBFGS", "lr_scheduler"]
 
 # a PyTorch name this module lacks says so (tinyattn/missing.py)
 from .. import missing as _missing  # noqa: E402
