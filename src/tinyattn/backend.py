@@ -221,6 +221,11 @@ def is_cupy_array(obj):
     return type(obj).__module__ == "cupy" and type(obj).__name__ == "ndarray"
 
 
+def cpu_is_numpy():
+    """Whether CPU tensors hold NumPy arrays (the tests also run them on array_api_strict)."""
+    return _ns.cpu is numpy_xp
+
+
 def namespace_for(dev):
     dev = device(dev)
     if dev.type == "cpu":

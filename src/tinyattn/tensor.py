@@ -1938,6 +1938,11 @@ def _shape_arg(shape, lowest=0):
     expand), None for dims (permute)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
+    if len(shape) == 1 and type(shape[0]) is int and (lowest is None or shape[0] >= lowest):
+        return tuple(shape)  # (the common cases, decided without the loops below)
+    if len(shape) == 2 and type(shape[0]) is int and type(shape[1]) is int and (
+            lowest is None or (shape[0] >= lowest and shape[1] >= lowest)):
+        return tuple(shape)
     if not all(hasattr(n, "__index__") and not isinstance(n, bool) for n in shape):
         raise TypeError(f"sizes must be integers, got {list(shape)}")
     shape = tuple(n.__index__() for n in shape)
