@@ -709,22 +709,31 @@ def _single(value, name):
 
 
 class CrossEntropyOp(Op):
-    """Mean (or sum) of -log softmax(logits)[target] over rows; gradient: softmax - one_hot."""
+    """Mean (or sum) of -log softmax(logits)[target] over rows; gradient: softmax - one_hot.
+
+    ignore_index None: every target is a class (checked), so no row is masked out and the count of
+    rows is their number; the same numbers as masking with an all-true mask, with fewer passes."""
 
     @staticmethod
     def forward(ctx, logits, target, ignore_index, reduction):
         xp = ctx.xp
         shifted = logits - backend.max_for_shift(logits, 1)
         log_total = xp.log(backend.sum_along(xp.exp(shifted), (1,), keepdims=True))
-        valid = target != ignore_index
-        safe_target = xp.where(valid, target, 0)
-        if logits.shape[1]:
-            picked = xp.take_along_axis(shifted, safe_target[:, None], axis=1)[:, 0] - log_total[:, 0]
-        else:  # no classes: every target was ignored (class_rows checked), nothing to pick
-            picked = xp.zeros(target.shape, dtype=logits.dtype, **backend.creation_kwargs(xp))
-        losses = xp.where(valid, -picked, 0.0)
-        count = xp.sum(xp.astype(valid, logits.dtype))
-        ctx.save_for_backward(xp.exp(shifted - log_total), safe_target, valid, count)
+        if ignore_index is None:
+            picked = xp.take_along_axis(shifted, target[:, None], axis=1)[:, 0] - log_total[:, 0]
+            losses = -picked
+            valid, safe_target = None, target
+            count = xp.asarray(target.shape[0], dtype=logits.dtype)  # (the sum of as many ones)
+        else:
+            valid = target != ignore_index
+            safe_target = xp.where(valid, target, 0)
+            if logits.shape[1]:
+                picked = xp.take_along_axis(shifted, safe_target[:, None], axis=1)[:, 0] - log_total[:, 0]
+            else:  # no classes: every target was ignored (class_rows checked), nothing to pick
+                picked = xp.zeros(target.shape, dtype=logits.dtype, **backend.creation_kwargs(xp))
+            losses = xp.where(valid, -picked, 0.0)
+            count = xp.sum(xp.astype(valid, logits.dtype))
+        ctx.save_for_backward(shifted, log_total, safe_target, valid, count)  # (the softmax: in backward)
         ctx.reduction = reduction
         if reduction == "none":
             return losses
@@ -733,11 +742,15 @@ class CrossEntropyOp(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        probs, target, valid, count = ctx.saved_tensors
+        shifted, log_total, target, valid, count = ctx.saved_tensors
         xp = ctx.xp
+        probs = xp.exp(shifted - log_total)
         classes = xp.arange(probs.shape[1], **backend.creation_kwargs(xp))
         one_hot = xp.astype(classes[None, :] == target[:, None], probs.dtype)
-        weight = xp.astype(valid, probs.dtype)[:, None]
+        if valid is None:  # every row counts: a weight of 1 each (multiplying by 1 changes no bit)
+            weight = xp.ones((probs.shape[0], 1), dtype=probs.dtype, **backend.creation_kwargs(xp))
+        else:
+            weight = xp.astype(valid, probs.dtype)[:, None]
         if ctx.reduction == "none":
             weight = weight * grad[:, None]
         elif ctx.reduction == "mean":  # no valid row: every weight is 0, and stays 0 (PyTorch's zeros, not NaN)
@@ -745,6 +758,19 @@ class CrossEntropyOp(Op):
         else:
             weight = weight * grad
         return (probs - one_hot) * weight, None, None, None
+
+
+def _plain_class_batch(input, target, ignore_index):
+    """Whether cross_entropy's arguments are the common case, which class_rows would pass as they
+    are: NumPy (N, C) float logits, (N,) int64 targets all in [0, C), ignore_index not among them.
+    One reduction decides the range: a negative target read as unsigned is above any class count."""
+    logits, targets = input.array, target.array
+    if not (type(logits) is np.ndarray and type(targets) is np.ndarray and logits.ndim == 2
+            and logits.dtype.kind == "f" and targets.dtype == np.int64 and targets.shape == logits.shape[:1]
+            and 0 < targets.shape[0] < 2**24 and logits.shape[1]):
+        return False
+    classes = logits.shape[1]
+    return not 0 <= ignore_index < classes and int(targets.view(np.uint64).max()) < classes
 
 
 def check_reduction(reduction):
@@ -863,6 +889,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+    if weight is None and not label_smoothing and _plain_class_batch(input, target, ignore_index):
+        return CrossEntropyOp.apply(input, target.array, None, reduction)  # (as below, checked at once)
     rows, targets, shape = class_rows("cross_entropy", input, target, ignore_index)
     if weight is not None or label_smoothing:
         weight = None if weight is None else class_weight("cross_entropy", weight, input, rows.shape[1])
