@@ -239,21 +239,23 @@ class Function:
         # This runs for every op, so it walks the arguments once and keeps to plain loops; the common
         # case (a built-in op on NumPy arrays) takes no detour through helpers.
         node = Node(cls)
-        tensors, arrays, needs, metas = [], [], [], []
-        numpy_only = True
+        tensors, arrays, needs = [], [], []
+        numpy_only, any_need = True, False
         for a in args:
             if isinstance(a, Tensor):
                 array = a.array
                 tensors.append(a)
                 arrays.append(array)
-                needs.append(a._requires_grad)
-                metas.append((array.shape, array.dtype))
+                if a._requires_grad:
+                    needs.append(True)
+                    any_need = True
+                else:
+                    needs.append(False)
                 if type(array) is not _ndarray:
                     numpy_only = False
             else:
                 arrays.append(a)
                 needs.append(False)
-                metas.append(None)
         if not tensors:
             xp = None
         elif numpy_only:
@@ -261,7 +263,7 @@ class Function:
         else:
             xp = backend.same_device([t.array for t in tensors])
         node.xp = xp
-        record = grad_mode.enabled and True in needs
+        record = any_need and grad_mode.enabled
         # known before forward runs, so that forward saves only what the needed gradients use
         node.needs_input_grad = tuple(needs) if record else (False,) * len(args)
 
@@ -282,7 +284,7 @@ class Function:
                     "not know the values it was given, so its gradients would be wrong. Work on a copy "
                     "inside forward (x = x.clone())"
                 )
-        single = not isinstance(result, tuple)
+        single = type(result) is not tuple
         if single:
             out_arrays = [result.array if isinstance(result, Tensor) else result]
         else:
@@ -292,7 +294,17 @@ class Function:
 
         if record:
             node.sequence = next(_sequence)
-            node.edges = tuple([_edge_to(a) if need else None for a, need in zip(args, needs)])
+            edges, metas = [], []
+            for a, need, array in zip(args, needs, arrays):
+                if need:
+                    # where the gradient goes: the node that made the input, or the leaf itself (_edge_to)
+                    if a._base is not None and a._view_version != a._version[0]:
+                        refresh_view(a)
+                    edges.append((a, 0) if a.grad_fn is None else (a.grad_fn, a.output_nr))
+                else:
+                    edges.append(None)
+                metas.append((array.shape, array.dtype) if isinstance(a, Tensor) else None)
+            node.edges = tuple(edges)
             node.input_meta = tuple(metas)
             if single:  # (most ops: one output, without the loops)
                 out = out_arrays[0]

@@ -409,6 +409,8 @@ def _host_key(key):
 
 def getitem(array, key):
     """`array[key]` with NumPy's indexing rules (index arrays and masks anywhere, as CuPy has them)."""
+    if type(array) is np.ndarray:
+        return array[key]
     xp = namespace(array)
     if xp is numpy_xp or xp is _ns.cuda:
         return array[key]
@@ -642,6 +644,11 @@ def contiguous(array):
 
 def reshape_view(array, shape):
     """`array` reshaped without copying, or None when its memory layout does not allow it."""
+    if type(array) is np.ndarray:  # (the method: NumPy's function adds a dispatch layer)
+        try:
+            return array.reshape(shape, copy=False)
+        except ValueError:
+            return None
     xp = namespace(array)
     try:
         return xp.reshape(array, shape, copy=False)

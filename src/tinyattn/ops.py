@@ -868,6 +868,12 @@ class Index(Op):
         if _ints(key):  # x[3], x[k, j], the commonest keys: a view (a trailing ... keeps a 0-d result an array)
             ctx.name_hint = "Select"
             return x[(key, Ellipsis) if type(key) is int else key + (Ellipsis,)]
+        if type(key) is slice:  # x[2:10], told at once (as basic_index_name would: a Slice)
+            ctx.name_hint = "Slice"
+            return x[(key, Ellipsis)]
+        if hasattr(key, "dtype"):  # C[ix], one index array: a copy (told at once, as below)
+            ctx.copied = True
+            return backend.getitem(x, key)
         if is_basic_key(key):
             ctx.name_hint = basic_index_name(key)
             parts = key if isinstance(key, tuple) else (key,)

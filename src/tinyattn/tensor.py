@@ -1957,7 +1957,7 @@ def _reshape_arg(shape, numel):
     shape = _shape_arg(shape, lowest=-1)
     if shape.count(-1) > 1:
         raise ShapeError(f"only one size in {list(shape)} can be -1 (inferred from the others)")
-    if -1 in shape and math.prod(n for n in shape if n != -1) == 0:
+    if -1 in shape and 0 in shape:  # (the product of the other sizes is 0)
         raise ShapeError(f"cannot reshape a tensor of {numel} elements into shape {list(shape)}: the -1 could "
                          "be any size there; give all the sizes")
     return shape
@@ -2489,21 +2489,43 @@ def _array_key(key, tensor):
 
 
 def _simple_key(key, shape):
-    """The commonest keys, checked at once: an int, a tuple of ints, a 0-d integer tensor, each in range
-    (x[3], x[k, j], C[ix]). None for anything else, which _array_key parses in full."""
+    """The commonest keys, checked at once: an int, a slice of ints, a tuple of those, a 0-d integer
+    tensor, each in range (x[3], x[2:10], x[k, j], x[:, 0], C[ix] with ix 0-d), and a NumPy int64 index
+    tensor whose ids are all in range (C[ix]). None for anything else, which _array_key parses in full."""
     if isinstance(key, Tensor):
         array = key.array
-        if type(array) is not np.ndarray or array.ndim or array.dtype.kind != "i" or autograd.observers:
+        if type(array) is not np.ndarray or autograd.observers:
             return None  # (with observers, _array_key takes it and tells a recording where the int came from)
+        if array.ndim:  # an index array: negative ids read as unsigned are above any length, so one
+            if array.dtype != np.int64 or not shape or not array.size:  # reduction checks the range
+                return None
+            return array if int(_UNSIGNED_MAX(array.view(np.uint64), axis=None)) < shape[0] else None
+        if array.dtype.kind != "i":
+            return None
         key = int(array)
     if type(key) is int:
         return key if shape and -shape[0] <= key < shape[0] else None
+    if type(key) is slice:
+        return key if shape and _plain_slice(key) else None
     if type(key) is tuple and len(key) <= len(shape):
         for part, size in zip(key, shape):
-            if type(part) is not int or not -size <= part < size:
+            if type(part) is int:
+                if not -size <= part < size:
+                    return None
+            elif type(part) is not slice or not _plain_slice(part):
                 return None
         return key
     return None
+
+
+_UNSIGNED_MAX = np.maximum.reduce  # (np.max without its Python wrappers)
+
+
+def _plain_slice(part):
+    """A slice of Python ints (or None) with a positive step: what _array_key would keep as it is."""
+    start, stop, step = part.start, part.stop, part.step
+    return ((start is None or type(start) is int) and (stop is None or type(stop) is int)
+            and (step is None or type(step) is int and step > 0))
 
 
 def _pytorch_order(key, ndim):

@@ -720,10 +720,10 @@ class CrossEntropyOp(Op):
         shifted = logits - backend.max_for_shift(logits, 1)
         log_total = xp.log(backend.sum_along(xp.exp(shifted), (1,), keepdims=True))
         if ignore_index is None:
-            picked = xp.take_along_axis(shifted, target[:, None], axis=1)[:, 0] - log_total[:, 0]
+            picked = shifted[xp.arange(target.shape[0]), target] - log_total[:, 0]
             losses = -picked
             valid, safe_target = None, target
-            count = xp.asarray(target.shape[0], dtype=logits.dtype)  # (the sum of as many ones)
+            count = logits.dtype.type(target.shape[0])  # (the sum of as many ones; NumPy arrays only)
         else:
             valid = target != ignore_index
             safe_target = xp.where(valid, target, 0)
