@@ -1255,9 +1255,16 @@ class Tensor:
     # --- indexing and masking ---
 
     def __getitem__(self, key):
-        if type(self.array) is np.ndarray:
-            simple = _simple_key(key, self.array.shape)
+        array = self.array
+        if type(array) is np.ndarray:
+            simple = _simple_key(key, array.shape)
             if simple is not None:  # x[3], x[k, j], C[ix]: a view, its dims in the order both libraries agree on
+                if (type(simple) is not np.ndarray and not autograd.observers
+                        and not (self._requires_grad and autograd.grad_mode.enabled)):
+                    # nothing to record (Xb[k, j] under no_grad): the view Index.apply would make, directly
+                    view = Tensor._wrap(array[(simple if type(simple) is tuple else (simple,)) + (Ellipsis,)])
+                    autograd._mark_views(self, (view,), (ops.Index, (simple,)))
+                    return view
                 return ops.Index.apply(self, simple)
         key = _array_key(key, self)
         order = _pytorch_order(key, self.ndim)
@@ -1265,6 +1272,8 @@ class Tensor:
         return result if order is None else ops.Permute.apply(result, order)
 
     def __setitem__(self, key, value):
+        if self._setitem_simple(key, value):
+            return
         key = _array_key(key, self)
         value = _value_to_write(self, value)
         if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1:
@@ -1289,6 +1298,30 @@ class Tensor:
                 raise ShapeError(f"cannot write a value of shape {list(value.shape)} into x[key] of shape "
                                  f"{list(target)}: the value must broadcast to it") from None
             raise
+
+    def _setitem_simple(self, key, value):
+        """`dC[ix] = row` told at once: a simple key (ints, slices), a NumPy tensor of this dtype whose
+        first dim is not a 1 to drop, nothing to record. What the full path below does for it, without
+        its parsing; False where it does not apply (or where NumPy refuses: the full path says why)."""
+        array = self.array
+        if (type(array) is not np.ndarray or not isinstance(value, Tensor) or autograd.observers
+                or autograd.grad_mode.enabled and (self._requires_grad or value._requires_grad)):
+            return False
+        source = value.array
+        if type(source) is not np.ndarray or source.dtype is not array.dtype or source.ndim and source.shape[0] == 1:
+            return False
+        simple = _simple_key(key, array.shape)
+        if simple is None or type(simple) is np.ndarray:
+            return False
+        self._check_inplace(recording=False)
+        try:
+            array[simple] = source
+        except (ValueError, TypeError):
+            return False
+        self._version[0] += 1
+        if self._base is not None:
+            self._view_version = self._version[0]
+        return True
 
     def _setitem_direct(self, key, value):
         """x[key] = value with no graph to record (as in `dC[ix] += demb[k, j]` under no_grad): NumPy
@@ -1405,12 +1438,15 @@ class Tensor:
         return self._inplace(ops.Overwrite, backend.from_host(host_values, self.device), name)
 
     def _check_inplace(self, recording):
-        if backend.shares_elements(self.array):
+        array = self.array
+        if type(array) is np.ndarray and array.flags.writeable and 0 not in array.strides:
+            pass  # (the common case, told at once: no element shared, nothing read-only)
+        elif backend.shares_elements(array):
             raise RuntimeError(
                 f"cannot write in place to this tensor of shape {list(self.shape)}: several of its elements "
                 "are one place in memory (it is an expand()ed or broadcast view); write to a .clone() of it"
             )
-        if backend.is_read_only(self.array):  # a part of an expand()ed view: NumPy keeps it read-only
+        elif backend.is_read_only(array):  # a part of an expand()ed view: NumPy keeps it read-only
             raise RuntimeError(
                 f"cannot write in place to this tensor of shape {list(self.shape)}: its memory is read-only "
                 "(a view into an expand()ed tensor, or read-only NumPy data); write to the tensor before "
