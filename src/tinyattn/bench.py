@@ -795,7 +795,8 @@ def run(args, torch=None, report=None, emit=print, status=None):
                 samples = {}
                 medians = interleaved(contenders, rounds=args.rounds or CALL_ROUNDS, warmup=1, settle=0.0,
                                       samples=samples, on_round=lambda text: doing(f"(g) {label}: {text}"))
-                row = {**medians, "ratio_torch": _ratio(medians["tinyattn"], medians.get("torch")),
+                row = {"tinyattn": medians["tinyattn"], "torch": medians.get("torch"), "numpy": medians.get("numpy"),
+                       "ratio_torch": _ratio(medians["tinyattn"], medians.get("torch")),
                        "ratio_torch_quartiles": ratio_spread(samples, "tinyattn", "torch"),
                        "ratio_numpy": _ratio(medians["tinyattn"], medians.get("numpy"))}
                 report["calls"][label] = row

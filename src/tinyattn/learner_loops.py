@@ -590,7 +590,7 @@ CALLS = [
     ("x[0-d tensor]", call_index_0d, _numpy_index(lambda x: np.array(3))),
     ("x[index (32,)]", call_index_tensor, _numpy_index(lambda x: np.random.default_rng(0).integers(0, BATCH, BATCH))),
     ("x[bool mask]", call_index_mask, _numpy_index(lambda x: x > 0)),
-    ("(a*b).tanh().sum() + bwd", call_backward, None),
+    ("(a*b).tanh().sum() backward", call_backward, None),
     ("W.data += -0.1 * W", call_sgd_by_hand, _numpy_sgd_by_hand),
     ("zero_grad, GPT params", call_zero_grad, None),
     ("SGD step, GPT params", call_sgd_step, None),
