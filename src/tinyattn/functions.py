@@ -316,10 +316,12 @@ def stack(tensors, dim=0, *, axis=None):
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack expects a non-empty list of tensors")
-    target = tensors[0].dtype
-    for t in tensors[1:]:
-        target = dtypes.promote(target, t.dtype)
-    return Stack.apply(dim, *(t.to(target) for t in tensors))
+    kinds = [t.dtype for t in tensors]
+    target = kinds[0]
+    for kind in kinds[1:]:
+        if kind is not target:  # (a dtype promotes with itself to itself)
+            target = dtypes.promote(target, kind)
+    return Stack.apply(dim, *(t if kind is target else t.to(target) for t, kind in zip(tensors, kinds)))
 
 
 def tril(input, diagonal=0):

@@ -99,6 +99,7 @@ class Generator:
     def __init__(self, device="cpu"):
         self.device = str(device)  # kept for the tensor layer; draws are made the same way
         self._scratch = None  # a second MT19937 that _peek32 sets to this stream's state
+        self._mt = None
         self.manual_seed(DEFAULT_SEED)
 
     # ---------------------------------------------------------------- seeding and state
@@ -106,10 +107,15 @@ class Generator:
     def manual_seed(self, seed):
         """Restart the stream from `seed` (any int in [-2**63, 2**64)); returns self, like torch."""
         seed = check_seed(seed)
-        # MT19937 keeps 32 bits of the seed; RandomState seeds it the way PyTorch does.
-        legacy = np.random.RandomState(seed & 0xFFFFFFFF).get_state()
-        self._mt = np.random.MT19937()
-        self._mt.state = {"bit_generator": "MT19937", "state": {"key": legacy[1], "pos": legacy[2]}}
+        # MT19937 keeps 32 bits of the seed, which it takes the way PyTorch does (C++'s init_genrand)
+        # with the seeding that RandomState(seed) uses; one MT19937 per generator, seeded again.
+        if getattr(self, "_mt", None) is None:
+            self._mt = np.random.MT19937(0)
+        if hasattr(self._mt, "_legacy_seeding"):  # (NumPy's own, a few microseconds)
+            self._mt._legacy_seeding(seed & 0xFFFFFFFF)
+        else:  # the same state through RandomState, a hundred times slower
+            legacy = np.random.RandomState(seed & 0xFFFFFFFF).get_state()
+            self._mt.state = {"bit_generator": "MT19937", "state": {"key": legacy[1], "pos": legacy[2]}}
         self._seed = seed
         self._cached_normal = None  # the spare normal of the last small Box-Muller, a float
         self._device_rng = None  # CuPy generator, created on first use from _device_seed
