@@ -136,7 +136,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if padding_idx is not None:
         padding_idx = check_padding_idx(padding_idx, weight.shape[0])
     backend.same_device([input.array, weight.array])
-    if input.numel():
+    ids = input.array
+    if (type(ids) is np.ndarray and ids.dtype == np.int64 and ids.size
+            and int(np.maximum.reduce(ids.view(np.uint64), axis=None)) < weight.shape[0]):
+        pass  # every id in range, told by one reduction: a negative id read as unsigned is above any row count
+    elif input.numel():
         xp = backend.namespace(input.array)
         low, high = int(xp.min(input.array)), int(xp.max(input.array))
         if low < 0 or high >= weight.shape[0]:
