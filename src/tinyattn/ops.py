@@ -628,9 +628,12 @@ def check_matmul_shapes(a_shape, b_shape):
             f"the first ({a_shape[-1]}) must equal the "
             f"{'size' if len(b_shape) == 1 else 'second-to-last dim'} of the second ({inner_b})"
         )
-    if broadcast_shape(a_shape[:-2], b_shape[:-2]) is None:
+    if (len(a_shape) > 2 or len(b_shape) > 2) and broadcast_shape(a_shape[:-2], b_shape[:-2]) is None:
         raise ShapeError(f"matmul: the batch dims of shapes {list(a_shape)} and {list(b_shape)} (all but the last "
                          "two) cannot be broadcast together")
+
+
+_MATMUL_NAMES = {(2, 2): "Mm", (2, 1): "Mv", (1, 1): "Dot"}
 
 
 class Matmul(Op):
@@ -641,9 +644,7 @@ class Matmul(Op):
         check_matmul_shapes(a.shape, b.shape)
         ctx.save_for_backward(a, b)
         # PyTorch's grad_fn names: MmBackward0 for matrices, UnsafeViewBackward0 for batches, ...
-        ctx.name_hint = {(2, 2): "Mm", (2, 1): "Mv", (1, 1): "Dot"}.get(
-            (a.ndim, b.ndim), "UnsafeView" if a.ndim > 2 else None
-        )
+        ctx.name_hint = _MATMUL_NAMES.get((a.ndim, b.ndim), "UnsafeView" if a.ndim > 2 else None)
         return backend.matmul(a, b)
 
     @staticmethod
