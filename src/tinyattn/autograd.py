@@ -286,6 +286,8 @@ class Function:
                 )
         single = type(result) is not tuple
         if single:
+            if type(result) in _NUMPY_SCALARS:  # (a full reduction's NumPy scalar: as the 0-d array it stands for)
+                result = _as_array(result)
             out_arrays = [result.array if isinstance(result, Tensor) else result]
         else:
             out_arrays = [r.array if isinstance(r, Tensor) else r for r in result]
@@ -331,6 +333,9 @@ class Function:
 
 
 _ndarray = backend.np.ndarray
+_as_array = backend.np.asarray
+_NUMPY_SCALARS = frozenset({backend.np.float32, backend.np.float64, backend.np.int64, backend.np.int32,
+                            backend.np.bool_})
 _numpy_xp = backend.numpy_xp
 float_errors_off, float_errors_restore = backend.float_errors_off, backend.float_errors_restore
 
