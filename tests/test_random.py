@@ -658,3 +658,53 @@ def test_small_normals_keep_their_spare_across_calls_like_torch(torch, seed, siz
     for n in sizes:
         want = torch.empty(n, dtype=torch.float64).normal_(mean, std).numpy()
         np.testing.assert_array_equal(g.normal((n,), np.float64, mean, std), want)
+
+
+def test_the_multiply_adds_left_unfused_have_exact_products():
+    # _cephes_log and _cephes_sincos compute some of the kernel's fused multiply-adds in plain float32:
+    # right only where the product is exact in float32 (then one rounding of the sum is the fma's).
+    f32 = np.float32
+    exponents = np.arange(-127, 3).astype(f32)  # e of a float32 in (0, 1], less one where m < sqrt(1/2)
+    for constant, factors in [(0.693359375, exponents), (-0.78515625, f32([0, 2, 4, 6, 8])),
+                              (-2.4187564849853515625e-4, f32([0, 2, 4, 6, 8]))]:
+        exact = factors.astype(np.float64) * float(f32(constant))
+        assert np.array_equal((factors * f32(constant)).astype(np.float64), exact), constant
+    j = (f32(2.0 * math.pi) * trandom._uniform32(np.arange(0, 2**24, 997, dtype=np.uint64))
+         * f32(1.27323954473516)).astype(np.int32)
+    assert set(((j + 1) & ~1).tolist()) <= {0, 2, 4, 6, 8}  # the multiples of pi/4 that occur
+
+
+def _fused_log_and_angle_reference(u):
+    """The Cephes steps with every multiply-add fused (fma32), as in PyTorch's kernel."""
+    f32, fma = np.float32, trandom.fma32
+    x = f32(1.0) - u
+    bits = x.view(np.int32)
+    e = ((bits >> 23) - 126).astype(f32)
+    m = ((bits & 0x007FFFFF) | 0x3F000000).view(f32)
+    small = m < f32(0.707106781186547524)
+    e = e - small.astype(f32)
+    x = (m - f32(1.0)) + np.where(small, m, f32(0.0))
+    z = x * x
+    y = np.full_like(x, f32(trandom._LOG_POLY[0]))
+    for coefficient in trandom._LOG_POLY[1:]:
+        y = fma(y, x, f32(coefficient))
+    y = fma(y * x, z, e * f32(-2.12194440e-4))
+    y = fma(z, f32(-0.5), y)
+    log = fma(e, f32(0.693359375), x + y)
+    theta = f32(2.0 * math.pi) * u
+    j = ((theta * f32(1.27323954473516)).astype(np.int32) + 1) & ~1
+    yj = j.astype(f32)
+    t = fma(yj, f32(-0.78515625), theta)
+    t = fma(yj, f32(-2.4187564849853515625e-4), t)
+    t = fma(yj, f32(-3.77489497744594108e-8), t)
+    return log, t
+
+
+@settings(max_examples=20)
+@given(start=st.integers(0, 2**24 - 4096))
+def test_log_and_the_angle_reduction_equal_the_fully_fused_steps(start):
+    u = trandom._uniform32(np.arange(start, start + 4096, dtype=np.uint64))  # consecutive float32 inputs
+    log, reduced = _fused_log_and_angle_reference(u)
+    assert trandom._cephes_log(np.float32(1.0) - u).tobytes() == log.tobytes()
+    _, ours = trandom._reduce_angle(np.float32(2.0 * math.pi) * u)
+    assert ours.tobytes() == reduced.tobytes()

@@ -532,8 +532,11 @@ def _cephes_log(x):
         y = fma32(y, x, f32(coefficient))
     y = y * x
     y = fma32(y, z, e * f32(-2.12194440e-4))
-    y = fma32(z, f32(-0.5), y)
-    return fma32(e, f32(0.693359375), x + y)
+    # the kernel's last two multiply-adds are fused too, but their products are exact in float32
+    # (z * -0.5; e, an integer of a few bits, times 355/512), so float32's own rounding of the sum is
+    # the fused result: the same bits (checked for every float32 input in tests/test_random.py)
+    y = z * f32(-0.5) + y
+    return e * f32(0.693359375) + (x + y)
 
 
 def _cephes_sincos(x):
@@ -541,12 +544,7 @@ def _cephes_sincos(x):
     parts so the subtraction stays exact), then one polynomial for sin and one for cos on
     [-pi/4, pi/4]; j says which polynomial gives which result and with which sign."""
     f32 = np.float32
-    j = (x * f32(1.27323954473516)).astype(np.int32)  # x * 4/pi, truncated
-    j = (j + 1) & ~1
-    y = j.astype(f32)
-    x = fma32(y, f32(-0.78515625), x)
-    x = fma32(y, f32(-2.4187564849853515625e-4), x)
-    x = fma32(y, f32(-3.77489497744594108e-8), x)
+    j, x = _reduce_angle(x)
     z = x * x
     cos_poly = fma32(f32(2.443315711809948e-5), z, f32(-1.388731625493765e-3))
     cos_poly = fma32(cos_poly, z, f32(4.166664568298827e-2))
@@ -560,6 +558,19 @@ def _cephes_sincos(x):
     sin = np.where((j & 4) != 0, -sin, sin)
     cos = np.where(((j - 2) & 4) == 0, -cos, cos)
     return sin, cos
+
+
+def _reduce_angle(x):
+    """(j, x - j * pi/4) for float32 x >= 0, j the nearest even multiple (as _cephes_sincos needs)."""
+    f32 = np.float32
+    j = (x * f32(1.27323954473516)).astype(np.int32)  # x * 4/pi, truncated
+    j = (j + 1) & ~1
+    y = j.astype(f32)
+    # y is 0, 2, 4, 6 or 8, so y times the first two parts (8 and 11 bits) is exact in float32 and
+    # their multiply-adds need no fusing (see _cephes_log); y times the third part is not
+    x = y * f32(-0.78515625) + x
+    x = y * f32(-2.4187564849853515625e-4) + x
+    return j, fma32(y, f32(-3.77489497744594108e-8), x)
 
 
 # ---------------------------------------------------------------- the default generator
