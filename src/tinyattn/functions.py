@@ -316,6 +316,12 @@ def stack(tensors, dim=0, *, axis=None):
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack expects a non-empty list of tensors")
+    first = tensors[0].array.dtype
+    for t in tensors:
+        if t.array.dtype is not first:
+            break
+    else:  # one dtype (a DataLoader's rows): nothing to convert
+        return Stack.apply(dim, *tensors)
     kinds = [t.dtype for t in tensors]
     target = kinds[0]
     for kind in kinds[1:]:
