@@ -158,20 +158,22 @@ class Node:
     """One recorded op: the `ctx` of its Function and the `grad_fn` of its outputs."""
 
     __slots__ = (
-        "function", "edges", "saved", "saved_versions", "needs_input_grad", "input_meta",
-        "output_meta", "sequence", "released", "retained", "hooks", "xp", "name_hint", "materialize_grads",
+        "function", "edges", "needs_input_grad", "input_meta", "output_meta", "sequence", "xp",
         "__dict__", "__weakref__",
     )
 
+    # What most nodes keep as it is, as class attributes: a node that changes one gets its own (one
+    # node is made per op, so the fewer attributes it sets, the cheaper the op).
+    saved = ()
+    saved_versions = ()
+    released = False
+    retained = None
+    hooks = None  # [(output index, hook)] from register_hook on the outputs
+    name_hint = None
+    materialize_grads = True
+
     def __init__(self, function):
         self.function = function
-        self.saved = ()
-        self.saved_versions = ()
-        self.released = False
-        self.retained = None
-        self.hooks = None  # [(output index, hook)] from register_hook on the outputs
-        self.name_hint = None
-        self.materialize_grads = True
 
     # --- the ctx API of PyTorch ---
 
@@ -315,12 +317,10 @@ class Function:
             else:
                 node.output_meta = tuple([(a.shape, a.dtype) for a in out_arrays])
                 outputs = [Tensor._wrap(a, _is_float(a), node, i) for i, a in enumerate(out_arrays)]
-        elif single:
-            node.saved = ()
-            outputs = [Tensor._wrap(out_arrays[0])]
-        else:
-            node.saved = ()
-            outputs = [Tensor._wrap(a) for a in out_arrays]
+        else:  # no graph: nothing the forward saved is needed (a node that saved nothing is left as it is)
+            if node.saved:
+                node.saved = ()
+            outputs = [Tensor._wrap(out_arrays[0])] if single else [Tensor._wrap(a) for a in out_arrays]
         if cls.is_view and not getattr(node, "copied", False):
             _mark_views(args[0], outputs, (cls, args[1:]))
         if node.saved:
