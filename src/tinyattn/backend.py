@@ -569,6 +569,8 @@ def max_for_shift(x, axis):
     For NumPy it is np.fmax.reduce, which skips NaNs and runs about 1.4x faster than max(); a NaN in a
     row still spreads through exp() and the row's sum, so the softmax is the same.
     """
+    if type(x) is np.ndarray and x.dtype.char in "fd" and x.shape[axis]:  # (the common case, told at once)
+        return np.fmax.reduce(x, axis=axis, keepdims=True)
     xp = namespace(x)
     if x.shape[axis] == 0:  # an empty row has no max: no shift is needed either
         return xp.zeros(x.shape[:axis] + (1,) + x.shape[axis + 1:], dtype=x.dtype, **creation_kwargs(xp))

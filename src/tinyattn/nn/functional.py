@@ -723,11 +723,15 @@ class CrossEntropyOp(Op):
         xp = ctx.xp
         shifted = logits - backend.max_for_shift(logits, 1)
         log_total = xp.log(backend.sum_along(xp.exp(shifted), (1,), keepdims=True))
-        if ignore_index is None:
-            picked = shifted[xp.arange(target.shape[0]), target] - log_total[:, 0]
+        if ignore_index is None:  # (NumPy arrays only, see _plain_class_batch: NumPy's calls, without wrappers)
+            picked = shifted[np.arange(target.shape[0]), target] - log_total[:, 0]
             losses = -picked
-            valid, safe_target = None, target
-            count = logits.dtype.type(target.shape[0])  # (the sum of as many ones; NumPy arrays only)
+            ctx.save_for_backward(shifted, log_total, target, None, None)
+            ctx.reduction = reduction
+            if reduction == "none":
+                return losses
+            total = np.add.reduce(losses)  # what xp.sum calls
+            return total / logits.dtype.type(target.shape[0]) if reduction == "mean" else total  # (N ones summed)
         else:
             valid = target != ignore_index
             safe_target = xp.where(valid, target, 0)
@@ -749,12 +753,15 @@ class CrossEntropyOp(Op):
         shifted, log_total, target, valid, count = ctx.saved_tensors
         xp = ctx.xp
         probs = xp.exp(shifted - log_total)
+        if valid is None:  # every row counts, with a weight of 1 (which would change no bit); NumPy only
+            one_hot = (np.arange(probs.shape[1])[None, :] == target[:, None]).astype(probs.dtype)
+            if ctx.reduction == "none":
+                return (probs - one_hot) * grad[:, None], None, None, None
+            count = shifted.dtype.type(shifted.shape[0])
+            return (probs - one_hot) * (grad / np.maximum(count, 1) if ctx.reduction == "mean" else grad), None, None, None
         classes = xp.arange(probs.shape[1], **backend.creation_kwargs(xp))
         one_hot = xp.astype(classes[None, :] == target[:, None], probs.dtype)
-        if valid is None:  # every row counts: a weight of 1 each (multiplying by 1 changes no bit)
-            weight = xp.ones((probs.shape[0], 1), dtype=probs.dtype, **backend.creation_kwargs(xp))
-        else:
-            weight = xp.astype(valid, probs.dtype)[:, None]
+        weight = xp.astype(valid, probs.dtype)[:, None]
         if ctx.reduction == "none":
             weight = weight * grad[:, None]
         elif ctx.reduction == "mean":  # no valid row: every weight is 0, and stays 0 (PyTorch's zeros, not NaN)
@@ -774,7 +781,7 @@ def _plain_class_batch(input, target, ignore_index):
             and 0 < targets.shape[0] < 2**24 and logits.shape[1]):
         return False
     classes = logits.shape[1]
-    return not 0 <= ignore_index < classes and int(targets.view(np.uint64).max()) < classes
+    return not 0 <= ignore_index < classes and int(np.maximum.reduce(targets.view(np.uint64), axis=None)) < classes
 
 
 def check_reduction(reduction):
