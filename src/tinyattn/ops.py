@@ -307,7 +307,8 @@ def stable_sigmoid(xp, x):
     # 1 / (1 + e^-x), with e^-|x| <= 1 so that nothing overflows: for x < 0 it is e^x / (1 + e^x),
     # which keeps tiny results accurate (0.5 * (tanh(x/2) + 1) loses them to cancellation)
     e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    total = 1 + e  # (once, for both branches)
+    return xp.where(x >= 0, 1 / total, e / total)
 
 
 class Sigmoid(Op):
