@@ -333,3 +333,86 @@ def test_each_learner_loop_is_the_same_program_on_both_libraries(torch, name):
         assert mine == pytest.approx(yours, rel=1e-5, abs=1e-6)
     for p, q in zip(ours[1], theirs[1]):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_the_calls_section_times_every_call_on_one_thread_and_fits_80_columns(monkeypatch):
+    quick(monkeypatch)
+    monkeypatch.setattr(bench, "terminal_width", lambda stream=None: 80)
+    threads_seen = []
+    real = bench.interleaved
+
+    def interleaved(contenders, rounds, **kwargs):
+        threads_seen.append(tinyattn.threads.get_num_threads())
+        return real(contenders, rounds, **kwargs)
+
+    monkeypatch.setattr(bench, "interleaved", interleaved)
+    lines = []
+    args = argparse.Namespace(what=["calls"], rounds=1, device="cpu", threads=None)
+    report = bench.run(args, None, emit=lines.append)
+    labels = [label for label, _, _ in bench.learner_loops.CALLS]
+    assert list(report["calls"]) == labels
+    for (label, _, numpy_make), row in zip(bench.learner_loops.CALLS, report["calls"].values()):
+        assert row["tinyattn"] > 0 and row["torch"] is None and row["ratio_torch"] is None
+        assert (row["numpy"] is not None) == (numpy_make is not None), label  # the floor where there is one
+    if tinyattn.threads.can_set_num_threads():
+        assert threads_seen == [1] * len(labels)
+        assert tinyattn.threads.get_num_threads() == report["threads"]  # restored after the section
+    table = lines[lines.index(next(line for line in lines if line.startswith("(g)"))) + 1:]
+    assert table[0].split()[:4] == ["call", "tinyattn", "torch", "numpy"]
+    assert [line[:27].rstrip() for line in table[1:]] == labels
+    assert all(len(line) <= 80 for line in table)
+
+
+def test_the_calls_table_has_the_rows_a_learners_step_makes():
+    labels = " | ".join(label for label, _, _ in bench.learner_loops.CALLS)
+    for needed in ["a + b", "a.sum()", "x @ W + b", "C[ix]", "C[ix].view", "F.cross_entropy", "F.softmax",
+                   "nn.LayerNorm", "nn.Linear", "nn.Embedding", "Module.__call__", "nn.LSTM", "bi-LSTM",
+                   "F.dropout", "tanh", "exp", "log", "x[3]", "x[2:10]", "x[0-d tensor]", "x[index", "x[bool mask]",
+                   "zero_grad", "SGD step", "AdamW step", "clip_grad_norm_", "rand(", "randn(32)", "randn(32, 30)",
+                   "randint(", "multinomial", "DataLoader", "backward", "W.data += -0.1 * W"]:
+        assert needed in labels, needed
+    assert len(set(labels.split(" | "))) == len(bench.learner_loops.CALLS)  # one row each
+
+
+def _host(result):
+    if isinstance(result, (list, tuple)):
+        return [_host(r) for r in result]
+    if hasattr(result, "detach"):
+        return result.detach().numpy()
+    return result
+
+
+@pytest.mark.parametrize("label, make", [(label, make) for label, make, _ in bench.learner_loops.CALLS],
+                         ids=[label for label, _, _ in bench.learner_loops.CALLS])
+def test_each_call_is_the_same_call_on_both_libraries(torch, label, make):
+    """The same source text, the same seed: the same numbers from both libraries, call after call."""
+    tinyattn.manual_seed(0)
+    ours = make(tinyattn)
+    torch.manual_seed(0)
+    theirs = make(torch)
+    for _ in range(2):
+        mine, yours = _host(ours()), _host(theirs())
+        for a, b in zip(mine if isinstance(mine, list) else [mine], yours if isinstance(yours, list) else [yours]):
+            if isinstance(a, np.ndarray):
+                assert a.shape == b.shape and a.dtype == b.dtype
+                np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=label)
+            else:
+                assert (a is None) == (b is None), label
+
+
+@pytest.mark.parametrize("label, numpy_make", [(label, numpy_make) for label, _, numpy_make
+                                               in bench.learner_loops.CALLS if numpy_make is not None],
+                         ids=[label for label, _, numpy_make in bench.learner_loops.CALLS if numpy_make is not None])
+def test_each_numpy_floor_is_the_call_in_numpy(label, numpy_make):
+    """Each floor runs on NumPy arrays alone and gives an array of the call's shape."""
+    make = next(make for name, make, _ in bench.learner_loops.CALLS if name == label)
+    tinyattn.manual_seed(0)
+    ours = make(tinyattn)()
+    floor = numpy_make()()
+    if label.startswith("W.data"):  # (an update in place: nothing returned)
+        return
+    assert isinstance(floor, (np.ndarray, np.generic)), label
+    if label == "x[bool mask]":  # (its own random numbers: another count of True)
+        assert np.ndim(floor) == ours.ndim
+    else:
+        assert np.shape(floor) == tuple(ours.shape), label

@@ -10,7 +10,9 @@ warm-up, and reported as medians and ratios, so a busy machine slows all contend
   (e) the GPT step of (b) on a shared machine: quiet, and beside a busy process (a spin loop in a
       child process), at each thread count;
   (f) four training loops as a lecture writes them (tinyattn.learner_loops), on one thread, run as
-      written.
+      written;
+  (g) the single calls such a loop makes every step (learner_loops.CALLS), on one thread, each
+      beside the same call written directly in NumPy where there is one (the floor).
 
 Both libraries compute with the same number of threads (`--threads`, default: every core this
 process may use): tinyattn's matrix products through `tinyattn.set_num_threads`, PyTorch through
@@ -394,6 +396,28 @@ def learner_contenders(torch):
 
 
 # ---------------------------------------------------------------------------------------------
+# (g) the calls of a learner's step, one at a time
+
+
+CALL_ROUNDS = 5
+
+
+def call_contenders(torch):
+    """(label, {contender: timer}) for each call of `learner_loops.CALLS`, built as it is reached:
+    tinyattn, PyTorch (when given) and the NumPy floor (where there is one), in CPU seconds of this
+    process (one thread: see `learner_contenders`)."""
+    import tinyattn
+
+    for label, make, numpy_make in learner_loops.CALLS:
+        contenders = {"tinyattn": cpu_timer(make(tinyattn), clock=time.process_time)}
+        if torch is not None:
+            contenders["torch"] = cpu_timer(make(torch), clock=time.process_time)
+        if numpy_make is not None:
+            contenders["numpy"] = cpu_timer(numpy_make(), clock=time.process_time)
+        yield label, contenders
+
+
+# ---------------------------------------------------------------------------------------------
 # (d) peak memory, each contender alone in a fresh process
 
 def peak_memory_mb(contender, size):
@@ -597,7 +621,8 @@ def new_report(device, torch):
     """The results so far: `run` fills it part by part, so an interrupted run keeps what it measured."""
     return {"machine": machine_description(device), "device": device,
             "torch": None if torch is None else torch.__version__, "mha": [], "gpt": None,
-            "overhead": None, "memory": None, "contended": None, "learner": None, "threads": None, "busy_cores": None,
+            "overhead": None, "memory": None, "contended": None, "learner": None, "calls": None, "threads": None,
+            "busy_cores": None,
             "interrupted": None}
 
 
@@ -769,6 +794,31 @@ def run(args, torch=None, report=None, emit=print, status=None):
         finally:
             set_threads(report["threads"], torch)
 
+    if "calls" in args.what and device == "cpu":
+        emit("")
+        emit("(g) one call of a learner's step, one thread (median CPU time per call"
+             + ("; ratios with quartiles)" if wide else ")"))
+        emit(f"{'call':<27} {'tinyattn':>9} {'torch':>9} {'numpy':>9} {_cell('ta/torch', wide)} {'ta/numpy':>8}")
+        report["calls"] = {}
+        set_threads(1, torch)
+        try:
+            doing("(g) calls: setting up")
+            for label, contenders in call_contenders(torch):
+                samples = {}
+                medians = interleaved(contenders, rounds=args.rounds or CALL_ROUNDS, warmup=1, settle=0.0,
+                                      samples=samples, on_round=lambda text: doing(f"(g) {label}: {text}"))
+                row = {"tinyattn": medians["tinyattn"], "torch": medians.get("torch"), "numpy": medians.get("numpy"),
+                       "ratio_torch": _ratio(medians["tinyattn"], medians.get("torch")),
+                       "ratio_torch_quartiles": ratio_spread(samples, "tinyattn", "torch"),
+                       "ratio_numpy": _ratio(medians["tinyattn"], medians.get("numpy"))}
+                report["calls"][label] = row
+                emit(f"{label:<27} {_fmt_time(row['tinyattn']):>9} {_fmt_time(row.get('torch')):>9} "
+                     f"{_fmt_time(row.get('numpy')):>9} "
+                     f"{_cell(_fmt_ratio(row['ratio_torch'], spread(row['ratio_torch_quartiles'])), wide)} "
+                     f"{_fmt_ratio(row['ratio_numpy']):>8}")
+        finally:
+            set_threads(report["threads"], torch)
+
     report["interrupted"] = None
     return report
 
@@ -794,7 +844,8 @@ SECTIONS = {"mha": ("a", "the causal MultiHeadAttention forward + backward"),
             "overhead": ("c", "the cost per op on 4x4 tensors"),
             "memory": ("d", "peak memory of (a) at one size"),
             "contended": ("e", "the step of (b) beside a busy process"),
-            "learner": ("f", "four training loops as a lecture writes them")}
+            "learner": ("f", "four training loops as a lecture writes them"),
+            "calls": ("g", "the single calls a learner's step makes")}
 
 
 def _print_line(text):
@@ -815,7 +866,8 @@ def main(argv=None):
                         help=f"the MHA size of (d) memory (default: {' '.join(map(str, MHA_SIZES[-1]))})")
     parser.add_argument("--rounds", type=int, default=None,
                         help="timed rounds for every measurement (default: by duration for (a) mha and (b) gpt, "
-                             f"{OVERHEAD_ROUNDS} for (c) overhead)")
+                             f"{OVERHEAD_ROUNDS} for (c) overhead, {LEARNER_ROUNDS} for (f) learner, "
+                             f"{CALL_ROUNDS} for (g) calls)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON (a file name)")
     parser.add_argument("--no-torch", action="store_true", help="do not compare with PyTorch")
     add_threads_option(parser, "threads for both libraries (default: every core this process may use, "

@@ -32,7 +32,13 @@ def _leaf(array, requires_grad):
     return t
 
 
+_NUMPY_DTYPES = {name: np.dtype(name) for name in ("float32", "float64", "int64", "int32", "bool")}
+
+
 def _from_host(values, dtype, device, requires_grad):
+    if (device is None and type(values) is np.ndarray and values.dtype is _NUMPY_DTYPES.get(dtype.name)
+            and backend.cpu_is_numpy()):
+        return _leaf(values, requires_grad)  # (a NumPy array of the right dtype for the CPU, as it is)
     return _leaf(backend.from_host(values, backend.device(device), dtype), requires_grad)
 
 
@@ -244,14 +250,14 @@ def _float_dtype(dtype):
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform numbers in [0, 1)."""
     dt = _float_dtype(dtype)
-    values = generator_or_default(generator).uniform(_shape_arg(size), np.dtype(dt.name))
+    values = generator_or_default(generator).uniform(_shape_arg(size), _NUMPY_DTYPES[dt.name])
     return _from_host(values, dt, device, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal numbers."""
     dt = _float_dtype(dtype)
-    values = generator_or_default(generator).normal(_shape_arg(size), np.dtype(dt.name))
+    values = generator_or_default(generator).normal(_shape_arg(size), _NUMPY_DTYPES[dt.name])
     return _from_host(values, dt, device, requires_grad)
 
 
@@ -329,10 +335,18 @@ def stack(tensors, dim=0, *, axis=None):
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack expects a non-empty list of tensors")
-    target = tensors[0].dtype
-    for t in tensors[1:]:
-        target = dtypes.promote(target, t.dtype)
-    return Stack.apply(dim, *(t.to(target) for t in tensors))
+    first = tensors[0].array.dtype
+    for t in tensors:
+        if t.array.dtype is not first:
+            break
+    else:  # one dtype (a DataLoader's rows): nothing to convert
+        return Stack.apply(dim, *tensors)
+    kinds = [t.dtype for t in tensors]
+    target = kinds[0]
+    for kind in kinds[1:]:
+        if kind is not target:  # (a dtype promotes with itself to itself)
+            target = dtypes.promote(target, kind)
+    return Stack.apply(dim, *(t if kind is target else t.to(target) for t, kind in zip(tensors, kinds)))
 
 
 def tril(input, diagonal=0):

@@ -330,7 +330,8 @@ def stable_sigmoid(xp, x):
     # which keeps tiny results accurate (0.5 * (tanh(x/2) + 1) loses them to cancellation)
     """1 / (1 + exp(-x)) without overflow: exp(x) / (1 + exp(x)) for negative x."""
     e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    total = 1 + e  # (once, for both branches)
+    return xp.where(x >= 0, 1 / total, e / total)
 
 
 class Sigmoid(Op):
@@ -663,9 +664,12 @@ def check_matmul_shapes(a_shape, b_shape):
             f"the first ({a_shape[-1]}) must equal the "
             f"{'size' if len(b_shape) == 1 else 'second-to-last dim'} of the second ({inner_b})"
         )
-    if broadcast_shape(a_shape[:-2], b_shape[:-2]) is None:
+    if (len(a_shape) > 2 or len(b_shape) > 2) and broadcast_shape(a_shape[:-2], b_shape[:-2]) is None:
         raise ShapeError(f"matmul: the batch dims of shapes {list(a_shape)} and {list(b_shape)} (all but the last "
                          "two) cannot be broadcast together")
+
+
+_MATMUL_NAMES = {(2, 2): "Mm", (2, 1): "Mv", (1, 1): "Dot"}
 
 
 class Matmul(Op):
@@ -676,9 +680,7 @@ class Matmul(Op):
         check_matmul_shapes(a.shape, b.shape)
         ctx.save_for_backward(a, b)
         # PyTorch's grad_fn names: MmBackward0 for matrices, UnsafeViewBackward0 for batches, ...
-        ctx.name_hint = {(2, 2): "Mm", (2, 1): "Mv", (1, 1): "Dot"}.get(
-            (a.ndim, b.ndim), "UnsafeView" if a.ndim > 2 else None
-        )
+        ctx.name_hint = _MATMUL_NAMES.get((a.ndim, b.ndim), "UnsafeView" if a.ndim > 2 else None)
         return backend.matmul(a, b)
 
     @staticmethod
@@ -922,6 +924,12 @@ class Index(Op):
         if _ints(key):  # x[3], x[k, j], the commonest keys: a view (a trailing ... keeps a 0-d result an array)
             ctx.name_hint = "Select"
             return x[(key, Ellipsis) if type(key) is int else key + (Ellipsis,)]
+        if type(key) is slice:  # x[2:10], told at once (as basic_index_name would: a Slice)
+            ctx.name_hint = "Slice"
+            return x[(key, Ellipsis)]
+        if hasattr(key, "dtype"):  # C[ix], one index array: a copy (told at once, as below)
+            ctx.copied = True
+            return backend.getitem(x, key)
         if is_basic_key(key):
             ctx.name_hint = basic_index_name(key)
             parts = key if isinstance(key, tuple) else (key,)

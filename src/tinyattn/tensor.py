@@ -1384,9 +1384,16 @@ class Tensor:
     # --- indexing and masking ---
 
     def __getitem__(self, key):
-        if type(self.array) is np.ndarray:
-            simple = _simple_key(key, self.array.shape)
+        array = self.array
+        if type(array) is np.ndarray:
+            simple = _simple_key(key, array.shape)
             if simple is not None:  # x[3], x[k, j], C[ix]: a view, its dims in the order both libraries agree on
+                if (type(simple) is not np.ndarray and not autograd.observers
+                        and not (self._requires_grad and autograd.grad_mode.enabled)):
+                    # nothing to record (Xb[k, j] under no_grad): the view Index.apply would make, directly
+                    view = Tensor._wrap(array[(simple if type(simple) is tuple else (simple,)) + (Ellipsis,)])
+                    autograd._mark_views(self, (view,), (ops.Index, (simple,)))
+                    return view
                 return ops.Index.apply(self, simple)
         key = _array_key(key, self)
         order = _pytorch_order(key, self.ndim)
@@ -1394,6 +1401,8 @@ class Tensor:
         return result if order is None else ops.Permute.apply(result, order)
 
     def __setitem__(self, key, value):
+        if self._setitem_simple(key, value):
+            return
         key = _array_key(key, self)
         value = _value_to_write(self, value)
         if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1:
@@ -1418,6 +1427,30 @@ class Tensor:
                 raise ShapeError(f"cannot write a value of shape {list(value.shape)} into x[key] of shape "
                                  f"{list(target)}: the value must broadcast to it") from None
             raise
+
+    def _setitem_simple(self, key, value):
+        """`dC[ix] = row` told at once: a simple key (ints, slices), a NumPy tensor of this dtype whose
+        first dim is not a 1 to drop, nothing to record. What the full path below does for it, without
+        its parsing; False where it does not apply (or where NumPy refuses: the full path says why)."""
+        array = self.array
+        if (type(array) is not np.ndarray or not isinstance(value, Tensor) or autograd.observers
+                or autograd.grad_mode.enabled and (self._requires_grad or value._requires_grad)):
+            return False
+        source = value.array
+        if type(source) is not np.ndarray or source.dtype is not array.dtype or source.ndim and source.shape[0] == 1:
+            return False
+        simple = _simple_key(key, array.shape)
+        if simple is None or type(simple) is np.ndarray:
+            return False
+        self._check_inplace(recording=False)
+        try:
+            array[simple] = source
+        except (ValueError, TypeError):
+            return False
+        self._version[0] += 1
+        if self._base is not None:
+            self._view_version = self._version[0]
+        return True
 
     def _setitem_direct(self, key, value):
         """x[key] = value with no graph to record (as in `dC[ix] += demb[k, j]` under no_grad): NumPy
@@ -1547,12 +1580,15 @@ class Tensor:
         return self._inplace(ops.Overwrite, backend.from_host(host_values, self.device), name)
 
     def _check_inplace(self, recording):
-        if backend.shares_elements(self.array):
+        array = self.array
+        if type(array) is np.ndarray and array.flags.writeable and 0 not in array.strides:
+            pass  # (the common case, told at once: no element shared, nothing read-only)
+        elif backend.shares_elements(array):
             raise RuntimeError(
                 f"cannot write in place to this tensor of shape {list(self.shape)}: several of its elements "
                 "are one place in memory (it is an expand()ed or broadcast view); write to a .clone() of it"
             )
-        if backend.is_read_only(self.array):  # a part of an expand()ed view: NumPy keeps it read-only
+        elif backend.is_read_only(array):  # a part of an expand()ed view: NumPy keeps it read-only
             raise RuntimeError(
                 f"cannot write in place to this tensor of shape {list(self.shape)}: its memory is read-only "
                 "(a view into an expand()ed tensor, or read-only NumPy data); write to the tensor before "
@@ -2115,6 +2151,11 @@ def _shape_arg(shape, lowest=0):
     expand), None for dims (permute)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
+    if len(shape) == 1 and type(shape[0]) is int and (lowest is None or shape[0] >= lowest):
+        return tuple(shape)  # (the common cases, decided without the loops below)
+    if len(shape) == 2 and type(shape[0]) is int and type(shape[1]) is int and (
+            lowest is None or (shape[0] >= lowest and shape[1] >= lowest)):
+        return tuple(shape)
     if not all(hasattr(n, "__index__") and not isinstance(n, bool) for n in shape):
         raise TypeError(f"sizes must be integers, got {list(shape)}")
     shape = tuple(n.__index__() for n in shape)
@@ -2129,7 +2170,7 @@ def _reshape_arg(shape, numel):
     shape = _shape_arg(shape, lowest=-1)
     if shape.count(-1) > 1:
         raise ShapeError(f"only one size in {list(shape)} can be -1 (inferred from the others)")
-    if -1 in shape and math.prod(n for n in shape if n != -1) == 0:
+    if -1 in shape and 0 in shape:  # (the product of the other sizes is 0)
         raise ShapeError(f"cannot reshape a tensor of {numel} elements into shape {list(shape)}: the -1 could "
                          "be any size there; give all the sizes")
     return shape
@@ -2657,21 +2698,43 @@ def _array_key(key, tensor):
 
 
 def _simple_key(key, shape):
-    """The commonest keys, checked at once: an int, a tuple of ints, a 0-d integer tensor, each in range
-    (x[3], x[k, j], C[ix]). None for anything else, which _array_key parses in full."""
+    """The commonest keys, checked at once: an int, a slice of ints, a tuple of those, a 0-d integer
+    tensor, each in range (x[3], x[2:10], x[k, j], x[:, 0], C[ix] with ix 0-d), and a NumPy int64 index
+    tensor whose ids are all in range (C[ix]). None for anything else, which _array_key parses in full."""
     if isinstance(key, Tensor):
         array = key.array
-        if type(array) is not np.ndarray or array.ndim or array.dtype.kind != "i":
+        if type(array) is not np.ndarray:
+            return None
+        if array.ndim:  # an index array: negative ids read as unsigned are above any length, so one
+            if array.dtype != np.int64 or not shape or not array.size:  # reduction checks the range
+                return None
+            return array if int(_UNSIGNED_MAX(array.view(np.uint64), axis=None)) < shape[0] else None
+        if array.dtype.kind != "i":
             return None
         key = int(array)
     if type(key) is int:
         return key if shape and -shape[0] <= key < shape[0] else None
+    if type(key) is slice:
+        return key if shape and _plain_slice(key) else None
     if type(key) is tuple and len(key) <= len(shape):
         for part, size in zip(key, shape):
-            if type(part) is not int or not -size <= part < size:
+            if type(part) is int:
+                if not -size <= part < size:
+                    return None
+            elif type(part) is not slice or not _plain_slice(part):
                 return None
         return key
     return None
+
+
+_UNSIGNED_MAX = np.maximum.reduce  # (np.max without its Python wrappers)
+
+
+def _plain_slice(part):
+    """A slice of Python ints (or None) with a positive step: what _array_key would keep as it is."""
+    start, stop, step = part.start, part.stop, part.step
+    return ((start is None or type(start) is int) and (stop is None or type(stop) is int)
+            and (step is None or type(step) is int and step > 0))
 
 
 def _pytorch_order(key, ndim):

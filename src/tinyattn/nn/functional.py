@@ -139,7 +139,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if padding_idx is not None:
         padding_idx = check_padding_idx(padding_idx, weight.shape[0])
     backend.same_device([input.array, weight.array])
-    if input.numel():
+    ids = input.array
+    if (type(ids) is np.ndarray and ids.dtype == np.int64 and ids.size
+            and int(np.maximum.reduce(ids.view(np.uint64), axis=None)) < weight.shape[0]):
+        pass  # every id in range, told by one reduction: a negative id read as unsigned is above any row count
+    elif input.numel():
         xp = backend.namespace(input.array)
         low, high = int(xp.min(input.array)), int(xp.max(input.array))
         if low < 0 or high >= weight.shape[0]:
@@ -646,22 +650,35 @@ def _pad_positions(mode, n, before, after, device):
 
 
 class CrossEntropyOp(Op):
-    """Mean (or sum) of -log softmax(logits)[target] over rows; gradient: softmax - one_hot."""
+    """Mean (or sum) of -log softmax(logits)[target] over rows; gradient: softmax - one_hot.
+
+    ignore_index None: every target is a class (checked), so no row is masked out and the count of
+    rows is their number; the same numbers as masking with an all-true mask, with fewer passes."""
 
     @staticmethod
     def forward(ctx, logits, target, ignore_index, reduction):
         xp = ctx.xp
         shifted = logits - backend.max_for_shift(logits, 1)
         log_total = xp.log(backend.sum_along(xp.exp(shifted), (1,), keepdims=True))
-        valid = target != ignore_index
-        safe_target = xp.where(valid, target, 0)
-        if logits.shape[1]:
-            picked = xp.take_along_axis(shifted, safe_target[:, None], axis=1)[:, 0] - log_total[:, 0]
-        else:  # no classes: every target was ignored (class_rows checked), nothing to pick
-            picked = xp.zeros(target.shape, dtype=logits.dtype, **backend.creation_kwargs(xp))
-        losses = xp.where(valid, -picked, 0.0)
-        count = xp.sum(xp.astype(valid, logits.dtype))
-        ctx.save_for_backward(xp.exp(shifted - log_total), safe_target, valid, count)
+        if ignore_index is None:  # (NumPy arrays only, see _plain_class_batch: NumPy's calls, without wrappers)
+            picked = shifted[np.arange(target.shape[0]), target] - log_total[:, 0]
+            losses = -picked
+            ctx.save_for_backward(shifted, log_total, target, None, None)
+            ctx.reduction = reduction
+            if reduction == "none":
+                return losses
+            total = np.add.reduce(losses)  # what xp.sum calls
+            return total / logits.dtype.type(target.shape[0]) if reduction == "mean" else total  # (N ones summed)
+        else:
+            valid = target != ignore_index
+            safe_target = xp.where(valid, target, 0)
+            if logits.shape[1]:
+                picked = xp.take_along_axis(shifted, safe_target[:, None], axis=1)[:, 0] - log_total[:, 0]
+            else:  # no classes: every target was ignored (class_rows checked), nothing to pick
+                picked = xp.zeros(target.shape, dtype=logits.dtype, **backend.creation_kwargs(xp))
+            losses = xp.where(valid, -picked, 0.0)
+            count = xp.sum(xp.astype(valid, logits.dtype))
+        ctx.save_for_backward(shifted, log_total, safe_target, valid, count)  # (the softmax: in backward)
         ctx.reduction = reduction
         if reduction == "none":
             return losses
@@ -670,8 +687,15 @@ class CrossEntropyOp(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        probs, target, valid, count = ctx.saved_tensors
+        shifted, log_total, target, valid, count = ctx.saved_tensors
         xp = ctx.xp
+        probs = xp.exp(shifted - log_total)
+        if valid is None:  # every row counts, with a weight of 1 (which would change no bit); NumPy only
+            one_hot = (np.arange(probs.shape[1])[None, :] == target[:, None]).astype(probs.dtype)
+            if ctx.reduction == "none":
+                return (probs - one_hot) * grad[:, None], None, None, None
+            count = shifted.dtype.type(shifted.shape[0])
+            return (probs - one_hot) * (grad / np.maximum(count, 1) if ctx.reduction == "mean" else grad), None, None, None
         classes = xp.arange(probs.shape[1], **backend.creation_kwargs(xp))
         one_hot = xp.astype(classes[None, :] == target[:, None], probs.dtype)
         weight = xp.astype(valid, probs.dtype)[:, None]
@@ -682,6 +706,19 @@ class CrossEntropyOp(Op):
         else:
             weight = weight * grad
         return (probs - one_hot) * weight, None, None, None
+
+
+def _plain_class_batch(input, target, ignore_index):
+    """Whether cross_entropy's arguments are the common case, which class_rows would pass as they
+    are: NumPy (N, C) float logits, (N,) int64 targets all in [0, C), ignore_index not among them.
+    One reduction decides the range: a negative target read as unsigned is above any class count."""
+    logits, targets = input.array, target.array
+    if not (type(logits) is np.ndarray and type(targets) is np.ndarray and logits.ndim == 2
+            and logits.dtype.kind == "f" and targets.dtype == np.int64 and targets.shape == logits.shape[:1]
+            and 0 < targets.shape[0] < 2**24 and logits.shape[1]):
+        return False
+    classes = logits.shape[1]
+    return not 0 <= ignore_index < classes and int(np.maximum.reduce(targets.view(np.uint64), axis=None)) < classes
 
 
 def check_reduction(reduction):
@@ -802,6 +839,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+    if weight is None and not label_smoothing and _plain_class_batch(input, target, ignore_index):
+        return CrossEntropyOp.apply(input, target.array, None, reduction)  # (as below, checked at once)
     rows, targets, shape = class_rows("cross_entropy", input, target, ignore_index)
     if weight is not None or label_smoothing:
         weight = None if weight is None else class_weight("cross_entropy", weight, input, rows.shape[1])

@@ -53,7 +53,7 @@ class TensorDataset(Dataset):
         self.tensors = tensors
 
     def __getitem__(self, index):
-        return tuple(t[index] for t in self.tensors)
+        return tuple([t[index] for t in self.tensors])  # (a list first: quicker than a generator)
 
     def __len__(self):
         return self.tensors[0].shape[0]
