@@ -190,6 +190,63 @@ def map_rows(function, *arrays, align=ROW_ALIGN, one_blas_thread=False):
     return tuple(results["arrays"]) if results["tuple"] else results["arrays"][0]
 
 
+# A fused op (GELU, softmax, layer norm) makes a dozen passes or more over its temporaries. Over a
+# whole attention-sized array (25 MB) every pass goes out to main memory; over a block of this many
+# elements (128 KB of float32 per array) the passes stay in the core's cache.
+BLOCK_ELEMENTS = 32768
+
+
+def in_blocks(array, row_length=1, align=ROW_ALIGN):
+    """Whether map_blocks computes `array` (rows of `row_length` elements, blocks of `align` rows at
+    least) in blocks: a NumPy array of two blocks or more whose smallest block is not larger than
+    two blocks, outside another block. Anything else is computed whole."""
+    return (type(array) is np.ndarray and array.size >= 2 * BLOCK_ELEMENTS
+            and row_length * align <= 2 * BLOCK_ELEMENTS and not getattr(_inside, "block", False))
+
+
+def map_blocks(function, *arrays, align=ROW_ALIGN):
+    """function(*arrays) as map_rows computes it, but in blocks of rows of about BLOCK_ELEMENTS
+    elements, each block through all of `function` before the next one starts (and pieces of the
+    blocks on every core where map_rows would split). Arrays that in_blocks() refuses go to map_rows.
+
+    The same contract as map_rows: `function` treats each row on its own, so the result is the same,
+    bit for bit, in any number of blocks. Blocks start on multiples of `align` rows, and a last block
+    of fewer than `align` rows goes with the one before it. Inside a block, in_blocks() is False:
+    what `function` calls computes its block whole.
+    """
+    first = arrays[0]
+    rows = first.shape[0] if type(first) is np.ndarray and first.ndim else 0
+    if not rows or not in_blocks(first, first.size // rows, align):
+        return map_rows(function, *arrays, align=align)
+    block_rows = max(align, BLOCK_ELEMENTS // max(first.size // rows, 1) // align * align)
+    starts = list(range(0, rows, block_rows))
+    if len(starts) > 1 and rows - starts[-1] < align:
+        starts.pop()
+    blocks = list(zip(starts, starts[1:] + [rows]))
+
+    def compute(start, stop):
+        _inside.block = True
+        try:
+            return function(*(a[start:stop] for a in arrays))
+        finally:
+            _inside.block = False
+
+    (start, stop), rest = blocks[0], blocks[1:]
+    first_piece = compute(start, stop)  # the first block says what the results look like
+    results = [np.empty((rows,) + p.shape[1:], p.dtype) for p in _as_tuple(first_piece)]
+    for result, p in zip(results, _as_tuple(first_piece)):
+        result[start:stop] = p
+    parts = min(parts_for(first.size), len(rest))
+
+    def part(index):
+        for start, stop in rest[len(rest) * index // parts: len(rest) * (index + 1) // parts]:
+            for result, p in zip(results, _as_tuple(compute(start, stop))):
+                result[start:stop] = p
+
+    run(part, parts)
+    return tuple(results) if isinstance(first_piece, tuple) else results[0]
+
+
 def _as_tuple(piece):
     return piece if isinstance(piece, tuple) else (piece,)
 
