@@ -249,3 +249,28 @@ def test_large_softmax_gelu_and_layer_norm_agree_with_pytorch(torch):
         tout.backward(torch.from_numpy(g_np))
         np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
         np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: tinyattn.optim.AdamW(ps, lr=0.1, weight_decay=0.1),
+    lambda ps: tinyattn.optim.Adam(ps, lr=0.1, weight_decay=0.1, amsgrad=True, maximize=True),
+    lambda ps: tinyattn.optim.Adam(ps, lr=0.1, betas=(0.8, 0.9)),
+])
+def test_an_optimizer_step_on_a_large_parameter_in_blocks_gives_the_same_weights(blocks, make):
+    def run():
+        rng = np.random.default_rng(5)
+        params = [tinyattn.nn.Parameter(tinyattn.from_numpy(rng.standard_normal(shape).astype(np.float32)))
+                  for shape in ((SMALL_LARGE // 50 + 7, 50), (3, 4))]  # a large one and a small one
+        optimizer = make(params)
+        for _ in range(3):
+            for p in params:
+                p.grad = tinyattn.from_numpy(rng.standard_normal(p.shape).astype(np.float32))
+            optimizer.step()
+        return [p.detach().numpy() for p in params] + [
+            state[key] for state in optimizer.state.values() for key in sorted(state) if key != "step"]
+
+    blocks(False)
+    expected = run()
+    for count in (1, 2):
+        blocks(True, count)
+        assert_same_bits(expected, run())

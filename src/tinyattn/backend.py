@@ -554,6 +554,18 @@ def exp_in_place(x):
     return xp.exp(x)
 
 
+def on_threads(ufunc, x):
+    """ufunc(x) for a NumPy ufunc of one array (exp, tanh): a large contiguous NumPy array in blocks
+    on every thread (parallel.each_block), anything else as usual. Elementwise, so the same bits."""
+    if not (parallel.in_blocks(x) and x.dtype.kind == "f" and x.flags.c_contiguous
+            and parallel.threads_for_blocks() > 1):  # (on one thread, blocks of one pass only add calls)
+        return ufunc(x)
+    result = np.empty_like(x)
+    parallel.each_block(lambda block, out: ufunc(block, out=out), np.reshape(x, (-1,)), np.reshape(result, (-1,)),
+                        align=1)
+    return result
+
+
 def max_for_shift(x, axis):
     """The maximum along `axis` (kept) that softmax subtracts before exp() so that it cannot overflow.
 

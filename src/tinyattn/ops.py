@@ -255,7 +255,7 @@ class Neg(Op):
 class Exp(Op):
     @staticmethod
     def forward(ctx, x):
-        y = ctx.xp.exp(x)
+        y = backend.on_threads(ctx.xp.exp, x)
         ctx.save_for_backward(y)
         return y
 
@@ -293,7 +293,7 @@ class Sqrt(Op):
 class Tanh(Op):
     @staticmethod
     def forward(ctx, x):
-        y = ctx.xp.tanh(x)
+        y = backend.on_threads(ctx.xp.tanh, x)
         ctx.save_for_backward(y)
         return y
 

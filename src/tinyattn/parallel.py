@@ -267,10 +267,10 @@ def _blocks(array, align):
 
 
 def _run_blocks(compute, blocks):
-    """compute(start, stop) for every block, on as many cores as _parts_for_blocks says. Each part takes
+    """compute(start, stop) for every block, on as many threads as threads_for_blocks() says. Each part takes
     the next block no part has taken yet, so a part whose core a busy process shares takes fewer, and
     the others do not wait for it."""
-    parts = min(_parts_for_blocks(), len(blocks))
+    parts = min(threads_for_blocks(), len(blocks))
     taken = itertools.count()  # (next() on it is one step under the GIL: each block is taken once)
 
     def part(index):
@@ -293,10 +293,10 @@ def _a_block():
         _inside.block = False
 
 
-def _parts_for_blocks():
-    """How many parts map_blocks makes of the blocks of an array: one per thread of get_num_threads(),
-    also where `enabled` is False (the split of smaller arrays): at LARGE elements a hand-over costs
-    well under 1% of the work."""
+def threads_for_blocks():
+    """How many threads compute the blocks of map_blocks and each_block: get_num_threads(), also where
+    `enabled` is False (the split of smaller arrays): at LARGE elements a hand-over costs well under
+    1% of the work. 1 inside a parallel region or without threadpoolctl."""
     if getattr(_inside, "active", False) or not threads.can_set_num_threads():
         return 1
     return threads.get_num_threads()
