@@ -239,7 +239,7 @@ class LayerNormOp(Op):
         averager = xp.full((n,), 1.0 / max(n, 1), dtype=x.dtype, **backend.creation_kwargs(xp))
         flat_weight = None if weight is None else xp.reshape(weight, (n,))
         flat_bias = None if bias is None else xp.reshape(bias, (n,))
-        y, normalized, inv_std = parallel.map_blocks(
+        y, normalized, inv_std = parallel.map_rows(
             lambda part: layer_norm_rows(xp, part, flat_weight, flat_bias, averager, eps), rows)
         ctx.save_for_backward(normalized, inv_std, flat_weight, averager)
         ctx.in_shape, ctx.normalized_shape = x.shape, normalized_shape
@@ -256,7 +256,7 @@ class LayerNormOp(Op):
             gw = xp.reshape(backend.sum_along(grad_rows * normalized, (0,)), ctx.normalized_shape)
         if ctx.needs_input_grad[2]:
             gb = xp.reshape(backend.sum_along(grad_rows, (0,)), ctx.normalized_shape)
-        gx = parallel.map_blocks(lambda *parts: layer_norm_rows_backward(xp, *parts, weight, averager),
+        gx = parallel.map_rows(lambda *parts: layer_norm_rows_backward(xp, *parts, weight, averager),
                                grad_rows, normalized, inv_std)
         return xp.reshape(gx, ctx.in_shape), gw, gb, None, None
 
