@@ -1,7 +1,7 @@
-"""Large arrays in cache-sized blocks (tinyattn.parallel.map_blocks): softmax, GELU, erf, exp, tanh and
-the Adam/AdamW update compute arrays larger than the caches block by block, on every thread, and must
-give the numbers the whole-array computation gives, bit for bit, forward and backward, at any thread
-count.
+"""Large arrays in cache-sized blocks (tinyattn.parallel.map_blocks): softmax, GELU, erf, exp, tanh,
+layer norm and the Adam/AdamW update compute arrays larger than the caches block by block, on every
+thread, and must give the numbers the whole-array computation gives, bit for bit, forward and
+backward, at any thread count.
 
 Most tests shrink the sizes (a block of 2048 elements, "large" from 8192) so that Hypothesis can draw
 many shapes, blocks and rests; one test runs the real sizes once."""
@@ -102,6 +102,20 @@ def test_exp_and_tanh_on_threads_give_the_whole_arrays_bits(blocks, length, dtyp
     x = array_of((length,), dtype, seed, scale=10.0)  # (exp overflows to inf here and there)
     compare(blocks, lambda t: t.exp(), x)
     compare(blocks, lambda t: t.tanh(), x)
+
+
+@settings(max_examples=25)
+@given(rows=st.integers(1, 400), width=st.integers(1, 130), dtype=DTYPES, seed=st.integers(0, 2**16),
+       affine=st.booleans())
+def test_layer_norm_in_blocks_on_two_threads_gives_the_whole_arrays_bits(blocks, rows, width, dtype, seed, affine):
+    """Layer norm goes through blocks only where two threads or more compute them (on one the whole
+    array is faster): the blocks on two threads against the whole array on one."""
+    x = array_of((rows, width), dtype, seed, specials=False)
+    if affine:
+        weight, bias = array_of((width,), dtype, seed + 1), array_of((width,), dtype, seed + 2)
+        compare(blocks, lambda t, w, b: F.layer_norm(t, (width,), w, b), x, weight, bias)
+    else:
+        compare(blocks, lambda t: F.layer_norm(t, (width,)), x)
 
 
 def test_the_real_sizes_give_the_whole_arrays_bits(monkeypatch, restore_threads):

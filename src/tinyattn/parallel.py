@@ -198,7 +198,7 @@ def map_rows(function, *arrays, align=ROW_ALIGN, one_blas_thread=False):
 # cache) an array is computed whole, as the cache holds it anyway and blocks would only add their
 # calls and copies (measured: 1.2-1.6x slower on the GPT's arrays of 100,000-400,000 elements; on
 # attention-sized ones 0.5x for GELU and AdamW, 0.8x for softmax, and 1.3x for layer norm, whose few
-# passes do not pay for the calls: it keeps map_rows).
+# passes do not pay for the calls on one thread; see map_blocks' whole_on_one_thread).
 BLOCK_ELEMENTS = 32768
 LARGE = 2**20
 
@@ -211,7 +211,7 @@ def in_blocks(array, row_length=1, align=ROW_ALIGN):
             and not getattr(_inside, "block", False))
 
 
-def map_blocks(function, *arrays, align=ROW_ALIGN):
+def map_blocks(function, *arrays, align=ROW_ALIGN, whole_on_one_thread=False):
     """function(*arrays) as map_rows computes it, but in blocks of rows of about BLOCK_ELEMENTS
     elements, each block through all of `function` before the next one starts. Arrays that
     in_blocks() refuses go to map_rows.
@@ -220,11 +220,14 @@ def map_blocks(function, *arrays, align=ROW_ALIGN):
     bit for bit, in any number of blocks and on any number of cores. Blocks start on multiples of
     `align` rows; a last block of fewer than `align` rows, or of less than half a block, goes with the
     one before it. Inside a block, in_blocks() is False: what `function` calls computes its block
-    whole. The blocks after the first run on every thread of get_num_threads().
+    whole. The blocks after the first run on every thread of get_num_threads(); whole_on_one_thread=True
+    leaves the arrays whole (map_rows) where that is one thread (for an op of few passes, which gains
+    from the threads but not from the blocks alone: layer norm).
     """
     first = arrays[0]
     rows = first.shape[0] if type(first) is np.ndarray and first.ndim else 0
-    if not rows or not in_blocks(first, first.size // rows, align):
+    if (not rows or not in_blocks(first, first.size // rows, align)
+            or (whole_on_one_thread and threads_for_blocks() == 1)):
         return map_rows(function, *arrays, align=align)
     blocks = _blocks(first, align)
     with _a_block():  # the first block says what the results look like
