@@ -266,6 +266,9 @@ def test_large_softmax_gelu_and_layer_norm_agree_with_pytorch(torch):
     lambda ps: tinyattn.optim.AdamW(ps, lr=0.1, weight_decay=0.1),
     lambda ps: tinyattn.optim.Adam(ps, lr=0.1, weight_decay=0.1, amsgrad=True, maximize=True),
     lambda ps: tinyattn.optim.Adam(ps, lr=0.1, betas=(0.8, 0.9)),
+    lambda ps: tinyattn.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.1, dampening=0.2),
+    lambda ps: tinyattn.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, maximize=True),
+    lambda ps: tinyattn.optim.SGD(ps, lr=0.1),
 ])
 def test_an_optimizer_step_on_a_large_parameter_in_blocks_gives_the_same_weights(blocks, make):
     def run():

@@ -247,18 +247,24 @@ class SGD(Optimizer):
 
     def _update(self, p, grad, state, group):
         lr, momentum, weight_decay = group["lr"], group["momentum"], group["weight_decay"]
-        d_p = -grad if group["maximize"] else grad
-        if weight_decay != 0:
-            d_p = d_p + weight_decay * p.array
-        if momentum != 0:
-            buf = state.get("momentum_buffer")
-            if buf is None:
-                buf = state["momentum_buffer"] = backend.namespace(d_p).asarray(d_p, copy=True)
-            else:
-                buf *= momentum
-                buf += (1 - group["dampening"]) * d_p
-            d_p = d_p + momentum * buf if group["nesterov"] else buf
-        p.array -= lr * d_p
+        first = momentum != 0 and state.get("momentum_buffer") is None
+        if first:  # the buffer starts as the first step's d_p (written by update below)
+            state["momentum_buffer"] = backend.namespace(p.array).empty_like(p.array)
+
+        def update(param, grad, buf=None):  # whole arrays, or blocks of them
+            d_p = -grad if group["maximize"] else grad
+            if weight_decay != 0:
+                d_p = d_p + weight_decay * param
+            if buf is not None:
+                if first:
+                    buf[...] = d_p
+                else:
+                    buf *= momentum
+                    buf += (1 - group["dampening"]) * d_p
+                d_p = d_p + momentum * buf if group["nesterov"] else buf
+            param -= lr * d_p
+
+        _elementwise_in_blocks(update, p.array, grad, *([state["momentum_buffer"]] if momentum != 0 else []))
 
 
 class Adam(Optimizer):
