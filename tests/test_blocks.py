@@ -1,5 +1,5 @@
 """Large arrays in cache-sized blocks (tinyattn.parallel.map_blocks): softmax, GELU, erf, exp, tanh,
-layer norm and the Adam/AdamW update compute arrays larger than the caches block by block, on every
+layer norm and the optimizers' updates compute arrays larger than the caches block by block, on every
 thread, and must give the numbers the whole-array computation gives, bit for bit, forward and
 backward, at any thread count.
 
