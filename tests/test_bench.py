@@ -393,3 +393,13 @@ def test_the_elementwise_numpy_adamw_step_is_the_optimizers_step():
         state[-1] += 1
         bench.numpy_adamw_step(*state)
     np.testing.assert_allclose(state[0], param.detach().numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_the_elementwise_table_without_pytorch_compares_with_numpy_only(tmp_path, capsys, monkeypatch):
+    quick(monkeypatch)
+    monkeypatch.setattr(bench, "ELEMENTWISE_SHAPE", (2, 3, 8, 16))
+    path = tmp_path / "bench.json"
+    assert bench.main(["--what", "elementwise", "--rounds", "1", "--no-torch", "--json", str(path)]) == 0
+    rows = json.loads(path.read_text())["elementwise"]["rows"]
+    assert len(rows) == 8 and all(row["torch"] is None and row["ratio_torch"] is None for row in rows.values())
+    assert all(row["ratio_numpy"] > 0 for row in rows.values())

@@ -950,7 +950,7 @@ def main(argv=None):
                         help=f"the MHA size of (d) memory (default: {' '.join(map(str, MHA_SIZES[-1]))})")
     parser.add_argument("--rounds", type=int, default=None,
                         help="timed rounds for every measurement (default: by duration for (a) mha and (b) gpt, "
-                             f"{OVERHEAD_ROUNDS} for (c) overhead)")
+                             f"{OVERHEAD_ROUNDS} for (c) overhead, {ELEMENTWISE_ROUNDS} for (g) elementwise)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON (a file name)")
     parser.add_argument("--no-torch", action="store_true", help="do not compare with PyTorch")
     add_threads_option(parser, "threads for both libraries (default: every core this process may use, "
