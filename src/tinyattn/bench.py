@@ -893,7 +893,7 @@ def run(args, torch=None, report=None, emit=print, status=None):
             medians = interleaved({k: cpu_timer(call) for k, call in calls.items()},
                                   rounds=args.rounds or ELEMENTWISE_ROUNDS, warmup=1, samples=samples,
                                   on_round=lambda text: doing(f"(g) {name}: {text}"))
-            row = {**medians}
+            row = {k: medians.get(k) for k in ("tinyattn", "numpy", "torch")}
             for other in ("numpy", "torch"):
                 row[f"ratio_{other}"] = _ratio(medians["tinyattn"], medians.get(other))
                 row[f"ratio_{other}_quartiles"] = ratio_spread(samples, "tinyattn", other)
