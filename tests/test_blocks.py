@@ -288,3 +288,34 @@ def test_an_optimizer_step_on_a_large_parameter_in_blocks_gives_the_same_weights
     for count in (1, 2):
         blocks(True, count)
         assert_same_bits(expected, run())
+
+
+def test_large_parameters_updated_in_the_parts_of_a_split_step_compute_their_blocks_in_their_part(
+        monkeypatch, restore_threads):
+    """An optimizer step split over the parameter list (parallel.enabled) whose parts update large
+    parameters: each part computes its parameter's blocks on its own thread, with the same weights."""
+    import threading
+
+    monkeypatch.setattr(parallel, "BLOCK_ELEMENTS", SMALL_BLOCK)
+    monkeypatch.setattr(parallel, "LARGE", SMALL_LARGE)
+    monkeypatch.setattr(parallel, "MIN_ELEMENTS_PER_PART", SMALL_LARGE)
+    threads.set_num_threads(2)
+
+    def run(enabled):
+        monkeypatch.setattr(parallel, "enabled", enabled)
+        rng = np.random.default_rng(9)
+        params = [tinyattn.nn.Parameter(tinyattn.from_numpy(rng.standard_normal(3 * SMALL_LARGE).astype(np.float32)))
+                  for _ in range(4)]
+        optimizer = tinyattn.optim.AdamW(params, lr=0.1)
+        for p in params:
+            p.grad = tinyattn.from_numpy(rng.standard_normal(p.shape).astype(np.float32))
+        optimizer.step()
+        return [p.detach().numpy() for p in params]
+
+    expected = run(False)
+    results = []
+    worker = threading.Thread(target=lambda: results.append(run(True)), daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), "the split step did not finish (a region waiting for itself)"
+    assert_same_bits(expected, results[0])

@@ -300,8 +300,9 @@ def _a_block():
 def threads_for_blocks():
     """How many threads compute the blocks of map_blocks and each_block: get_num_threads(), also where
     `enabled` is False (the split of smaller arrays): at LARGE elements a hand-over costs well under
-    1% of the work. 1 inside a parallel region or without threadpoolctl."""
-    if getattr(_inside, "active", False) or not threads.can_set_num_threads():
+    1% of the work. 1 while a parallel region runs (in this thread or in another: a part of
+    for_each that updates a large parameter computes its blocks itself) or without threadpoolctl."""
+    if getattr(_inside, "active", False) or _lock.locked() or not threads.can_set_num_threads():
         return 1
     return threads.get_num_threads()
 
