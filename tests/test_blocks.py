@@ -319,3 +319,20 @@ def test_large_parameters_updated_in_the_parts_of_a_split_step_compute_their_blo
     worker.join(timeout=60)
     assert not worker.is_alive(), "the split step did not finish (a region waiting for itself)"
     assert_same_bits(expected, results[0])
+
+
+@pytest.mark.parametrize("name", ["softmax", "gelu", "erf", "exp", "layer_norm"])
+def test_views_that_are_not_contiguous_give_the_whole_arrays_bits(blocks, name):
+    function = {"softmax": lambda t: t.softmax(-1), "gelu": lambda t: F.gelu(t), "erf": lambda t: t.erf(),
+                "exp": lambda t: t.exp(), "layer_norm": lambda t: F.layer_norm(t, (24,))}[name]
+
+    def run(on, count):
+        blocks(on, count)
+        base = tinyattn.from_numpy(array_of((24, 3, SMALL_LARGE // 24), "float32", 11)).requires_grad_()
+        out = function(base.transpose(0, 2))  # (rows, 3, 24), its last dim strided
+        out.backward(tinyattn.from_numpy(np.ones(out.shape, np.float32)))
+        return [out.detach().numpy(), base.grad.numpy()]
+
+    expected = run(False, 1)
+    assert_same_bits(expected, run(True, 1))
+    assert_same_bits(expected, run(True, 2))

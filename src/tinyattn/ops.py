@@ -1089,7 +1089,8 @@ def softmax_forward(xp, x, axis, safe=False, overwrite=False):
 
 def softmax_backward(xp, y, grad, axis, overwrite=False):
     """The gradient of softmax's input, given its output y and the gradient of y (overwritten if asked)."""
-    if axis == y.ndim - 1 and y.ndim > 1 and grad.shape == y.shape and parallel.in_blocks(y):
+    if (axis == y.ndim - 1 and y.ndim > 1 and grad.shape == y.shape and parallel.in_blocks(y)
+            and parallel.in_blocks(grad)):
         (stack, align), (grad_stack, _) = matrices_or_rows(xp, y), matrices_or_rows(xp, grad)
         if parallel.in_blocks(stack, math.prod(stack.shape[1:]), align):
             g = parallel.map_blocks(lambda *parts: softmax_backward(xp, *parts, parts[0].ndim - 1, overwrite),

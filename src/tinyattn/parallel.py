@@ -205,10 +205,13 @@ LARGE = 2**20
 
 def in_blocks(array, row_length=1, align=ROW_ALIGN):
     """Whether map_blocks computes `array` (rows of `row_length` elements, blocks of `align` rows at
-    least) in blocks: a NumPy array of LARGE elements or more whose smallest block is not larger than
-    two blocks, outside another block. Anything else is computed whole."""
+    least) in blocks: a C-contiguous NumPy array of LARGE elements or more whose smallest block is not
+    larger than two blocks, outside another block. Anything else is computed whole.
+
+    (C-contiguous: the results of blocks are; NumPy lays out the result of a whole-array pass like
+    its input, and a later sum over a strided result can round otherwise.)"""
     return (type(array) is np.ndarray and array.size >= LARGE and row_length * align <= 2 * BLOCK_ELEMENTS
-            and not getattr(_inside, "block", False))
+            and array.flags.c_contiguous and not getattr(_inside, "block", False))
 
 
 def map_blocks(function, *arrays, align=ROW_ALIGN, whole_on_one_thread=False):
