@@ -336,3 +336,37 @@ def test_views_that_are_not_contiguous_give_the_whole_arrays_bits(blocks, name):
     expected = run(False, 1)
     assert_same_bits(expected, run(True, 1))
     assert_same_bits(expected, run(True, 2))
+
+
+@settings(max_examples=15, deadline=None)
+@given(batch=st.integers(1, 4), heads=st.integers(1, 3), queries=st.integers(20, 64), keys=st.integers(20, 64),
+       masked=st.booleans(), dropped=st.booleans(), seed=st.integers(0, 2**16))
+def test_attention_in_blocks_gives_the_whole_arrays_bits(blocks, batch, heads, queries, keys, masked, dropped, seed):
+    """F.attention works on its scores in place (softmax with overwrite=True): in blocks too."""
+    tinyattn.manual_seed(seed)
+    q = tinyattn.randn(batch, heads, queries, 8)
+    k, v = tinyattn.randn(batch, heads, keys, 8), tinyattn.randn(batch, heads, keys, 8)
+    blocked = tinyattn.rand(batch, 1, queries, keys) > 0.7 if masked else None
+    keep = F.dropout_mask((batch, heads, queries, keys), 0.3, q) if dropped else None
+
+    def attention(q_, k_, v_):
+        context, weights = F.attention(q_, k_, v_, blocked=blocked, dropout_keep=keep)
+        return context * 2 + (weights * weights).sum(-1, keepdim=True)
+
+    for count in (1, 2):  # (below SMALL_LARGE elements of weights nothing is blocked: then it checks little)
+        blocks(False, count)
+        expected = outputs_and_grads(attention, q.numpy(), k.numpy(), v.numpy())
+        blocks(True, count)
+        assert_same_bits(expected, outputs_and_grads(attention, q.numpy(), k.numpy(), v.numpy()))
+
+
+def test_attention_scores_large_enough_are_blocked_in_place(blocks, monkeypatch):
+    """The test above reaches the blocks: the in-place softmax of the scores goes through each_block."""
+    calls = []
+    real = parallel.each_block
+    monkeypatch.setattr(parallel, "each_block", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    blocks(True, 2)
+    q = tinyattn.randn(4, 3, 64, 8, requires_grad=True)
+    context, _ = F.attention(q, q, q)
+    context.sum().backward()
+    assert len(calls) == 2  # the forward's softmax and its backward

@@ -1070,9 +1070,13 @@ def softmax_forward(xp, x, axis, safe=False, overwrite=False):
     if axis == x.ndim - 1 and x.ndim > 1 and parallel.in_blocks(x):  # (a small x is told at once)
         stack, align = matrices_or_rows(xp, x)
         if parallel.in_blocks(stack, math.prod(stack.shape[1:]), align):
-            y = parallel.map_blocks(lambda part: softmax_forward(xp, part, part.ndim - 1, safe, overwrite), stack,
-                                    align=align)
-            return xp.reshape(y, x.shape)
+            def block(part):
+                return softmax_forward(xp, part, part.ndim - 1, safe, overwrite)
+
+            if overwrite:  # each block in its own memory, as the whole array would be
+                parallel.each_block(block, stack, align=align)
+                return x
+            return xp.reshape(parallel.map_blocks(block, stack, align=align), x.shape)
     # subtracting the row max keeps exp() from overflowing; the result is the same
     row_max = backend.max_for_shift(x, axis)
     if safe:  # an all -inf row: shift by 0 instead, so that exp() gives zeros, not NaN (a +inf stays: NaN)
@@ -1093,9 +1097,13 @@ def softmax_backward(xp, y, grad, axis, overwrite=False):
             and parallel.in_blocks(grad)):
         (stack, align), (grad_stack, _) = matrices_or_rows(xp, y), matrices_or_rows(xp, grad)
         if parallel.in_blocks(stack, math.prod(stack.shape[1:]), align):
-            g = parallel.map_blocks(lambda *parts: softmax_backward(xp, *parts, parts[0].ndim - 1, overwrite),
-                                    stack, grad_stack, align=align)
-            return xp.reshape(g, y.shape)
+            def block(y_part, grad_part):
+                return softmax_backward(xp, y_part, grad_part, y_part.ndim - 1, overwrite)
+
+            if overwrite:  # each block in grad's memory, as the whole array would be
+                parallel.each_block(block, stack, grad_stack, align=align)
+                return grad
+            return xp.reshape(parallel.map_blocks(block, stack, grad_stack, align=align), y.shape)
     # J^T g for J = diag(y) - y y^T, without building J: y * (g - <g, y>) along the row
     axis -= y.ndim  # the standard's vecdot wants a negative axis
     row_dot = xp.expand_dims(backend.vecdot(grad, y, axis=axis), axis=axis)
