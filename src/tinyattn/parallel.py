@@ -12,6 +12,10 @@ BLAS computes on one thread per part (its own pool would fight the parts for the
 
 How many parts: `parts_for(elements)`, one per thread of `tinyattn.get_num_threads()`, and only
 for arrays big enough that the hand-over (some microseconds) pays.
+
+Arrays larger than the caches (LARGE elements and more) go through `map_blocks` / `each_block`:
+in blocks of BLOCK_ELEMENTS that each pass through a whole fused op while they are in the cache,
+the blocks shared out to every thread, always on (not only where `enabled`).
 """
 
 import contextlib
