@@ -555,11 +555,11 @@ def exp_in_place(x):
 
 
 def on_threads(ufunc, x):
-    """ufunc(x) for a NumPy ufunc of one array (exp, tanh): a large contiguous NumPy array in blocks
-    on every thread (parallel.each_block), anything else as usual. Elementwise, so the same bits."""
-    if not (parallel.in_blocks(x) and x.dtype.kind == "f" and x.flags.c_contiguous
-            and parallel.threads_for_blocks() > 1):  # (on one thread, blocks of one pass only add calls)
-        return ufunc(x)
+    """ufunc(x) for a NumPy ufunc of one array (exp, tanh): a large NumPy array (parallel.in_blocks)
+    in blocks on every thread (parallel.each_block), anything else as usual. Elementwise, so the
+    same bits."""
+    if not (parallel.in_blocks(x) and x.dtype.kind == "f" and parallel.threads_for_blocks() > 1):
+        return ufunc(x)  # (on one thread, blocks of a single pass would only add calls)
     result = np.empty_like(x)
     parallel.each_block(lambda block, out: ufunc(block, out=out), np.reshape(x, (-1,)), np.reshape(result, (-1,)),
                         align=1)
@@ -736,7 +736,7 @@ def erf_in_passes(x):
     u = x * x
     far = u >= 4.0  # |x| >= 2 (x * x rounds to below 4 for every x below 2 in size)
     if xp is numpy_xp:
-        np.clip(u, 0.0, 4.0, out=u)  # (array_api_compat's clip costs 3x NumPy's on a small array)
+        np.clip(u, 0.0, 4.0, out=u)  # (array_api_compat's clip costs 2-4x NumPy's on a block)
     else:
         u = xp.clip(u, 0.0, 4.0)  # a NaN stays NaN through clip and the polynomial
     u *= 0.5
