@@ -416,3 +416,71 @@ def test_each_numpy_floor_is_the_call_in_numpy(label, numpy_make):
         assert np.ndim(floor) == ours.ndim
     else:
         assert np.shape(floor) == tuple(ours.shape), label
+
+
+def test_the_elementwise_table_has_every_row_for_every_contender(tmp_path, capsys, monkeypatch, torch):
+    """(g): one row per op, tinyattn against NumPy written directly and PyTorch, with ratios (the
+    shape made small: this checks the table, not the timings)."""
+    quick(monkeypatch)
+    monkeypatch.setattr(bench, "ELEMENTWISE_SHAPE", (2, 3, 8, 16))
+    path = tmp_path / "bench.json"
+    assert bench.main(["--what", "elementwise", "--rounds", "1", "--json", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "(h) elementwise work on a (2, 3, 8, 16) float32 tensor" in text
+    report = json.loads(path.read_text())["elementwise"]
+    names = ["exp", "softmax", "softmax fwd+bwd", "gelu", "gelu tanh", "layer norm", "layer norm fwd+bwd", "AdamW step"]
+    assert report["shape"] == [2, 3, 8, 16] and list(report["rows"]) == names
+    for name, row in report["rows"].items():
+        assert row["tinyattn"] > 0 and row["numpy"] > 0 and row["torch"] > 0
+        assert row["ratio_torch"] == pytest.approx(row["tinyattn"] / row["torch"])
+        assert row["ratio_numpy"] == pytest.approx(row["tinyattn"] / row["numpy"])
+        line = next(line for line in text.splitlines() if line.startswith(name + " "))
+        assert f"{row['ratio_torch']:.2f}" in line
+
+
+@pytest.mark.parametrize("name", ["softmax", "softmax fwd+bwd", "gelu", "gelu tanh", "layer norm",
+                                  "layer norm fwd+bwd"])
+def test_the_elementwise_numpy_floor_computes_what_tinyattn_computes(name):
+    """The NumPy column of (g) is the same math: its results equal tinyattn's to float32 rounding."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 8, 16)).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    t = tinyattn.from_numpy(x.copy()).requires_grad_()
+    F = nn.functional
+    forward = {"softmax": lambda: t.softmax(-1), "gelu": lambda: F.gelu(t),
+               "gelu tanh": lambda: F.gelu(t, approximate="tanh"), "layer norm": lambda: F.layer_norm(t, (16,))}
+    base = name.replace(" fwd+bwd", "")
+    out = forward[base]()
+    if name.endswith("fwd+bwd"):
+        out.backward(tinyattn.from_numpy(g))
+        ours = t.grad.numpy()
+        theirs = {"softmax": bench.numpy_softmax, "layer norm": bench.numpy_layer_norm}[base](x, g)
+    else:
+        ours = out.detach().numpy()
+        theirs = {"softmax": bench.numpy_softmax, "layer norm": bench.numpy_layer_norm, "gelu": bench.numpy_gelu,
+                  "gelu tanh": bench.numpy_gelu_tanh}[base](x)
+    np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=2e-6)
+
+
+def test_the_elementwise_numpy_adamw_step_is_the_optimizers_step():
+    rng = np.random.default_rng(1)
+    p0, g = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
+    param = tinyattn.nn.Parameter(tinyattn.from_numpy(p0.copy()))
+    optimizer = tinyattn.optim.AdamW([param], lr=1e-3)
+    state = [p0.copy(), g, np.zeros_like(p0), np.zeros_like(p0), 0]
+    for _ in range(3):
+        param.grad = tinyattn.from_numpy(g.copy())
+        optimizer.step()
+        state[-1] += 1
+        bench.numpy_adamw_step(*state)
+    np.testing.assert_allclose(state[0], param.detach().numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_the_elementwise_table_without_pytorch_compares_with_numpy_only(tmp_path, capsys, monkeypatch):
+    quick(monkeypatch)
+    monkeypatch.setattr(bench, "ELEMENTWISE_SHAPE", (2, 3, 8, 16))
+    path = tmp_path / "bench.json"
+    assert bench.main(["--what", "elementwise", "--rounds", "1", "--no-torch", "--json", str(path)]) == 0
+    rows = json.loads(path.read_text())["elementwise"]["rows"]
+    assert len(rows) == 8 and all(row["torch"] is None and row["ratio_torch"] is None for row in rows.values())
+    assert all(row["ratio_numpy"] > 0 for row in rows.values())

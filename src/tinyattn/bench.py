@@ -13,6 +13,8 @@ warm-up, and reported as medians and ratios, so a busy machine slows all contend
       written;
   (g) the single calls such a loop makes every step (learner_loops.CALLS), on one thread, each
       beside the same call written directly in NumPy where there is one (the floor).
+  (h) the elementwise work of attention and of a training step (exp, softmax, GELU, layer norm, an
+      AdamW step) on one attention-sized tensor, against the same math written directly in NumPy.
 
 Both libraries compute with the same number of threads (`--threads`, default: every core this
 process may use): tinyattn's matrix products through `tinyattn.set_num_threads`, PyTorch through
@@ -417,6 +419,125 @@ def call_contenders(torch):
         yield label, contenders
 
 
+# (h) elementwise work at attention size
+
+
+ELEMENTWISE_SHAPE = (8, 12, 256, 256)  # the attention weights of (8, 256, 768, 12): batch, heads, tokens, tokens
+ELEMENTWISE_ROUNDS = 7
+
+
+def numpy_adamw_step(p, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                     weight_decay=1e-2):
+    """One AdamW update written directly in NumPy, in place, one pass per operation."""
+    p *= 1 - lr * weight_decay
+    exp_avg += (1 - betas[0]) * (grad - exp_avg)
+    exp_avg_sq *= betas[1]
+    exp_avg_sq += (1 - betas[1]) * grad * grad
+    denom = np.sqrt(exp_avg_sq) / math.sqrt(1 - betas[1] ** step) + eps
+    p += (-lr / (1 - betas[0] ** step)) * exp_avg / denom
+
+
+def numpy_layer_norm(x, grad=None, eps=1e-5):
+    """Layer norm over the last dim (no weight or bias), and its input's gradient for `grad`, in NumPy."""
+    centred = x - x.mean(axis=-1, keepdims=True)
+    inv_std = 1 / np.sqrt((centred * centred).mean(axis=-1, keepdims=True) + eps)
+    normalized = centred * inv_std
+    if grad is None:
+        return normalized
+    return inv_std * (grad - grad.mean(axis=-1, keepdims=True)
+                      - normalized * (grad * normalized).mean(axis=-1, keepdims=True))
+
+
+def numpy_softmax(x, grad=None):
+    """Softmax over the last dim, and its input's gradient for `grad`, in NumPy."""
+    y = np.exp(x - x.max(axis=-1, keepdims=True))
+    y /= y.sum(axis=-1, keepdims=True)
+    if grad is None:
+        return y
+    return y * (grad - (grad * y).sum(axis=-1, keepdims=True))
+
+
+def numpy_gelu(x):
+    """Exact GELU, x Phi(x), in NumPy passes over the whole array (erf as tinyattn's polynomial)."""
+    return x * (0.5 * (1 + backend.erf_in_passes(x * (1 / math.sqrt(2)))))
+
+
+def numpy_gelu_tanh(x):
+    """GELU's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in NumPy."""
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def elementwise_contenders(torch, shape=None):
+    """{row: {contender: zero-argument call}}: the elementwise work of attention and of a training
+    step, on one float32 tensor of `shape` (random normal numbers), for tinyattn, NumPy written
+    directly (the floor), and PyTorch when given."""
+    import tinyattn
+    from . import optim
+    from .nn import functional as F
+
+    shape = ELEMENTWISE_SHAPE if shape is None else shape
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal(shape, dtype=np.float32)
+    g_np = rng.standard_normal(shape, dtype=np.float32)
+    x, g = tinyattn.from_numpy(x_np), tinyattn.from_numpy(g_np)
+    xg = tinyattn.from_numpy(x_np.copy()).requires_grad_()
+    width = shape[-1]
+
+    def backward_of(forward):
+        def run():
+            xg.grad = None
+            forward(xg).backward(g)
+        return run
+
+    param = tinyattn.nn.Parameter(tinyattn.from_numpy(x_np.copy()))
+    param.grad = tinyattn.from_numpy(g_np.copy())
+    adamw = optim.AdamW([param], lr=1e-3)
+    numpy_state = [x_np.copy(), g_np, np.zeros_like(x_np), np.zeros_like(x_np), 0]
+
+    def numpy_adamw():
+        numpy_state[-1] += 1
+        numpy_adamw_step(*numpy_state)
+
+    rows = {
+        "exp": {"tinyattn": lambda: x.exp(), "numpy": lambda: np.exp(x_np)},
+        "softmax": {"tinyattn": lambda: x.softmax(-1), "numpy": lambda: numpy_softmax(x_np)},
+        "softmax fwd+bwd": {"tinyattn": backward_of(lambda t: t.softmax(-1)),
+                            "numpy": lambda: numpy_softmax(x_np, g_np)},
+        "gelu": {"tinyattn": lambda: F.gelu(x), "numpy": lambda: numpy_gelu(x_np)},
+        "gelu tanh": {"tinyattn": lambda: F.gelu(x, approximate="tanh"),
+                      "numpy": lambda: numpy_gelu_tanh(x_np)},
+        "layer norm": {"tinyattn": lambda: F.layer_norm(x, (width,)), "numpy": lambda: numpy_layer_norm(x_np)},
+        "layer norm fwd+bwd": {"tinyattn": backward_of(lambda t: F.layer_norm(t, (width,))),
+                               "numpy": lambda: numpy_layer_norm(x_np, g_np)},
+        "AdamW step": {"tinyattn": adamw.step, "numpy": numpy_adamw},
+    }
+    if torch is not None:
+        tx, tg = torch.from_numpy(x_np.copy()), torch.from_numpy(g_np.copy())
+        txg = tx.clone().requires_grad_()
+        tparam = torch.nn.Parameter(tx.clone())
+        tparam.grad = tg.clone()
+        tadamw = torch.optim.AdamW([tparam], lr=1e-3)
+
+        def torch_backward_of(forward):
+            def run():
+                txg.grad = None
+                forward(txg).backward(tg)
+            return run
+
+        tF = torch.nn.functional
+        torch_rows = {
+            "exp": lambda: tx.exp(), "softmax": lambda: tx.softmax(-1),
+            "softmax fwd+bwd": torch_backward_of(lambda t: t.softmax(-1)),
+            "gelu": lambda: tF.gelu(tx), "gelu tanh": lambda: tF.gelu(tx, approximate="tanh"),
+            "layer norm": lambda: tF.layer_norm(tx, (width,)),
+            "layer norm fwd+bwd": torch_backward_of(lambda t: tF.layer_norm(t, (width,))),
+            "AdamW step": tadamw.step,
+        }
+        for name, run in torch_rows.items():
+            rows[name]["torch"] = run
+    return rows
+
+
 # ---------------------------------------------------------------------------------------------
 # (d) peak memory, each contender alone in a fresh process
 
@@ -621,8 +742,8 @@ def new_report(device, torch):
     """The results so far: `run` fills it part by part, so an interrupted run keeps what it measured."""
     return {"machine": machine_description(device), "device": device,
             "torch": None if torch is None else torch.__version__, "mha": [], "gpt": None,
-            "overhead": None, "memory": None, "contended": None, "learner": None, "calls": None, "threads": None,
-            "busy_cores": None,
+            "overhead": None, "memory": None, "contended": None, "learner": None, "calls": None, "elementwise": None,
+            "threads": None, "busy_cores": None,
             "interrupted": None}
 
 
@@ -819,6 +940,30 @@ def run(args, torch=None, report=None, emit=print, status=None):
         finally:
             set_threads(report["threads"], torch)
 
+    if "elementwise" in args.what and device == "cpu":
+        shape = ELEMENTWISE_SHAPE
+        emit("")
+        emit(f"(h) elementwise work on a {shape} float32 tensor (median per call"
+             + ("; ratios with quartiles)" if wide else ")"))
+        emit(f"{'op':<20} {'tinyattn':>10} {'numpy':>10} {'torch':>10} {_cell('ta/numpy', wide)} "
+             f"{_cell('ta/torch', wide)}")
+        report["elementwise"] = {"shape": list(shape), "rows": {}}
+        doing("(h) elementwise work: setting up")
+        for name, calls in elementwise_contenders(torch, shape).items():
+            samples = {}
+            medians = interleaved({k: cpu_timer(call) for k, call in calls.items()},
+                                  rounds=args.rounds or ELEMENTWISE_ROUNDS, warmup=1, samples=samples,
+                                  on_round=lambda text: doing(f"(h) {name}: {text}"))
+            row = {k: medians.get(k) for k in ("tinyattn", "numpy", "torch")}
+            for other in ("numpy", "torch"):
+                row[f"ratio_{other}"] = _ratio(medians["tinyattn"], medians.get(other))
+                row[f"ratio_{other}_quartiles"] = ratio_spread(samples, "tinyattn", other)
+            report["elementwise"]["rows"][name] = row
+            emit(f"{name:<20} {_fmt_time(row['tinyattn']):>10} {_fmt_time(row.get('numpy')):>10} "
+                 f"{_fmt_time(row.get('torch')):>10} "
+                 f"{_cell(_fmt_ratio(row['ratio_numpy'], spread(row['ratio_numpy_quartiles'])), wide)} "
+                 f"{_cell(_fmt_ratio(row['ratio_torch'], spread(row['ratio_torch_quartiles'])), wide)}")
+
     report["interrupted"] = None
     return report
 
@@ -845,7 +990,8 @@ SECTIONS = {"mha": ("a", "the causal MultiHeadAttention forward + backward"),
             "memory": ("d", "peak memory of (a) at one size"),
             "contended": ("e", "the step of (b) beside a busy process"),
             "learner": ("f", "four training loops as a lecture writes them"),
-            "calls": ("g", "the single calls a learner's step makes")}
+            "calls": ("g", "the single calls a learner's step makes"),
+            "elementwise": ("h", "softmax, GELU, layer norm, AdamW and exp on an attention-sized tensor")}
 
 
 def _print_line(text):
@@ -867,7 +1013,7 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=None,
                         help="timed rounds for every measurement (default: by duration for (a) mha and (b) gpt, "
                              f"{OVERHEAD_ROUNDS} for (c) overhead, {LEARNER_ROUNDS} for (f) learner, "
-                             f"{CALL_ROUNDS} for (g) calls)")
+                             f"{CALL_ROUNDS} for (g) calls, {ELEMENTWISE_ROUNDS} for (h) elementwise)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON (a file name)")
     parser.add_argument("--no-torch", action="store_true", help="do not compare with PyTorch")
     add_threads_option(parser, "threads for both libraries (default: every core this process may use, "

@@ -12,7 +12,7 @@ gradient of the input's own shape: `unbroadcast` sums the gradient over the broa
 
 import math
 
-from . import backend, dtypes
+from . import backend, dtypes, parallel
 from .autograd import Function
 from .errors import ShapeError
 
@@ -271,7 +271,7 @@ class Exp(Op):
 
     @staticmethod
     def forward(ctx, x):
-        y = ctx.xp.exp(x)
+        y = backend.on_threads(ctx.xp.exp, x)
         ctx.save_for_backward(y)
         return y
 
@@ -315,7 +315,7 @@ class Tanh(Op):
 
     @staticmethod
     def forward(ctx, x):
-        y = ctx.xp.tanh(x)
+        y = backend.on_threads(ctx.xp.tanh, x)
         ctx.save_for_backward(y)
         return y
 
@@ -1133,7 +1133,18 @@ def softmax_forward(xp, x, axis, safe=False, overwrite=False):
 
     With safe=True, a row that is entirely -inf (a query that may attend to nothing) gives zeros
     instead of NaN. overwrite=True works in x's memory (for an x nobody else holds): one array, not three.
+    A large array of rows along its last axis goes through in blocks of rows that stay in the cache.
     """
+    if axis == x.ndim - 1 and x.ndim > 1 and parallel.in_blocks(x):  # (a small x is told at once)
+        stack, align = matrices_or_rows(xp, x)
+        if parallel.in_blocks(stack, math.prod(stack.shape[1:]), align):
+            def block(part):
+                return softmax_forward(xp, part, part.ndim - 1, safe, overwrite)
+
+            if overwrite:  # each block in its own memory, as the whole array would be
+                parallel.each_block(block, stack, align=align)
+                return x
+            return xp.reshape(parallel.map_blocks(block, stack, align=align), x.shape)
     # subtracting the row max keeps exp() from overflowing; the result is the same
     row_max = backend.max_for_shift(x, axis)
     if safe:  # an all -inf row: shift by 0 instead, so that exp() gives zeros, not NaN (a +inf stays: NaN)
@@ -1150,6 +1161,17 @@ def softmax_forward(xp, x, axis, safe=False, overwrite=False):
 
 def softmax_backward(xp, y, grad, axis, overwrite=False):
     """The gradient of softmax's input, given its output y and the gradient of y (overwritten if asked)."""
+    if (axis == y.ndim - 1 and y.ndim > 1 and grad.shape == y.shape and parallel.in_blocks(y)
+            and parallel.in_blocks(grad)):
+        (stack, align), (grad_stack, _) = matrices_or_rows(xp, y), matrices_or_rows(xp, grad)
+        if parallel.in_blocks(stack, math.prod(stack.shape[1:]), align):
+            def block(y_part, grad_part):
+                return softmax_backward(xp, y_part, grad_part, y_part.ndim - 1, overwrite)
+
+            if overwrite:  # each block in grad's memory, as the whole array would be
+                parallel.each_block(block, stack, grad_stack, align=align)
+                return grad
+            return xp.reshape(parallel.map_blocks(block, stack, grad_stack, align=align), y.shape)
     # J^T g for J = diag(y) - y y^T, without building J: y * (g - <g, y>) along the row
     axis -= y.ndim  # the standard's vecdot wants a negative axis
     row_dot = xp.expand_dims(backend.vecdot(grad, y, axis=axis), axis=axis)
@@ -1160,6 +1182,19 @@ def softmax_backward(xp, y, grad, axis, overwrite=False):
         g = grad - row_dot
     g *= y
     return g
+
+
+def matrices_or_rows(xp, x):
+    """(x as a stack of matrices (n, rows, columns), 1) for x of 3 dims or more, (x, ROW_ALIGN) for a
+    matrix: how softmax splits a large x into blocks (parallel.map_blocks) and keeps its bits.
+
+    NumPy sums the rows of a stack one matrix at a time (backend.sum_along), and OpenBLAS sums the last
+    rows of each call in another order: blocks of whole matrices, or of rows that start on multiples
+    of ROW_ALIGN, give every row the sum it has when the array is computed whole.
+    """
+    if x.ndim == 2:
+        return x, parallel.ROW_ALIGN
+    return xp.reshape(x, (-1,) + x.shape[-2:]), 1
 
 
 class Softmax(Op):

@@ -235,7 +235,8 @@ class LayerNormOp(Op):
     The input is seen as rows, one per normalised group. Row means are matrix-vector products with
     a vector of 1/n, and means of products are row-wise dot products (vecdot): on short rows (a GPT's
     128 channels) both run several times faster than NumPy's sum over the last axis. The rows are
-    spread over the cores (parallel.map_rows).
+    spread over the cores (parallel.map_rows), a large array's in blocks where several threads
+    compute them (parallel.map_blocks; on one thread its few passes do not pay for the blocks).
     """
 
     @staticmethod
@@ -247,8 +248,9 @@ class LayerNormOp(Op):
         averager = xp.full((n,), 1.0 / max(n, 1), dtype=x.dtype, **backend.creation_kwargs(xp))
         flat_weight = None if weight is None else xp.reshape(weight, (n,))
         flat_bias = None if bias is None else xp.reshape(bias, (n,))
-        y, normalized, inv_std = parallel.map_rows(
-            lambda part: layer_norm_rows(xp, part, flat_weight, flat_bias, averager, eps), rows)
+        y, normalized, inv_std = parallel.map_blocks(
+            lambda part: layer_norm_rows(xp, part, flat_weight, flat_bias, averager, eps), rows,
+            whole_on_one_thread=True)
         ctx.save_for_backward(normalized, inv_std, flat_weight, averager)
         ctx.in_shape, ctx.normalized_shape = x.shape, normalized_shape
         return xp.reshape(y, x.shape)
@@ -264,8 +266,8 @@ class LayerNormOp(Op):
             gw = xp.reshape(backend.sum_along(grad_rows * normalized, (0,)), ctx.normalized_shape)
         if ctx.needs_input_grad[2]:
             gb = xp.reshape(backend.sum_along(grad_rows, (0,)), ctx.normalized_shape)
-        gx = parallel.map_rows(lambda *parts: layer_norm_rows_backward(xp, *parts, weight, averager),
-                               grad_rows, normalized, inv_std)
+        gx = parallel.map_blocks(lambda *parts: layer_norm_rows_backward(xp, *parts, weight, averager),
+                                 grad_rows, normalized, inv_std, whole_on_one_thread=True)
         return xp.reshape(gx, ctx.in_shape), gw, gb, None, None
 
 
@@ -331,7 +333,7 @@ class GeluOp(Op):
     def forward(ctx, x, approximate):
         xp = ctx.xp
         flat = xp.reshape(x, (-1,))  # elementwise: any split of the elements will do
-        y, cdf = parallel.map_rows(lambda part: gelu_forward(xp, part, approximate), flat)
+        y, cdf = parallel.map_blocks(lambda part: gelu_forward(xp, part, approximate), flat)
         ctx.save_for_backward(x, cdf)
         ctx.approximate = approximate
         return xp.reshape(y, x.shape)
@@ -341,7 +343,7 @@ class GeluOp(Op):
         x, cdf = ctx.saved_tensors
         xp = ctx.xp
         flat = [xp.reshape(a, (-1,)) for a in (grad, x, cdf)]
-        slope = parallel.map_rows(lambda *parts: gelu_backward(xp, *parts, ctx.approximate), *flat)
+        slope = parallel.map_blocks(lambda *parts: gelu_backward(xp, *parts, ctx.approximate), *flat)
         return xp.reshape(slope, x.shape), None
 
 
