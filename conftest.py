@@ -4,11 +4,15 @@ The code blocks of README.md and docs/**/*.md are tests, collected by Sybil (the
 extras install it):
 
 - a ```python block runs as it is, in a fresh namespace, in a temporary directory. A comment after a
-  `print(...)` call is what that call prints: `print(x)  # tensor([1., 2.])`. The printed text and the
+  `print(...)` call is what that call prints: `print(x)  # tensor([1., 2.])`; where it does not fit
+  in 80 columns, the comment lines right below a print with no comment of its own are (`print(x)`,
+  then `# tensor([1., 2.])` on the next line). The printed text and the
   comment are compared with runs of whitespace taken as one space; `...` in the comment stands for
   any text, and ` — ` ends the output and starts a remark (`# tensor([1.]) — the book's numbers`).
   A block that starts with `>>>` is a doctest instead. A block that imports torch is skipped where
-  PyTorch is not installed (one that imports from sklearn, where scikit-learn is not);
+  PyTorch is not installed (one that imports from sklearn, where scikit-learn is not). A page that
+  holds the line of SHARED_NAMESPACE below runs its python blocks in one namespace, each seeing the
+  names of those above it (a tutorial's steps);
 - a ```console block is a shell session: each `$ command` runs in one temporary directory per block
   (`tinyattn` is this Python's `python -m tinyattn`), and the lines after it are what it prints
   (stdout and stderr), compared line by line, trailing spaces ignored; a line `...` stands for any
@@ -33,19 +37,30 @@ import pytest
 os.environ.setdefault("TINYATTN_NOTEBOOK_QUICK", "1")
 
 REMARK = " — "  # in a print's comment, what follows this is prose, not output
+# on a page that holds this line, the python blocks run in one namespace, in order (a tutorial's steps)
+SHARED_NAMESPACE = "<!-- the python blocks of this page run one after another, in one namespace -->"
 
 
 def _print_comments(source):
-    """{line of the print call: the comment at the end of its statement} for the source's print calls."""
+    """{line of the print call: what it prints} for the source's print calls: the comment at the end
+    of the print's statement or, where the statement has none, the comment lines right below it."""
     comments, statement, print_line = {}, [], None
+    lines = source.splitlines()
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.NAME and token.string == "print" and print_line is None:
             print_line = token.start[0]
         statement.append(token)
         if token.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
             comment = [t for t in statement if t.type == tokenize.COMMENT]
-            if print_line is not None and comment and comment[-1].start[0] == statement[-1].start[0]:
+            end = statement[-1].start[0]
+            if print_line is not None and comment and comment[-1].start[0] == end:
                 comments[print_line] = comment[-1].string[1:].strip()
+            elif print_line is not None:
+                below = []
+                while end + len(below) < len(lines) and lines[end + len(below)].lstrip().startswith("#"):
+                    below.append(lines[end + len(below)].lstrip()[1:].strip())
+                if below:
+                    comments[print_line] = " ".join(below)
             statement, print_line = [], None
     return comments
 
@@ -92,7 +107,13 @@ def evaluate_python(example):
             printed.setdefault(caller.f_lineno, []).append(text.getvalue())
         print(*args, **kwargs)
 
-    namespace = {"__name__": "__docs__", "print": recording_print}
+    document = getattr(example, "document", None)
+    if document is not None and SHARED_NAMESPACE in document.text:
+        namespace = example.namespace  # the page's, kept from block to block
+        namespace.setdefault("__name__", "__docs__")
+    else:
+        namespace = {"__name__": "__docs__"}
+    namespace["print"] = recording_print
     out = io.StringIO()
     with _in_temporary_directory(), contextlib.redirect_stdout(out):
         exec(compile(padded, example.path, "exec"), namespace)

@@ -314,13 +314,11 @@ def test_the_learner_section_times_the_four_loops_on_one_thread_and_fits_80_colu
     assert time.perf_counter() - started < 30
     assert list(report["learner"]) == list(bench.learner_loops.LOOPS)
     assert all(row["tinyattn"] > 0 and row["ratio_torch"] is None for row in report["learner"].values())
-    # each loop is replayed too, not run as usual in the replayed column
-    assert all(row["replayed"] > 0 and row["replay_state"] == "replay" for row in report["learner"].values())
     if tinyattn.threads.can_set_num_threads():
         assert threads_seen == [1] * 4
         assert tinyattn.threads.get_num_threads() == report["threads"]  # restored after the section
     table = lines[lines.index(next(line for line in lines if line.startswith("(f)"))) + 1:]
-    assert table[0].split()[:4] == ["loop", "tinyattn", "replayed", "torch"]
+    assert table[0].split()[:3] == ["loop", "tinyattn", "torch"]
     assert [line.split()[0] for line in table[1:]] == ["embedding", "batch", "full-batch", "20"]
     assert all(len(line) <= 80 for line in table)
 
@@ -335,3 +333,154 @@ def test_each_learner_loop_is_the_same_program_on_both_libraries(torch, name):
         assert mine == pytest.approx(yours, rel=1e-5, abs=1e-6)
     for p, q in zip(ours[1], theirs[1]):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_the_calls_section_times_every_call_on_one_thread_and_fits_80_columns(monkeypatch):
+    quick(monkeypatch)
+    monkeypatch.setattr(bench, "terminal_width", lambda stream=None: 80)
+    threads_seen = []
+    real = bench.interleaved
+
+    def interleaved(contenders, rounds, **kwargs):
+        threads_seen.append(tinyattn.threads.get_num_threads())
+        return real(contenders, rounds, **kwargs)
+
+    monkeypatch.setattr(bench, "interleaved", interleaved)
+    lines = []
+    args = argparse.Namespace(what=["calls"], rounds=1, device="cpu", threads=None)
+    report = bench.run(args, None, emit=lines.append)
+    labels = [label for label, _, _ in bench.learner_loops.CALLS]
+    assert list(report["calls"]) == labels
+    for (label, _, numpy_make), row in zip(bench.learner_loops.CALLS, report["calls"].values()):
+        assert row["tinyattn"] > 0 and row["torch"] is None and row["ratio_torch"] is None
+        assert (row["numpy"] is not None) == (numpy_make is not None), label  # the floor where there is one
+    if tinyattn.threads.can_set_num_threads():
+        assert threads_seen == [1] * len(labels)
+        assert tinyattn.threads.get_num_threads() == report["threads"]  # restored after the section
+    table = lines[lines.index(next(line for line in lines if line.startswith("(g)"))) + 1:]
+    assert table[0].split()[:4] == ["call", "tinyattn", "torch", "numpy"]
+    assert [line[:27].rstrip() for line in table[1:]] == labels
+    assert all(len(line) <= 80 for line in table)
+
+
+def test_the_calls_table_has_the_rows_a_learners_step_makes():
+    labels = " | ".join(label for label, _, _ in bench.learner_loops.CALLS)
+    for needed in ["a + b", "a.sum()", "x @ W + b", "C[ix]", "C[ix].view", "F.cross_entropy", "F.softmax",
+                   "nn.LayerNorm", "nn.Linear", "nn.Embedding", "Module.__call__", "nn.LSTM", "bi-LSTM",
+                   "F.dropout", "tanh", "exp", "log", "x[3]", "x[2:10]", "x[0-d tensor]", "x[index", "x[bool mask]",
+                   "zero_grad", "SGD step", "AdamW step", "clip_grad_norm_", "rand(", "randn(32)", "randn(32, 30)",
+                   "randint(", "multinomial", "DataLoader", "backward", "W.data += -0.1 * W"]:
+        assert needed in labels, needed
+    assert len(set(labels.split(" | "))) == len(bench.learner_loops.CALLS)  # one row each
+
+
+def _host(result):
+    if isinstance(result, (list, tuple)):
+        return [_host(r) for r in result]
+    if hasattr(result, "detach"):
+        return result.detach().numpy()
+    return result
+
+
+@pytest.mark.parametrize("label, make", [(label, make) for label, make, _ in bench.learner_loops.CALLS],
+                         ids=[label for label, _, _ in bench.learner_loops.CALLS])
+def test_each_call_is_the_same_call_on_both_libraries(torch, label, make):
+    """The same source text, the same seed: the same numbers from both libraries, call after call."""
+    tinyattn.manual_seed(0)
+    ours = make(tinyattn)
+    torch.manual_seed(0)
+    theirs = make(torch)
+    for _ in range(2):
+        mine, yours = _host(ours()), _host(theirs())
+        for a, b in zip(mine if isinstance(mine, list) else [mine], yours if isinstance(yours, list) else [yours]):
+            if isinstance(a, np.ndarray):
+                assert a.shape == b.shape and a.dtype == b.dtype
+                np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=label)
+            else:
+                assert (a is None) == (b is None), label
+
+
+@pytest.mark.parametrize("label, numpy_make", [(label, numpy_make) for label, _, numpy_make
+                                               in bench.learner_loops.CALLS if numpy_make is not None],
+                         ids=[label for label, _, numpy_make in bench.learner_loops.CALLS if numpy_make is not None])
+def test_each_numpy_floor_is_the_call_in_numpy(label, numpy_make):
+    """Each floor runs on NumPy arrays alone and gives an array of the call's shape."""
+    make = next(make for name, make, _ in bench.learner_loops.CALLS if name == label)
+    tinyattn.manual_seed(0)
+    ours = make(tinyattn)()
+    floor = numpy_make()()
+    if label.startswith("W.data"):  # (an update in place: nothing returned)
+        return
+    assert isinstance(floor, (np.ndarray, np.generic)), label
+    if label == "x[bool mask]":  # (its own random numbers: another count of True)
+        assert np.ndim(floor) == ours.ndim
+    else:
+        assert np.shape(floor) == tuple(ours.shape), label
+
+
+def test_the_elementwise_table_has_every_row_for_every_contender(tmp_path, capsys, monkeypatch, torch):
+    """(g): one row per op, tinyattn against NumPy written directly and PyTorch, with ratios (the
+    shape made small: this checks the table, not the timings)."""
+    quick(monkeypatch)
+    monkeypatch.setattr(bench, "ELEMENTWISE_SHAPE", (2, 3, 8, 16))
+    path = tmp_path / "bench.json"
+    assert bench.main(["--what", "elementwise", "--rounds", "1", "--json", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "(h) elementwise work on a (2, 3, 8, 16) float32 tensor" in text
+    report = json.loads(path.read_text())["elementwise"]
+    names = ["exp", "softmax", "softmax fwd+bwd", "gelu", "gelu tanh", "layer norm", "layer norm fwd+bwd", "AdamW step"]
+    assert report["shape"] == [2, 3, 8, 16] and list(report["rows"]) == names
+    for name, row in report["rows"].items():
+        assert row["tinyattn"] > 0 and row["numpy"] > 0 and row["torch"] > 0
+        assert row["ratio_torch"] == pytest.approx(row["tinyattn"] / row["torch"])
+        assert row["ratio_numpy"] == pytest.approx(row["tinyattn"] / row["numpy"])
+        line = next(line for line in text.splitlines() if line.startswith(name + " "))
+        assert f"{row['ratio_torch']:.2f}" in line
+
+
+@pytest.mark.parametrize("name", ["softmax", "softmax fwd+bwd", "gelu", "gelu tanh", "layer norm",
+                                  "layer norm fwd+bwd"])
+def test_the_elementwise_numpy_floor_computes_what_tinyattn_computes(name):
+    """The NumPy column of (g) is the same math: its results equal tinyattn's to float32 rounding."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 8, 16)).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    t = tinyattn.from_numpy(x.copy()).requires_grad_()
+    F = nn.functional
+    forward = {"softmax": lambda: t.softmax(-1), "gelu": lambda: F.gelu(t),
+               "gelu tanh": lambda: F.gelu(t, approximate="tanh"), "layer norm": lambda: F.layer_norm(t, (16,))}
+    base = name.replace(" fwd+bwd", "")
+    out = forward[base]()
+    if name.endswith("fwd+bwd"):
+        out.backward(tinyattn.from_numpy(g))
+        ours = t.grad.numpy()
+        theirs = {"softmax": bench.numpy_softmax, "layer norm": bench.numpy_layer_norm}[base](x, g)
+    else:
+        ours = out.detach().numpy()
+        theirs = {"softmax": bench.numpy_softmax, "layer norm": bench.numpy_layer_norm, "gelu": bench.numpy_gelu,
+                  "gelu tanh": bench.numpy_gelu_tanh}[base](x)
+    np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=2e-6)
+
+
+def test_the_elementwise_numpy_adamw_step_is_the_optimizers_step():
+    rng = np.random.default_rng(1)
+    p0, g = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
+    param = tinyattn.nn.Parameter(tinyattn.from_numpy(p0.copy()))
+    optimizer = tinyattn.optim.AdamW([param], lr=1e-3)
+    state = [p0.copy(), g, np.zeros_like(p0), np.zeros_like(p0), 0]
+    for _ in range(3):
+        param.grad = tinyattn.from_numpy(g.copy())
+        optimizer.step()
+        state[-1] += 1
+        bench.numpy_adamw_step(*state)
+    np.testing.assert_allclose(state[0], param.detach().numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_the_elementwise_table_without_pytorch_compares_with_numpy_only(tmp_path, capsys, monkeypatch):
+    quick(monkeypatch)
+    monkeypatch.setattr(bench, "ELEMENTWISE_SHAPE", (2, 3, 8, 16))
+    path = tmp_path / "bench.json"
+    assert bench.main(["--what", "elementwise", "--rounds", "1", "--no-torch", "--json", str(path)]) == 0
+    rows = json.loads(path.read_text())["elementwise"]["rows"]
+    assert len(rows) == 8 and all(row["torch"] is None and row["ratio_torch"] is None for row in rows.values())
+    assert all(row["ratio_numpy"] > 0 for row in rows.values())

@@ -1,5 +1,4 @@
-"""The engine's results, bit for bit: 20 steps of each learner loop and of the default GPT's training,
-and of each learner loop replayed (tinyattn.replayed).
+"""The engine's results, bit for bit: 20 steps of each learner loop and of the default GPT's training.
 
 The expected values below were recorded from the engine before any fast path for small tensors was
 added (`python tests/test_bits_unchanged.py` prints them afresh). A change that moves a single bit of a
@@ -50,13 +49,9 @@ def fingerprint(losses, tensors):
     return {"losses": " ".join(float(x).hex() for x in losses), "sha256": digest.hexdigest(), "sums": sums}
 
 
-def run_loop(name, replayed=False):
+def run_loop(name):
     step, parameters = learner_loops.LOOPS[name](tinyattn)
-    if replayed:  # recorded on step 1, checked on step 2, replayed from step 3
-        step = tinyattn.replayed(step, strict=True)
     losses = [step().item() for _ in range(STEPS)]
-    if replayed:
-        assert step.state == "replay"
     return fingerprint(losses, parameters)
 
 
@@ -211,9 +206,9 @@ EXPECTED = {
 }
 
 
-def run(name, replayed=False):
+def run(name):
     with threads.using(1) if threads.can_set_num_threads() else _nothing():
-        return run_gpt() if name == "GPT" else run_loop(name, replayed)
+        return run_gpt() if name == "GPT" else run_loop(name)
 
 
 class _nothing:
@@ -227,12 +222,6 @@ class _nothing:
 @pytest.mark.parametrize("name", list(learner_loops.LOOPS) + ["GPT"])
 def test_the_same_losses_and_weights_as_recorded(name):
     check(run(name), name)
-
-
-@pytest.mark.parametrize("name", list(learner_loops.LOOPS))
-def test_the_replayed_loops_give_the_same_losses_and_weights(name):
-    """tinyattn.replayed: the same bits as the engine, step by step (strict: a fallback would fail)."""
-    check(run(name, replayed=True), name)
 
 
 def check(got, name):

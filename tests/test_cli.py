@@ -75,7 +75,7 @@ def test_train_without_data_uses_the_bundled_sonnets(capsys, tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, "train", "--n-layer", 1, "--n-embd", 16, "--sample-tokens", 10)
     assert code == 0, err
-    assert "on the bundled sonnets" in out and (tmp_path / "out" / "ckpt" / "meta.json").exists()
+    assert "data: the bundled sonnets" in out and (tmp_path / "out" / "ckpt" / "meta.json").exists()
 
 
 @pytest.mark.parametrize("content, message", [
@@ -184,8 +184,8 @@ def test_each_model_has_its_own_defaults(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, "train", "--model", "bigram", "--steps", 600, "--eval-iters", 20, "--sample-tokens", 0)
     assert code == 0, err
-    assert out.startswith("training: bigram, block 8 on the bundled sonnets (37,546 characters), 600 steps, "
-                          "batch 32, lr 0.01,")
+    assert out.startswith("training: bigram, block 8\n  data: the bundled sonnets (37,546 characters)\n"
+                          "  600 steps, batch 32, lr 0.01,")
     assert "step 300: train loss" in out  # evaluations every 300 steps
     assert float(out.split("val loss ")[-1].split(";")[0]) < 2.7
     assert_bad_input(capsys, ["train", "--model", "bigram", "--n-layer", 2, "--dropout", 0.1],
@@ -204,7 +204,7 @@ def test_version_and_plurals(capsys, tmp_path, corpus):
     assert exit.value.code == 0 and capsys.readouterr().out.startswith(f"tinyattn {__version__} (Python ")
     code, out, err = run(capsys, "train", "--data", corpus, "--steps", 1, "--out", tmp_path / "o", *SMALL)
     assert code == 0, err
-    assert "GPT (1 layer, 2 heads, 16 embedding, block 16)" in out and ", 1 step, batch 4" in out
+    assert "GPT (1 layer, 2 heads, 16 embedding, block 16)" in out and "  1 step, batch 4" in out
     assert "done: 1 step, val loss" in out
 
 

@@ -28,6 +28,10 @@ HISTOGRAMS = [
     "L.histogram(X.reshape(2, 4), 2)", "X.histogram(2, weight=X * 2)", "L.histogram(X, 2, range=(1, 1))",
     "L.histogram(X, L.tensor([1.0, 0.0]))", "L.histogram(L.tensor([float('nan'), 1.0]), 2, range=(0.0, 2.0))",
     "L.histogram(X, bins=3, range=(-1.0, 4.0), density=True, weight=X.abs())",
+    # PyTorch's defaults: 100 bins over the data's range, counts (not densities)
+    "L.histogram(X)", "L.histogram(X, density=True)", "X.histogram()", "L.histogram(X, range=(0.0, 3.0))",
+    "X.histogram(density=True, weight=X.abs())", "L.histogram(L.tensor([]))", "L.histogram(X.double(), density=True)",
+    "L.histogram(L.tensor([2.0, 2.0]), density=True)",
 ]
 
 
@@ -41,7 +45,8 @@ def test_histogram_is_pytorchs(torch, call):
 
 HISTCS = ["L.histc(X, 4)", "L.histc(X)", "L.histc(X, 4, 0, 3)", "L.histc(X, bins=3, min=1, max=1)",
           "L.histc(X.double(), 2)", "L.histc(L.tensor([]), 2)", "L.histc(L.tensor([1.0, 1.0]), 2)", "X.histc(3)",
-          "L.histc(X.reshape(2, 4), 3)", "L.histc(X, 5, min=-0.5, max=2)"]
+          "L.histc(X.reshape(2, 4), 3)", "L.histc(X, 5, min=-0.5, max=2)", "X.histc()", "L.histc(X, min=0, max=3)",
+          "X.histc(max=2)", "L.histc(L.tensor([2.0, 2.0]))"]
 
 
 @pytest.mark.parametrize("call", HISTCS)

@@ -1,5 +1,6 @@
-"""The gradient-check exercises: every solution passes the checker, every planted mistake is named,
-the checker never blames a correct backward, and the `tinyattn exercises` command."""
+"""The gradient-check exercises (the backward track): every solution passes the checker, every
+planted mistake is named, the checker never blames a correct backward, and the `tinyattn exercises`
+command. The engine and manual-backprop tracks, teachers' courses and grades: test_course.py."""
 
 import dataclasses
 import json
@@ -13,10 +14,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tinyattn import cli, exercises
-from tinyattn.exercises import EXERCISES, checker, report
+from tinyattn.exercises import checker, report
 from tinyattn.exercises.exercise import SKELETON_RAISE, SOLUTION_MARKER
 from tinyattn.exercises.strategies import Strategies
 
+EXERCISES = exercises.track("backward")
+ALL = exercises.EXERCISES  # the three tracks: what `start` and `check` take by default
 MISTAKES = [(exercise, mistake) for exercise in EXERCISES for mistake in exercise.mistakes]
 PHASE = {"example": "example", "edge case": "edge case", "float32": "float32"}
 STRATEGIES = Strategies()
@@ -44,7 +47,7 @@ def run(capsys, *argv):
 
 def test_the_course_climbs_from_add_to_multi_head_attention():
     assert len(EXERCISES) >= 12
-    assert [e.number for e in EXERCISES] == list(range(1, len(EXERCISES) + 1))
+    assert [e.number for e in ALL] == list(range(1, len(ALL) + 1))  # the tracks one after another
     names = [e.name for e in EXERCISES]
     assert names[0] == "add" and names[-1] == "multi_head_attention"
     for needed in ("add", "mul", "sum", "mean", "matmul", "exp_log", "relu", "gelu", "softmax", "log_softmax",
@@ -363,9 +366,9 @@ def here(tmp_path, monkeypatch):
 def test_start_writes_the_skeletons_and_never_overwrites(capsys, here):
     folder = here / "course"
     code, out, _ = run(capsys, "start", folder)
-    assert code == 0 and "wrote 17 exercises" in out and "tinyattn exercises check" in out
+    assert code == 0 and f"wrote {len(ALL)} exercises" in out and "tinyattn exercises check" in out
     files = sorted(p.name for p in folder.iterdir())
-    assert files == [e.file_name for e in EXERCISES]
+    assert files == [e.file_name for e in ALL]
     mine = folder / "09_softmax.py"
     mine.write_text(mine.read_text().replace(SKELETON_RAISE, "return grad_y"))
     code, out, _ = run(capsys, "start", folder)
@@ -373,7 +376,7 @@ def test_start_writes_the_skeletons_and_never_overwrites(capsys, here):
     assert "return grad_y" in mine.read_text()  # the learner's work is still there
     fits(out.splitlines())
     code, out, _ = run(capsys, "start", here / "answers", "--solutions")
-    assert code == 0 and "wrote 17 solutions" in out
+    assert code == 0 and f"wrote {len(ALL)} solutions" in out
     assert SKELETON_RAISE not in (here / "answers" / "09_softmax.py").read_text()
     (here / "a_file").write_text("")
     code, _, err = run(capsys, "start", here / "a_file")
@@ -385,8 +388,8 @@ def test_check_on_fresh_skeletons_says_not_done_yet(capsys, here):
     run(capsys, "start", tmp_path)
     code, out, err = run(capsys, "check", tmp_path)
     assert code == 1 and err == ""
-    assert out.count("not done yet") == len(EXERCISES) + 1  # one per row, and the summary
-    assert "Traceback" not in out and out.rstrip().endswith(f"0 of {len(EXERCISES)} pass, 17 not done yet")
+    assert out.count("not done yet") == len(ALL) + 1  # one per row, and the summary
+    assert "Traceback" not in out and out.rstrip().endswith(f"0 of {len(ALL)} pass, {len(ALL)} not done yet")
     fits(out.splitlines())
 
 

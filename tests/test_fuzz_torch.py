@@ -1947,8 +1947,6 @@ NOT_FUZZED = {
     **dict.fromkeys(["tinyattn.gradcheck", "tinyattn.numerical_grad", "tinyattn.numerical_jacobian"],
                     "finite differences of other ops: tests/test_gradient_check.py"),
     **dict.fromkeys(["tinyattn.detect_anomaly", "tinyattn.draw_graph"], "observers of ops: tests/test_tracing.py"),
-    **dict.fromkeys(["tinyattn.replayed", "tinyattn.ReplayError"],
-                    "records and replays a step of other ops, bit for bit: tests/test_recording.py"),
     **dict.fromkeys(["Tensor.cuda", "Tensor.is_cuda"], "needs a GPU: tests/test_gpu.py"),
     **dict.fromkeys(["Tensor.shape", "Tensor.dtype", "Tensor.ndim", "Tensor.device", "Tensor.requires_grad",
                      "Tensor.grad", "Tensor.is_leaf"], "attributes compared on every entry's results and inputs"),

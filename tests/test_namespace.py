@@ -12,6 +12,8 @@ added later without its function form fails here. The `torch` fixture skips thes
 """
 
 import ast
+
+import pytest
 import inspect
 import re
 
@@ -33,6 +35,8 @@ ACCEPTED_ARGUMENTS = {
     "set_rng_state": {"state"},  # only ever passed positionally
     "load": {"max_bytes"},  # tinyattn's own: the size limit for an untrusted file (see "Saving and loading")
     "set_num_threads": {"n"},  # positional only, as PyTorch's (which names it `int`)
+    "bernoulli": {"p"},  # PyTorch's other overload, bernoulli(input, p), absent from its docstring
+    "normal": {"dtype", "device", "requires_grad"},  # normal(mean, std, size) takes a factory's keywords too
 }
 
 # NumPy's names that PyTorch's argument parser takes for dim and keepdim in the functions it writes in C++,
@@ -217,3 +221,51 @@ def test_layers_take_pytorchs_arguments(torch):
             continue  # nn.Identity(*args, **kwargs), torch.nn.Tanh(*args, **kwargs): nothing to compare
         problems += check_like_pytorch(our_parameters(ours), documented_parameters(theirs, name)[0], name)
     assert not problems, "\n".join(problems)
+
+
+# --- dir() of a namespace lists its public names, not the helpers it imports ---
+
+PUBLIC_NAMESPACES = ["tinyattn", "tinyattn.nn", "tinyattn.nn.functional", "tinyattn.nn.init", "tinyattn.nn.utils",
+                     "tinyattn.nn.utils.rnn", "tinyattn.optim", "tinyattn.optim.lr_scheduler",
+                     "tinyattn.distributions", "tinyattn.linalg", "tinyattn.utils", "tinyattn.utils.data",
+                     "tinyattn.autograd", "tinyattn.cuda", "tinyattn.amp", "tinyattn.backends", "tinyattn.random",
+                     "tinyattn.distributed", "tinyattn.multiprocessing", "tinyattn.accelerator",
+                     "tinyattn.compiler", "tinyattn.serialization"]
+
+
+@pytest.mark.parametrize("name", PUBLIC_NAMESPACES)
+def test_dir_of_a_namespace_lists_its_public_names_only(name):
+    import importlib
+    import types
+
+    module = importlib.import_module(name)
+    listed = dir(module)
+    assert listed == sorted(listed)
+    public = [n for n in listed if not n.startswith("_")]
+    for n in public:
+        value = getattr(module, n)  # everything listed is there
+        if isinstance(value, types.ModuleType) and name != "tinyattn.multiprocessing":
+            assert value.__name__ == f"{name}.{n}", f"{name} lists {n}, the module {value.__name__} it imports"
+    assert not {"np", "numpy", "math", "F", "dtypes", "backend", "functions"} & set(public) - {
+        n for n in public if isinstance(getattr(module, n), types.ModuleType)
+        and getattr(module, n).__name__ == f"{name}.{n}"}
+    # what the module defines itself (its classes and functions) is listed: a name added later shows up
+    own = [n for n, v in vars(module).items() if not n.startswith("_") and isinstance(v, (type, types.FunctionType))
+           and getattr(v, "__module__", None) == name]
+    if not hasattr(module, "__all__"):
+        assert set(own) <= set(public), sorted(set(own) - set(public))
+    assert {"__name__", "__doc__"} <= set(listed)  # the dunders stay, as Python lists them
+
+
+def test_dir_of_distributions_is_what_the_issue_named():
+    import tinyattn.distributions as distributions
+
+    assert not {"np", "F", "dtypes", "functions", "Tensor", "Size", "no_grad", "enable_grad"} & set(dir(distributions))
+    assert "Categorical" in dir(distributions)
+
+
+def test_dir_keeps_what_pytorch_has_in_the_namespace_though_defined_elsewhere():
+    assert {"Variable", "gradcheck", "detect_anomaly", "Function", "no_grad"} <= set(dir(tinyattn.autograd))
+    assert {"Tensor", "float32", "pi", "nn", "optim", "manual_seed", "save", "load"} <= set(dir(tinyattn))
+    assert "math" not in dir(tinyattn) and "numbers" not in dir(tinyattn)
+    assert "vector_norm" in dir(tinyattn.linalg) and "LBFGS" in dir(tinyattn.optim)

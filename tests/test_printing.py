@@ -282,3 +282,33 @@ def test_matches_torch_under_printoptions(torch, values, precision, threshold, e
     finally:
         torch.set_printoptions(profile="default")
         set_printoptions(profile="default")
+
+
+# --- objects PyTorch prints with their address: a grad_fn and a generator ---
+
+
+def test_a_grad_fn_prints_as_pytorchs_with_its_address(torch):
+    import re
+
+    import tinyattn
+
+    pattern = re.compile(r"<(\w+) object at 0x[0-9a-f]+>")
+    x, t = tinyattn.tensor([1.0, 2.0], requires_grad=True), torch.tensor([1.0, 2.0], requires_grad=True)
+    for make in (lambda a: a + 1, lambda a: a * a, lambda a: a.sum(), lambda a: a[0], lambda a: a.exp()):
+        ours, theirs = repr(make(x).grad_fn), repr(make(t).grad_fn)
+        assert pattern.fullmatch(ours) and pattern.fullmatch(theirs), (ours, theirs)
+        assert pattern.fullmatch(ours).group(1) == pattern.fullmatch(theirs).group(1)
+    y = x * 2
+    assert repr(y.grad_fn) == f"<MulBackward0 object at {id(y.grad_fn):#x}>"
+    assert repr(y).endswith("grad_fn=<MulBackward0>)")  # a printed tensor shows the name only, as PyTorch's
+
+
+def test_the_generator_manual_seed_returns_prints_in_pytorchs_form(torch):
+    import re
+
+    import tinyattn
+
+    assert re.fullmatch(r"<torch\._C\.Generator object at 0x[0-9a-f]+>", repr(torch.manual_seed(0)))
+    generator = tinyattn.manual_seed(0)
+    assert repr(generator) == f"<tinyattn.Generator object at {id(generator):#x}>"
+    assert isinstance(generator, tinyattn.Generator)

@@ -559,3 +559,152 @@ def test_mixed_streams_stay_in_step_with_torch(torch, seed, ops):
             assert_float_equal(torch, got, want.numpy())
         else:
             np.testing.assert_array_equal(got, want.numpy())
+
+
+# ---------------------------------------------------------------- normals computed ahead
+# Float32 normals of small draws come from normals computed ahead for the next words of the stream
+# (Generator._normals32); these tests hold that path to the same numbers as drawing directly.
+
+stream_ops = st.lists(st.one_of(
+    st.tuples(st.just("randn"), st.sampled_from([16, 32, 48, 64, 960, 17, 20, 31, 33, 100, 3, 8])),
+    st.tuples(st.just("rand"), st.sampled_from([1, 5, 16, 32])),
+    st.tuples(st.just("randint"), st.sampled_from([1, 7, 32])),
+    st.tuples(st.just("normal_"), st.sampled_from([16, 40])),
+    st.tuples(st.just("state"), st.just(0)),
+), min_size=1, max_size=40)
+
+
+@settings(max_examples=25)
+@given(seed=seeds, ops=stream_ops)
+def test_float32_normals_from_the_lookahead_match_torch_in_any_mix_of_draws(torch, seed, ops):
+    torch.manual_seed(seed)
+    g = Generator().manual_seed(seed)
+    for op, n in ops:
+        if op == "randn":
+            got, want = g.normal((n,)), torch.randn(n).numpy()
+        elif op == "rand":
+            got, want = g.uniform((n,)), torch.rand(n).numpy()
+        elif op == "randint":
+            got, want = g.randint(0, 27, (n,)), torch.randint(0, 27, (n,)).numpy()
+        elif op == "normal_":
+            got, want = g.normal((n,), mean=0.5, std=0.02), torch.empty(n).normal_(0.5, 0.02).numpy()
+        else:  # a saved state restored: the numbers computed ahead must not outlive it
+            state, torch_state = g.get_state(), torch.get_rng_state()
+            g.normal((32,)), torch.randn(32)
+            g.set_state(state), torch.set_rng_state(torch_state)
+            continue
+        assert got.dtype == want.dtype
+        assert_float_equal(torch, got, want)
+
+
+def test_a_long_stream_of_small_normals_matches_torch(torch):
+    # enough draws for the lookahead to grow to its largest and be used up several times
+    torch.manual_seed(5)
+    g = Generator().manual_seed(5)
+    for step in range(2500):
+        assert_float_equal(torch, g.normal((32,)), torch.randn(32).numpy())
+        if step % 97 == 0:  # now and then a draw that shifts the blocks by a few words
+            np.testing.assert_array_equal(g.randint(0, 10, (3,)), torch.randint(0, 10, (3,)).numpy())
+
+
+def reference_normal32(words, n):
+    """PyTorch's float32 normal of n >= 16 numbers made from the raw words of the stream directly,
+    block by block (no lookahead): returns the normals and how many words they took."""
+    def block(w):
+        return trandom._box_muller32(trandom._uniform32(w))
+
+    full = n - n % 16
+    out = [block(words[i:i + 16]) for i in range(0, full, 16)]
+    used = full
+    if n % 16:
+        used += n % 16
+        z = np.concatenate(out)[:n - 16] if out else np.zeros(0, np.float32)
+        out = [z, block(words[used:used + 16])]
+        used += 16
+    return np.concatenate(out), used
+
+
+@settings(max_examples=30)
+@given(seed=seeds, sizes=st.lists(st.integers(16, 300), min_size=1, max_size=12), skips=st.data())
+def test_float32_normals_equal_the_block_by_block_reference(seed, sizes, skips):
+    g = Generator().manual_seed(seed)
+    words = np.random.RandomState(seed).randint(0, 2**32, 40000, dtype=np.uint64)  # the same stream
+    position = 0
+    for n in sizes:
+        skip = skips.draw(st.integers(0, 20))  # other draws in between: the blocks move
+        g._draw32(skip)
+        position += skip
+        want, used = reference_normal32(words[position:], n)
+        np.testing.assert_array_equal(g.normal((n,)), want)
+        position += used
+    np.testing.assert_array_equal(g._draw32(5), words[position:position + 5])  # the stream is where it should be
+
+
+def test_a_normal_draw_is_a_fresh_array_not_a_view_of_the_numbers_computed_ahead():
+    g = Generator().manual_seed(1)
+    first = g.normal((32,))
+    first[:] = 0  # a caller writing into its numbers
+    again = Generator().manual_seed(1)
+    again.normal((32,))
+    np.testing.assert_array_equal(g.normal((32,)), again.normal((32,)))
+    assert g.normal((16,)).base is None or not np.shares_memory(g.normal((16,)), g._normals)
+
+
+@given(seed=seeds, sizes=st.lists(st.integers(0, 15), min_size=1, max_size=8), params=mean_std)
+def test_small_normals_keep_their_spare_across_calls_like_torch(torch, seed, sizes, params):
+    mean, std = params
+    torch.manual_seed(seed)
+    g = Generator().manual_seed(seed)
+    for n in sizes:
+        want = torch.empty(n, dtype=torch.float64).normal_(mean, std).numpy()
+        np.testing.assert_array_equal(g.normal((n,), np.float64, mean, std), want)
+
+
+def test_the_multiply_adds_left_unfused_have_exact_products():
+    # _cephes_log and _cephes_sincos compute some of the kernel's fused multiply-adds in plain float32:
+    # right only where the product is exact in float32 (then one rounding of the sum is the fma's).
+    f32 = np.float32
+    exponents = np.arange(-127, 3).astype(f32)  # e of a float32 in (0, 1], less one where m < sqrt(1/2)
+    for constant, factors in [(0.693359375, exponents), (-0.78515625, f32([0, 2, 4, 6, 8])),
+                              (-2.4187564849853515625e-4, f32([0, 2, 4, 6, 8]))]:
+        exact = factors.astype(np.float64) * float(f32(constant))
+        assert np.array_equal((factors * f32(constant)).astype(np.float64), exact), constant
+    j = (f32(2.0 * math.pi) * trandom._uniform32(np.arange(0, 2**24, 997, dtype=np.uint64))
+         * f32(1.27323954473516)).astype(np.int32)
+    assert set(((j + 1) & ~1).tolist()) <= {0, 2, 4, 6, 8}  # the multiples of pi/4 that occur
+
+
+def _fused_log_and_angle_reference(u):
+    """The Cephes steps with every multiply-add fused (fma32), as in PyTorch's kernel."""
+    f32, fma = np.float32, trandom.fma32
+    x = f32(1.0) - u
+    bits = x.view(np.int32)
+    e = ((bits >> 23) - 126).astype(f32)
+    m = ((bits & 0x007FFFFF) | 0x3F000000).view(f32)
+    small = m < f32(0.707106781186547524)
+    e = e - small.astype(f32)
+    x = (m - f32(1.0)) + np.where(small, m, f32(0.0))
+    z = x * x
+    y = np.full_like(x, f32(trandom._LOG_POLY[0]))
+    for coefficient in trandom._LOG_POLY[1:]:
+        y = fma(y, x, f32(coefficient))
+    y = fma(y * x, z, e * f32(-2.12194440e-4))
+    y = fma(z, f32(-0.5), y)
+    log = fma(e, f32(0.693359375), x + y)
+    theta = f32(2.0 * math.pi) * u
+    j = ((theta * f32(1.27323954473516)).astype(np.int32) + 1) & ~1
+    yj = j.astype(f32)
+    t = fma(yj, f32(-0.78515625), theta)
+    t = fma(yj, f32(-2.4187564849853515625e-4), t)
+    t = fma(yj, f32(-3.77489497744594108e-8), t)
+    return log, t
+
+
+@settings(max_examples=20)
+@given(start=st.integers(0, 2**24 - 4096))
+def test_log_and_the_angle_reduction_equal_the_fully_fused_steps(start):
+    u = trandom._uniform32(np.arange(start, start + 4096, dtype=np.uint64))  # consecutive float32 inputs
+    log, reduced = _fused_log_and_angle_reference(u)
+    assert trandom._cephes_log(np.float32(1.0) - u).tobytes() == log.tobytes()
+    _, ours = trandom._reduce_angle(np.float32(2.0 * math.pi) * u)
+    assert ours.tobytes() == reduced.tobytes()

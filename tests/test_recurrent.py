@@ -511,3 +511,74 @@ def test_layers_and_packing_keep_to_the_array_api(xp_backend):
     backend.use_array_api_strict(xp_backend == "array_api_strict")
     for a, b in zip(ours, reference, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------- the LSTM step as one op
+# lstm_step runs as one op (recurrent.LSTMStep) where nothing watches the ops; it must give the bits
+# of the dozen ops it stands for, forward and backward, whatever the layer's options.
+
+
+def _run_lstm(seed, options, steps, batch, dtype, with_h0, uses, packed_lengths):
+    tinyattn.manual_seed(seed)
+    lstm = tinyattn.nn.LSTM(3, 4, **options).to(dtype)
+    x = tinyattn.randn(steps, batch, 3, dtype=dtype, requires_grad=True)
+    states = options["num_layers"] * (2 if options["bidirectional"] else 1)
+    hx = None
+    if with_h0:
+        hx = (tinyattn.randn(states, batch, 4, dtype=dtype, requires_grad=True),
+              tinyattn.randn(states, batch, 4, dtype=dtype, requires_grad=True))
+    data = x
+    if packed_lengths:
+        data = trnn.pack_padded_sequence(x, packed_lengths, enforce_sorted=False)
+    out, (h_n, c_n) = lstm(data, hx)
+    if packed_lengths:
+        out = out.data
+    loss = 0
+    if "out" in uses:
+        loss = loss + (out * out).sum()
+    if "h" in uses:
+        loss = loss + h_n.sum() * 3
+    if "c" in uses:
+        loss = loss + (c_n * c_n).sum()
+    loss.backward()
+    tensors = [out, h_n, c_n, x.grad] + [p.grad for p in lstm.parameters()]
+    if with_h0:
+        tensors += [hx[0].grad, hx[1].grad]
+    return [None if t is None else t.detach().numpy().copy() for t in tensors]
+
+
+@settings(max_examples=30)
+@given(seed=st.integers(0, 2**16), num_layers=st.integers(1, 2), bidirectional=st.booleans(), bias=st.booleans(),
+       steps=st.integers(1, 4), batch=st.integers(1, 3), dtype=st.sampled_from(["float32", "float64"]),
+       with_h0=st.booleans(), uses=st.sets(st.sampled_from(["out", "h", "c"]), min_size=1),
+       packed=st.booleans())
+def test_the_lstm_step_as_one_op_gives_the_bits_of_its_ops(monkeypatch, seed, num_layers, bidirectional, bias,
+                                                          steps, batch, dtype, with_h0, uses, packed):
+    from tinyattn.nn import recurrent
+
+    dtype = getattr(tinyattn, dtype)
+    options = dict(num_layers=num_layers, bidirectional=bidirectional, bias=bias)
+    lengths = [steps] + [max(1, steps - k) for k in range(1, batch)] if packed else None
+    calls = []
+    with monkeypatch.context() as patch:  # (a context per example: Hypothesis runs many in one test)
+        patch.setattr(recurrent.LSTMStep, "apply", lambda *a: calls.append(1) or recurrent.Op.apply.__func__(
+            recurrent.LSTMStep, *a))
+        fused = _run_lstm(seed, options, steps, batch, dtype, with_h0, uses, lengths)
+    assert calls, "the fused step did not run"
+    with monkeypatch.context() as patch:
+        patch.setattr(recurrent, "_one_dtype", lambda *tensors: False)  # every step as its dozen ops
+        plain = _run_lstm(seed, options, steps, batch, dtype, with_h0, uses, lengths)
+    for ours, theirs in zip(fused, plain):
+        assert (ours is None) == (theirs is None)
+        if ours is not None:
+            assert ours.tobytes() == theirs.tobytes()
+
+
+def test_a_trace_sees_every_gate_of_the_lstm_step():
+    from tinyattn import tracing
+
+    lstm = tinyattn.nn.LSTM(3, 4)
+    with tracing.trace() as trace:
+        lstm(tinyattn.randn(2, 1, 3))
+    table = str(trace)
+    assert table.count(" sigmoid ") == 3 * 2 and table.count(" tanh ") == 2 * 2  # three gates and two tanh a step

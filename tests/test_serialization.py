@@ -121,9 +121,8 @@ def test_the_archive_is_laid_out_as_pytorch_writes_it(tmp_path):
 
 
 def test_refuses_what_it_cannot_save(tmp_path):
-    for bad in (nn.Linear(2, 2), object(), np.zeros(2), frozenset({1}), {1: lambda: 0}):
-        with pytest.raises(TypeError, match="cannot save an object of type"):
-            tinyattn.save(bad, tmp_path / "x.pt")
+    with pytest.raises((pickle.PicklingError, AttributeError), match="lambda"):  # what Python cannot pickle
+        tinyattn.save({1: lambda: 0}, tmp_path / "x.pt")
     with pytest.raises(RuntimeError, match="non-leaf tensor that requires grad"):
         tinyattn.save({"y": tinyattn.ones(2, requires_grad=True) * 2}, tmp_path / "x.pt")
     with pytest.raises(ValueError, match="legacy"):
@@ -402,11 +401,14 @@ def test_malicious_or_foreign_pickles_are_refused_and_run_nothing(tmp_path, pick
     assert issubclass(UnpicklingError, pickle.UnpicklingError)  # what PyTorch code catches
 
 
-def test_weights_only_false_and_a_pickle_module_are_refused(tmp_path):
-    with pytest.raises(UnpicklingError, match="never does"):
-        tinyattn.load(craft(b"\x80\x02N."), weights_only=False)
+def test_a_pickle_module_is_refused_for_a_weights_only_load(tmp_path):
     with pytest.raises(ValueError, match="pickle_module"):
         tinyattn.load(craft(b"\x80\x02N."), pickle_module=pickle)
+    with pytest.raises(ValueError, match="pickle_module"):
+        tinyattn.load(craft(b"\x80\x02N."), weights_only=False, pickle_module=object())
+    assert tinyattn.load(craft(b"\x80\x02N."), weights_only=False, pickle_module=pickle) is None
+    with pytest.raises(TypeError, match="weights_only must be"):
+        tinyattn.load(craft(b"\x80\x02N."), weights_only="no")
 
 
 FOUR_FLOATS = np.arange(4, dtype="<f4").tobytes()

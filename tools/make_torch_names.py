@@ -26,6 +26,8 @@ NAMESPACES = [
     "torch.backends",
     "torch.distributed",
     "torch.multiprocessing",
+    "torch.distributions",
+    "torch.testing",
 ]
 CLASSES = ["torch.Tensor", "torch.nn.Module"]
 

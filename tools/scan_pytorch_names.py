@@ -20,8 +20,11 @@ It reads `.py` files and the code cells of `.ipynb` notebooks (a cell that does 
 The receiver's type is not known to `ast`: `a.sum()` counts as a tensor method whether `a` is a tensor
 or a NumPy array. A few names are left out because they are nearly always a list's, dict's or
 str's (`index`, `values`, `keys`, `items`, `indices`, `sort(key=...)`, `split()` without arguments or
-with a string), and attributes that are not called
-count only for a short list (`shape`, `T`, `grad`, `data`, `dtype`, `device`, ...).
+with a string, `ax.scatter(x, y, c=..., marker=...)` with matplotlib's keywords, `data.split(split_ratio=...)`
+with a torchtext dataset's), and attributes that are not called count only for a short list (`shape`, `T`,
+`grad`, `data`, `dtype`, `device`, ...). A module-level assignment to an imported name
+(`optim = torch.optim.SGD(...)` in a file that also says `from torch import optim`) hides the import from
+there until the name is imported again.
 """
 
 import ast
@@ -37,6 +40,12 @@ TORCH_NAMES_FILE = pathlib.Path(__file__).resolve().parent.parent / "src" / "tin
 NOT_TENSOR_METHODS = {"index", "values", "keys", "items", "indices"}
 # the attributes (not calls) counted as tensor attributes; others (`.name`, `.data` of a dataset...) are
 # too often something else's
+# keywords that show a call is not the tensor method of that name: matplotlib's `ax.scatter(x, y, c=labels)`,
+# a torchtext dataset's `train.split(split_ratio=0.8, random_state=...)`
+NOT_TENSOR_KEYWORDS = {
+    "scatter": {"c", "cmap", "marker", "label", "s", "alpha", "color", "edgecolor", "edgecolors"},
+    "split": {"split_ratio", "random_state", "stratified", "strata_field"},
+}
 TENSOR_ATTRIBUTES = {"shape", "T", "mT", "grad", "data", "dtype", "device", "requires_grad", "is_leaf", "ndim",
                      "grad_fn", "is_cuda"}
 
@@ -114,6 +123,17 @@ def import_aliases(trees):
     return aliases
 
 
+def bound_names(target):
+    """The names an assignment target binds: `a`, `a, b`, `[a, *b]`; not `torch.x` or `d[k]`, which bind none."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in bound_names(element)]
+    if isinstance(target, ast.Starred):
+        return bound_names(target.value)
+    return []
+
+
 class _Scanner(ast.NodeVisitor):
     def __init__(self, aliases, usage, torch_names):
         self.aliases = aliases
@@ -122,6 +142,7 @@ class _Scanner(ast.NodeVisitor):
         self.module_methods = set(torch_names["Module"]) - self.tensor_methods
         self.used_locals = set()
         self.shadowed = [set()]  # per enclosing function: its parameters and local variables
+        self.rebound = set()  # imported names that a module-level assignment has rebound, until imported again
 
     def visit_FunctionDef(self, node):
         local_names = {arg.arg for arg in ast.walk(node.args) if isinstance(arg, ast.arg)}
@@ -136,6 +157,8 @@ class _Scanner(ast.NodeVisitor):
         """The full dotted name an expression stands for (through the aliases), or None."""
         if isinstance(node, ast.Name):
             if node.id in self.shadowed[-1]:  # `def collate_fn(data)` hides `import torch.utils.data as data`
+                return None
+            if node.id in self.rebound and len(self.shadowed) == 1:  # `optim = torch.optim.SGD(...)`
                 return None
             return self.aliases.get(node.id)
         if isinstance(node, ast.Attribute):
@@ -153,11 +176,22 @@ class _Scanner(ast.NodeVisitor):
         for alias in node.names:
             if alias.name.startswith("torch."):
                 self.usage.names[alias.name] += 1
+            self.rebound.discard(alias.asname or alias.name.split(".")[0])
 
     def visit_ImportFrom(self, node):
         if node.module and node.level == 0 and (node.module == "torch" or node.module.startswith("torch.")):
             if node.module != "torch":
                 self.usage.names[node.module] += 1
+        for alias in node.names:
+            self.rebound.discard(alias.asname or alias.name)
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)  # the value is computed before the names are bound
+        if len(self.shadowed) == 1:  # at module level
+            for target in node.targets:
+                for name in bound_names(target):
+                    if name in self.aliases:
+                        self.rebound.add(name)
 
     def visit_Name(self, node):
         name = self.torch_name(node)
@@ -192,7 +226,10 @@ class _Scanner(ast.NodeVisitor):
 
     @staticmethod
     def is_builtin_call(method, node, keywords):
-        """`line.split()`, `line.split(",")`, `names.sort(key=len)`: a str's or a list's method, not a tensor's."""
+        """`line.split()`, `line.split(",")`, `names.sort(key=len)`: a str's or a list's method, not a tensor's;
+        `ax.scatter(x, y, c=labels)`: matplotlib's (NOT_TENSOR_KEYWORDS)."""
+        if NOT_TENSOR_KEYWORDS.get(method, set()) & set(keywords):
+            return True
         if method == "split":
             return not node.args and not keywords or (
                 bool(node.args) and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str))

@@ -8,6 +8,7 @@ It speaks PyTorch's dialect, so the attention chapter's code runs with the impor
 """
 
 import math as _math
+import sys as _sys
 
 from . import dtypes as _dtypes
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -15,6 +16,7 @@ from .backend import Device as device
 from .errors import BackwardError, CheckpointError, DeviceError, GradcheckError, ShapeError
 from .functions import *  # noqa: F401,F403  (creation functions and the torch.* function forms)
 from .functions import Generator, Size, Tensor, manual_seed, tensor
+from .functions_more import *  # noqa: F401,F403  (median, diag, meshgrid, normal, bernoulli, ... and their methods)
 from .counting import bincount, histc, histogram
 from .printing import get_printoptions, set_printoptions
 
@@ -41,6 +43,7 @@ e = _math.e
 
 
 def get_default_dtype():
+    """The dtype of new floating-point tensors: `tinyattn.float32`."""
     return _dtypes.default_float
 
 
@@ -52,14 +55,15 @@ from . import utils  # noqa: E402  (tinyattn.utils.data: Dataset, DataLoader)
 # names that PyTorch programs use and a CPU engine only accepts, each module documented as such
 from . import accelerator, amp, backends, cuda, distributed  # noqa: E402
 from . import multiprocessing  # noqa: E402  (Python's multiprocessing, as torch.multiprocessing)
-from . import distributions  # noqa: E402  (Categorical)
+from . import distributions  # noqa: E402  (Categorical, Normal, Bernoulli, Uniform)
+from . import testing  # noqa: E402  (assert_close)
+from . import autograd_functional as _autograd_functional  # noqa: E402
 from .amp import autocast, is_autocast_enabled  # noqa: E402
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 from .compiler import compile  # noqa: E402
 from . import _dynamo, compiler  # noqa: E402,F401  (torch._dynamo.config, torch.compiler.reset)
 from .gradient_check import gradcheck, numerical_grad, numerical_jacobian  # noqa: E402
 from .tracing import AnomalyError, detect_anomaly, draw_graph, trace  # noqa: E402
-from .recording import ReplayError, replayed  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .threads import get_num_threads, set_num_threads  # noqa: E402  (NumPy's BLAS threads, as torch's)
 
@@ -70,8 +74,12 @@ autograd.Variable = _Variable  # torch.autograd.Variable: the old name of a tens
 # PyTorch spells these torch.autograd.gradcheck and torch.autograd.detect_anomaly: the same objects
 # there too, set here because tinyattn.autograd is imported by the modules that define them
 autograd.gradcheck, autograd.detect_anomaly = gradcheck, detect_anomaly
+# torch.autograd.functional (jacobian, vjp): an attribute of tinyattn.autograd, and importable by that name
+autograd.functional = _autograd_functional
+_sys.modules["tinyattn.autograd.functional"] = _autograd_functional
 
 # a PyTorch name this module lacks says so (tinyattn/missing.py)
 from . import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

@@ -9,6 +9,7 @@ from . import backend, cuda
 
 
 def is_available():
+    """Whether a CUDA GPU (with CuPy) is available."""
     return cuda.is_available()
 
 
@@ -19,9 +20,15 @@ def current_accelerator(check_available=False):
 
 
 def device_count():
+    """How many CUDA GPUs CuPy sees (0 without one)."""
     return cuda.device_count()
 
 
 def synchronize(device=None):
     """Wait for the GPU's queued work (a DeviceError without one)."""
     cuda.synchronize(device)
+
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__dir__ = _missing.module_dir(__name__)

@@ -30,6 +30,7 @@ _DEVICES = ("cpu", "cuda")
 
 
 def is_autocast_available(device_type):
+    """Whether autocast exists for the device type ('cpu' or 'cuda'); it never changes a dtype here."""
     return device_type in _DEVICES
 
 
@@ -111,6 +112,7 @@ class GradScaler:
             self._per_optimizer_states = {}  # id(optimizer) -> {"stage": ..., "found_inf": bool or None}
 
     def is_enabled(self):
+        """Whether the scaler scales (False: every method passes through)."""
         return self._enabled
 
     def _checked_scale(self, funcname):
@@ -210,21 +212,27 @@ class GradScaler:
         return float(self._init_scale) if self._scale is None else self._scale
 
     def get_growth_factor(self):
+        """The factor the scale grows by after `growth_interval` steps without inf or NaN."""
         return self._growth_factor
 
     def set_growth_factor(self, new_factor):
+        """Sets the growth factor."""
         self._growth_factor = new_factor
 
     def get_backoff_factor(self):
+        """The factor the scale shrinks by after a step with inf or NaN gradients."""
         return self._backoff_factor
 
     def set_backoff_factor(self, new_factor):
+        """Sets the backoff factor."""
         self._backoff_factor = new_factor
 
     def get_growth_interval(self):
+        """How many steps without inf or NaN before the scale grows."""
         return self._growth_interval
 
     def set_growth_interval(self, new_interval):
+        """Sets the growth interval."""
         self._growth_interval = new_interval
 
     def _get_growth_tracker(self):
@@ -241,6 +249,7 @@ class GradScaler:
                 "_growth_tracker": self._get_growth_tracker()}
 
     def load_state_dict(self, state_dict):
+        """Restores a state from `state_dict`."""
         if not self._enabled:
             return
         if len(state_dict) == 0:
@@ -255,3 +264,8 @@ class GradScaler:
         self._init_growth_tracker = state_dict["_growth_tracker"]
         if self._growth_tracker is not None:
             self._growth_tracker = state_dict["_growth_tracker"]
+
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__dir__ = _missing.module_dir(__name__)

@@ -35,6 +35,7 @@ from .errors import BackwardError
 
 
 class GradMode(threading.local):
+    """Whether ops record the graph, per thread (`no_grad()` and `enable_grad()` switch it)."""
     enabled = True
 
 
@@ -42,6 +43,7 @@ grad_mode = GradMode()
 
 
 def is_grad_enabled():
+    """Whether ops record the graph now (False inside `no_grad()`)."""
     return grad_mode.enabled
 
 
@@ -158,20 +160,22 @@ class Node:
     """One recorded op: the `ctx` of its Function and the `grad_fn` of its outputs."""
 
     __slots__ = (
-        "function", "edges", "saved", "saved_versions", "needs_input_grad", "input_meta",
-        "output_meta", "sequence", "released", "retained", "hooks", "xp", "name_hint", "materialize_grads",
+        "function", "edges", "needs_input_grad", "input_meta", "output_meta", "sequence", "xp",
         "__dict__", "__weakref__",
     )
 
+    # What most nodes keep as it is, as class attributes: a node that changes one gets its own (one
+    # node is made per op, so the fewer attributes it sets, the cheaper the op).
+    saved = ()
+    saved_versions = ()
+    released = False
+    retained = None
+    hooks = None  # [(output index, hook)] from register_hook on the outputs
+    name_hint = None
+    materialize_grads = True
+
     def __init__(self, function):
         self.function = function
-        self.saved = ()
-        self.saved_versions = ()
-        self.released = False
-        self.retained = None
-        self.hooks = None  # [(output index, hook)] from register_hook on the outputs
-        self.name_hint = None
-        self.materialize_grads = True
 
     # --- the ctx API of PyTorch ---
 
@@ -185,6 +189,7 @@ class Node:
 
     @property
     def saved_tensors(self):
+        """What forward saved with `save_for_backward`, checked not to have been freed or changed in place."""
         if self.released:
             raise BackwardError(
                 f"{self.name()}: trying to backward through the graph a second time (its saved "
@@ -207,17 +212,21 @@ class Node:
         # "0" as in PyTorch's names (MulBackward0), which printed tensors show as grad_fn=<...>; a hint
         # may give the whole name where PyTorch numbers an overload ("MaxBackward1": max of all elements)
         # (CopySlices, an in-place change of a view, is named without "Backward", as in PyTorch)
+        """The node's name as PyTorch prints it in `grad_fn=<...>`: `MulBackward0`, `CopySlices`, ..."""
         hint = self.name_hint or self.function.__name__.removesuffix("Op")
         return hint if hint[-1].isdigit() or hint == "CopySlices" else f"{hint}Backward0"
 
     @property
     def next_functions(self):
+        """For each input, (the node that made it, its output number); a leaf's edge or (None, 0)."""
         return tuple(
             (None, 0) if edge is None else edge for edge in self.edges
         )
 
     def __repr__(self):
-        return f"<{self.name()}>"
+        # as PyTorch prints a grad_fn: its name and where the object lives (a printed tensor shows
+        # only the name: grad_fn=<MulBackward0>)
+        return f"<{self.name()} object at {id(self):#x}>"
 
 
 class Function:
@@ -228,32 +237,37 @@ class Function:
 
     @staticmethod
     def forward(ctx, *args):
+        """The op's result from its inputs (arrays for the built-in ops, tensors for yours)."""
         raise NotImplementedError("a Function must define forward(ctx, ...)")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
+        """The gradients of the inputs from the gradient of the output, one per forward argument."""
         raise NotImplementedError("a Function must define backward(ctx, grad_output)")
 
     @classmethod
     def apply(cls, *args):
         # This runs for every op, so it walks the arguments once and keeps to plain loops; the common
         # case (a built-in op on NumPy arrays) takes no detour through helpers.
+        """Runs forward and, when a gradient is needed, records the node that backward will call."""
         node = Node(cls)
-        tensors, arrays, needs, metas = [], [], [], []
-        numpy_only = True
+        tensors, arrays, needs = [], [], []
+        numpy_only, any_need = True, False
         for a in args:
             if isinstance(a, Tensor):
                 array = a.array
                 tensors.append(a)
                 arrays.append(array)
-                needs.append(a._requires_grad)
-                metas.append((array.shape, array.dtype))
+                if a._requires_grad:
+                    needs.append(True)
+                    any_need = True
+                else:
+                    needs.append(False)
                 if type(array) is not _ndarray:
                     numpy_only = False
             else:
                 arrays.append(a)
                 needs.append(False)
-                metas.append(None)
         if not tensors:
             xp = None
         elif numpy_only:
@@ -261,7 +275,7 @@ class Function:
         else:
             xp = backend.same_device([t.array for t in tensors])
         node.xp = xp
-        record = grad_mode.enabled and True in needs
+        record = any_need and grad_mode.enabled
         # known before forward runs, so that forward saves only what the needed gradients use
         node.needs_input_grad = tuple(needs) if record else (False,) * len(args)
 
@@ -282,8 +296,10 @@ class Function:
                     "not know the values it was given, so its gradients would be wrong. Work on a copy "
                     "inside forward (x = x.clone())"
                 )
-        single = not isinstance(result, tuple)
+        single = type(result) is not tuple
         if single:
+            if type(result) in _NUMPY_SCALARS:  # (a full reduction's NumPy scalar: as the 0-d array it stands for)
+                result = _as_array(result)
             out_arrays = [result.array if isinstance(result, Tensor) else result]
         else:
             out_arrays = [r.array if isinstance(r, Tensor) else r for r in result]
@@ -292,7 +308,17 @@ class Function:
 
         if record:
             node.sequence = next(_sequence)
-            node.edges = tuple([_edge_to(a) if need else None for a, need in zip(args, needs)])
+            edges, metas = [], []
+            for a, need, array in zip(args, needs, arrays):
+                if need:
+                    # where the gradient goes: the node that made the input, or the leaf itself (_edge_to)
+                    if a._base is not None and a._view_version != a._version[0]:
+                        refresh_view(a)
+                    edges.append((a, 0) if a.grad_fn is None else (a.grad_fn, a.output_nr))
+                else:
+                    edges.append(None)
+                metas.append((array.shape, array.dtype) if isinstance(a, Tensor) else None)
+            node.edges = tuple(edges)
             node.input_meta = tuple(metas)
             if single:  # (most ops: one output, without the loops)
                 out = out_arrays[0]
@@ -301,12 +327,10 @@ class Function:
             else:
                 node.output_meta = tuple([(a.shape, a.dtype) for a in out_arrays])
                 outputs = [Tensor._wrap(a, _is_float(a), node, i) for i, a in enumerate(out_arrays)]
-        elif single:
-            node.saved = ()
-            outputs = [Tensor._wrap(out_arrays[0])]
-        else:
-            node.saved = ()
-            outputs = [Tensor._wrap(a) for a in out_arrays]
+        else:  # no graph: nothing the forward saved is needed (a node that saved nothing is left as it is)
+            if node.saved:
+                node.saved = ()
+            outputs = [Tensor._wrap(out_arrays[0])] if single else [Tensor._wrap(a) for a in out_arrays]
         if cls.is_view and not getattr(node, "copied", False):
             _mark_views(args[0], outputs, (cls, args[1:]))
         if node.saved:
@@ -319,6 +343,9 @@ class Function:
 
 
 _ndarray = backend.np.ndarray
+_as_array = backend.np.asarray
+_NUMPY_SCALARS = frozenset({backend.np.float32, backend.np.float64, backend.np.int64, backend.np.int32,
+                            backend.np.bool_})
 _numpy_xp = backend.numpy_xp
 float_errors_off, float_errors_restore = backend.float_errors_off, backend.float_errors_restore
 
@@ -577,6 +604,7 @@ class RemovableHandle:
         self._hooks, self._entry = hooks, entry
 
     def remove(self):
+        """Takes the hook away (a second call does nothing)."""
         if self._entry in self._hooks:
             self._hooks.remove(self._entry)
 
@@ -642,3 +670,4 @@ from .tensor import Tensor  # noqa: E402  (Tensor needs this module; this module
 from . import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

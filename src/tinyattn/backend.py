@@ -221,6 +221,11 @@ def is_cupy_array(obj):
     return type(obj).__module__ == "cupy" and type(obj).__name__ == "ndarray"
 
 
+def cpu_is_numpy():
+    """Whether CPU tensors hold NumPy arrays (the tests also run them on array_api_strict)."""
+    return _ns.cpu is numpy_xp
+
+
 def namespace_for(dev):
     dev = device(dev)
     if dev.type == "cpu":
@@ -404,6 +409,8 @@ def _host_key(key):
 
 def getitem(array, key):
     """`array[key]` with NumPy's indexing rules (index arrays and masks anywhere, as CuPy has them)."""
+    if type(array) is np.ndarray:
+        return array[key]
     xp = namespace(array)
     if xp is numpy_xp or xp is _ns.cuda:
         return array[key]
@@ -506,6 +513,8 @@ def matmul(a, b):
     pays for the copy; from 64x256 slices on the copy costs more than it saves (measured 1.35x
     slower), so larger operands are used as they are.
     """
+    if a.ndim < 3 and b.ndim < 3:  # (no stack of products: the checks below do not apply)
+        return a @ b
     if (namespace(b) is numpy_xp and b.ndim >= 3 and b.shape[-2] * b.shape[-1] <= 4096
             and b.strides[-2] < b.strides[-1]):  # a transposed view: its columns are contiguous
         b = np.ascontiguousarray(b)
@@ -554,12 +563,26 @@ def exp_in_place(x):
     return xp.exp(x)
 
 
+def on_threads(ufunc, x):
+    """ufunc(x) for a NumPy ufunc of one array (exp, tanh): a large NumPy array (parallel.in_blocks)
+    in blocks on every thread (parallel.each_block), anything else as usual. Elementwise, so the
+    same bits."""
+    if not (parallel.in_blocks(x) and x.dtype.kind == "f" and parallel.threads_for_blocks() > 1):
+        return ufunc(x)  # (on one thread, blocks of a single pass would only add calls)
+    result = np.empty_like(x)
+    parallel.each_block(lambda block, out: ufunc(block, out=out), np.reshape(x, (-1,)), np.reshape(result, (-1,)),
+                        align=1)
+    return result
+
+
 def max_for_shift(x, axis):
     """The maximum along `axis` (kept) that softmax subtracts before exp() so that it cannot overflow.
 
     For NumPy it is np.fmax.reduce, which skips NaNs and runs about 1.4x faster than max(); a NaN in a
     row still spreads through exp() and the row's sum, so the softmax is the same.
     """
+    if type(x) is np.ndarray and x.dtype.char in "fd" and x.shape[axis]:  # (the common case, told at once)
+        return np.fmax.reduce(x, axis=axis, keepdims=True)
     xp = namespace(x)
     if x.shape[axis] == 0:  # an empty row has no max: no shift is needed either
         return xp.zeros(x.shape[:axis] + (1,) + x.shape[axis + 1:], dtype=x.dtype, **creation_kwargs(xp))
@@ -637,6 +660,11 @@ def contiguous(array):
 
 def reshape_view(array, shape):
     """`array` reshaped without copying, or None when its memory layout does not allow it."""
+    if type(array) is np.ndarray:  # (the method: NumPy's function adds a dispatch layer)
+        try:
+            return array.reshape(shape, copy=False)
+        except ValueError:
+            return None
     xp = namespace(array)
     try:
         return xp.reshape(array, shape, copy=False)
@@ -700,7 +728,11 @@ _ERF_FAR = {dtype: _polynomial_fit(lambda x: math.erfc(x) * math.exp(x * x), 2.0
 
 
 def erf(x):
-    """The error function, elementwise (the standard has none; exact GELU needs it)."""
+    """The error function, elementwise (the standard has none; exact GELU needs it).
+
+    A large NumPy array is computed in blocks that stay in the cache (parallel.map_blocks): the same
+    passes on each block, so the same numbers as in whole-array passes (erf_in_passes).
+    """
     xp = namespace(x)
     if xp is _ns.cuda:
         import cupyx.scipy.special
@@ -708,18 +740,34 @@ def erf(x):
         return cupyx.scipy.special.erf(x)
     if x.ndim == 0:  # NumPy's 0-d arithmetic gives scalars, which the masked write below cannot take
         return xp.reshape(erf(xp.reshape(x, (1,))), ())
+    if parallel.in_blocks(x):
+        return np.reshape(parallel.map_blocks(erf_in_passes, np.reshape(x, (-1,))), x.shape)
+    return erf_in_passes(x)
+
+
+def erf_in_passes(x):
+    """erf(x) of an array of at least one dim, in passes over the whole array (any namespace)."""
+    xp = namespace(x)
     precision = "float32" if x.dtype == xp.float32 else "float64"
-    a = xp.abs(x)
-    u = xp.clip(a * a, 0.0, 4.0)  # a NaN stays NaN through clip and the polynomial
+    u = x * x
+    far = u >= 4.0  # |x| >= 2 (x * x rounds to below 4 for every x below 2 in size)
+    if xp is numpy_xp:
+        np.clip(u, 0.0, 4.0, out=u)  # (array_api_compat's clip costs 2-4x NumPy's on a block)
+    else:
+        u = xp.clip(u, 0.0, 4.0)  # a NaN stays NaN through clip and the polynomial
     u *= 0.5
     u -= 1.0  # [0, 4] -> [-1, 1]
     result = _horner(_ERF_NEAR[precision], u)
-    result *= a
-    far = a >= 2.0
+    result *= x  # erf is odd: x A(x^2) has x's sign
     if xp.any(far):  # rare in activations: evaluated on those elements only
-        a_far = xp.clip(a[far], 0.0, 6.0)
-        t = (a_far - 4.0) / 2.0  # [2, 6] -> [-1, 1]
-        tail = _horner(_ERF_FAR[precision], t)
-        tail *= xp.exp(-(a_far * a_far))
-        result[far] = 1.0 - tail
-    return xp.copysign(result, x)  # erf is odd
+        result[far] = _erf_far(xp, x[far], precision)
+    return result
+
+
+def _erf_far(xp, x, precision):
+    """erf(x) for 2 <= |x|: 1 - exp(-x^2) B(|x|) with x's sign, and 1 in size beyond 6."""
+    a = xp.minimum(xp.abs(x), 6.0)  # (clip's lower bound has nothing to do here)
+    t = (a - 4.0) / 2.0  # [2, 6] -> [-1, 1]
+    tail = _horner(_ERF_FAR[precision], t)
+    tail *= xp.exp(-(a * a))
+    return xp.copysign(1.0 - tail, x)

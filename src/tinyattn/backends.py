@@ -63,10 +63,12 @@ class cudnn:
 
     @staticmethod
     def is_available():
+        """Whether cuDNN is available: False (tinyattn does not use it)."""
         return False
 
     @staticmethod
     def version():
+        """The cuDNN version: None (tinyattn does not use it)."""
         return None
 
 
@@ -75,8 +77,15 @@ class mps:
 
     @staticmethod
     def is_available():
+        """Whether Apple's MPS device is available: False (tinyattn has CPU and CUDA)."""
         return False
 
     @staticmethod
     def is_built():
+        """Whether this build supports MPS: False."""
         return False
+
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__dir__ = _missing.module_dir(__name__)

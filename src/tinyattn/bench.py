@@ -9,8 +9,12 @@ warm-up, and reported as medians and ratios, so a busy machine slows all contend
   (d) peak memory of (a) at the largest size, each contender in a fresh subprocess;
   (e) the GPT step of (b) on a shared machine: quiet, and beside a busy process (a spin loop in a
       child process), at each thread count;
-  (f) four training loops as a lecture writes them (tinyattn.learner_loops), on one thread: run as
-      written, and replayed (tinyattn.replayed).
+  (f) four training loops as a lecture writes them (tinyattn.learner_loops), on one thread, run as
+      written;
+  (g) the single calls such a loop makes every step (learner_loops.CALLS), on one thread, each
+      beside the same call written directly in NumPy where there is one (the floor).
+  (h) the elementwise work of attention and of a training step (exp, softmax, GELU, layer norm, an
+      AdamW step) on one attention-sized tensor, against the same math written directly in NumPy.
 
 Both libraries compute with the same number of threads (`--threads`, default: every core this
 process may use): tinyattn's matrix products through `tinyattn.set_num_threads`, PyTorch through
@@ -31,7 +35,6 @@ import statistics
 import subprocess
 import sys
 import time
-import warnings
 
 import numpy as np
 
@@ -341,6 +344,24 @@ def overhead_contenders(torch, rounds=OVERHEAD_ROUNDS, on_round=None):
                                 on_round=None if on_round is None else lambda text: on_round(name, text))
 
 
+FAR_OFF = 10  # a per-op figure this many times its column's median is noise, not the op's cost
+
+
+def far_off(rows):
+    """{row name: {contender, ...}} of the figures over FAR_OFF times the median of their contender's
+    column ({name: {contender: seconds}} rows): on a busy machine one median can land 100x too high."""
+    flagged = {}
+    for contender in ("tinyattn", "numpy", "torch"):
+        column = {name: row[contender] for name, row in rows.items() if row.get(contender) is not None}
+        if len(column) < 3:  # too few figures for a median to say what is typical
+            continue
+        typical = statistics.median(column.values())
+        for name, seconds in column.items():
+            if seconds > FAR_OFF * typical:
+                flagged.setdefault(name, set()).add(contender)
+    return flagged
+
+
 def _settling(timer):
     """The timer, then a pause of OVERHEAD_SETTLE_SECONDS (untimed) for the thread pool it may have woken."""
     def run():
@@ -370,16 +391,151 @@ def learner_contenders(torch):
     loops = {}
     for name, make in learner_loops.LOOPS.items():
         contenders = {"tinyattn": cpu_timer(make(tinyattn)[0], clock=time.process_time)}
-        replayed = tinyattn.replayed(make(tinyattn)[0])
-        with warnings.catch_warnings():  # (a step it cannot replay runs as usual: the table says so)
-            warnings.simplefilter("ignore")
-            replayed(), replayed()  # recorded, then checked: the timed calls are replays
-        contenders["replayed"] = cpu_timer(replayed, clock=time.process_time)
-        contenders["replayed"].state = replayed.state
         if torch is not None:
             contenders["torch"] = cpu_timer(make(torch)[0], clock=time.process_time)
         loops[name] = contenders
     return loops
+
+
+# ---------------------------------------------------------------------------------------------
+# (g) the calls of a learner's step, one at a time
+
+
+CALL_ROUNDS = 5
+
+
+def call_contenders(torch):
+    """(label, {contender: timer}) for each call of `learner_loops.CALLS`, built as it is reached:
+    tinyattn, PyTorch (when given) and the NumPy floor (where there is one), in CPU seconds of this
+    process (one thread: see `learner_contenders`)."""
+    import tinyattn
+
+    for label, make, numpy_make in learner_loops.CALLS:
+        contenders = {"tinyattn": cpu_timer(make(tinyattn), clock=time.process_time)}
+        if torch is not None:
+            contenders["torch"] = cpu_timer(make(torch), clock=time.process_time)
+        if numpy_make is not None:
+            contenders["numpy"] = cpu_timer(numpy_make(), clock=time.process_time)
+        yield label, contenders
+
+
+# (h) elementwise work at attention size
+
+
+ELEMENTWISE_SHAPE = (8, 12, 256, 256)  # the attention weights of (8, 256, 768, 12): batch, heads, tokens, tokens
+ELEMENTWISE_ROUNDS = 7
+
+
+def numpy_adamw_step(p, grad, exp_avg, exp_avg_sq, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                     weight_decay=1e-2):
+    """One AdamW update written directly in NumPy, in place, one pass per operation."""
+    p *= 1 - lr * weight_decay
+    exp_avg += (1 - betas[0]) * (grad - exp_avg)
+    exp_avg_sq *= betas[1]
+    exp_avg_sq += (1 - betas[1]) * grad * grad
+    denom = np.sqrt(exp_avg_sq) / math.sqrt(1 - betas[1] ** step) + eps
+    p += (-lr / (1 - betas[0] ** step)) * exp_avg / denom
+
+
+def numpy_layer_norm(x, grad=None, eps=1e-5):
+    """Layer norm over the last dim (no weight or bias), and its input's gradient for `grad`, in NumPy."""
+    centred = x - x.mean(axis=-1, keepdims=True)
+    inv_std = 1 / np.sqrt((centred * centred).mean(axis=-1, keepdims=True) + eps)
+    normalized = centred * inv_std
+    if grad is None:
+        return normalized
+    return inv_std * (grad - grad.mean(axis=-1, keepdims=True)
+                      - normalized * (grad * normalized).mean(axis=-1, keepdims=True))
+
+
+def numpy_softmax(x, grad=None):
+    """Softmax over the last dim, and its input's gradient for `grad`, in NumPy."""
+    y = np.exp(x - x.max(axis=-1, keepdims=True))
+    y /= y.sum(axis=-1, keepdims=True)
+    if grad is None:
+        return y
+    return y * (grad - (grad * y).sum(axis=-1, keepdims=True))
+
+
+def numpy_gelu(x):
+    """Exact GELU, x Phi(x), in NumPy passes over the whole array (erf as tinyattn's polynomial)."""
+    return x * (0.5 * (1 + backend.erf_in_passes(x * (1 / math.sqrt(2)))))
+
+
+def numpy_gelu_tanh(x):
+    """GELU's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in NumPy."""
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def elementwise_contenders(torch, shape=None):
+    """{row: {contender: zero-argument call}}: the elementwise work of attention and of a training
+    step, on one float32 tensor of `shape` (random normal numbers), for tinyattn, NumPy written
+    directly (the floor), and PyTorch when given."""
+    import tinyattn
+    from . import optim
+    from .nn import functional as F
+
+    shape = ELEMENTWISE_SHAPE if shape is None else shape
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal(shape, dtype=np.float32)
+    g_np = rng.standard_normal(shape, dtype=np.float32)
+    x, g = tinyattn.from_numpy(x_np), tinyattn.from_numpy(g_np)
+    xg = tinyattn.from_numpy(x_np.copy()).requires_grad_()
+    width = shape[-1]
+
+    def backward_of(forward):
+        def run():
+            xg.grad = None
+            forward(xg).backward(g)
+        return run
+
+    param = tinyattn.nn.Parameter(tinyattn.from_numpy(x_np.copy()))
+    param.grad = tinyattn.from_numpy(g_np.copy())
+    adamw = optim.AdamW([param], lr=1e-3)
+    numpy_state = [x_np.copy(), g_np, np.zeros_like(x_np), np.zeros_like(x_np), 0]
+
+    def numpy_adamw():
+        numpy_state[-1] += 1
+        numpy_adamw_step(*numpy_state)
+
+    rows = {
+        "exp": {"tinyattn": lambda: x.exp(), "numpy": lambda: np.exp(x_np)},
+        "softmax": {"tinyattn": lambda: x.softmax(-1), "numpy": lambda: numpy_softmax(x_np)},
+        "softmax fwd+bwd": {"tinyattn": backward_of(lambda t: t.softmax(-1)),
+                            "numpy": lambda: numpy_softmax(x_np, g_np)},
+        "gelu": {"tinyattn": lambda: F.gelu(x), "numpy": lambda: numpy_gelu(x_np)},
+        "gelu tanh": {"tinyattn": lambda: F.gelu(x, approximate="tanh"),
+                      "numpy": lambda: numpy_gelu_tanh(x_np)},
+        "layer norm": {"tinyattn": lambda: F.layer_norm(x, (width,)), "numpy": lambda: numpy_layer_norm(x_np)},
+        "layer norm fwd+bwd": {"tinyattn": backward_of(lambda t: F.layer_norm(t, (width,))),
+                               "numpy": lambda: numpy_layer_norm(x_np, g_np)},
+        "AdamW step": {"tinyattn": adamw.step, "numpy": numpy_adamw},
+    }
+    if torch is not None:
+        tx, tg = torch.from_numpy(x_np.copy()), torch.from_numpy(g_np.copy())
+        txg = tx.clone().requires_grad_()
+        tparam = torch.nn.Parameter(tx.clone())
+        tparam.grad = tg.clone()
+        tadamw = torch.optim.AdamW([tparam], lr=1e-3)
+
+        def torch_backward_of(forward):
+            def run():
+                txg.grad = None
+                forward(txg).backward(tg)
+            return run
+
+        tF = torch.nn.functional
+        torch_rows = {
+            "exp": lambda: tx.exp(), "softmax": lambda: tx.softmax(-1),
+            "softmax fwd+bwd": torch_backward_of(lambda t: t.softmax(-1)),
+            "gelu": lambda: tF.gelu(tx), "gelu tanh": lambda: tF.gelu(tx, approximate="tanh"),
+            "layer norm": lambda: tF.layer_norm(tx, (width,)),
+            "layer norm fwd+bwd": torch_backward_of(lambda t: tF.layer_norm(t, (width,))),
+            "AdamW step": tadamw.step,
+        }
+        for name, run in torch_rows.items():
+            rows[name]["torch"] = run
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------
@@ -586,7 +742,8 @@ def new_report(device, torch):
     """The results so far: `run` fills it part by part, so an interrupted run keeps what it measured."""
     return {"machine": machine_description(device), "device": device,
             "torch": None if torch is None else torch.__version__, "mha": [], "gpt": None,
-            "overhead": None, "memory": None, "contended": None, "learner": None, "threads": None, "busy_cores": None,
+            "overhead": None, "memory": None, "contended": None, "learner": None, "calls": None, "elementwise": None,
+            "threads": None, "busy_cores": None,
             "interrupted": None}
 
 
@@ -671,14 +828,27 @@ def run(args, torch=None, report=None, emit=print, status=None):
     if "overhead" in args.what and device == "cpu":
         emit("")
         emit("(c) cost per op on 4x4 tensors (median)")
-        emit(f"{'op':<14} {'tinyattn':>10} {'numpy':>10} {'torch':>10} {'ta/torch':>9}")
+        emit(f"{'op':<14}" + "".join(f" {h:>10} " for h in ("tinyattn", "numpy", "torch")) + f"{'ta/torch':>9}")
         report["overhead"] = {}
         doing("(c) cost per op: setting up")
+        flagged = {}  # row name -> the contenders whose figure got a "!"
         for name, row in overhead_contenders(torch, rounds=args.rounds or OVERHEAD_ROUNDS,
                                              on_round=lambda op, text: doing(f"(c) cost per op, {op}: {text}")):
             report["overhead"][name] = row
-            emit(f"{name:<14} {_fmt_time(row.get('tinyattn')):>10} {_fmt_time(row.get('numpy')):>10} "
-                 f"{_fmt_time(row.get('torch')):>10} {_fmt_ratio(_ratio(row.get('tinyattn'), row.get('torch'))):>9}")
+            # a figure far off the others of its column (from the third row on) is flagged on its row
+            flagged[name] = far_off(report["overhead"]).get(name, set())
+            cells = "".join(f" {_fmt_time(row.get(k)):>10}" + ("!" if k in flagged[name] else " ")
+                            for k in ("tinyattn", "numpy", "torch"))
+            emit(f"{name:<14}{cells}{_fmt_ratio(_ratio(row.get('tinyattn'), row.get('torch'))):>9}")
+        # the rows printed before there were enough to compare with are named below the table
+        final = far_off(report["overhead"])
+        late = [f"{name}'s {k} ({_fmt_time(report['overhead'][name][k])})"
+                for name, columns in final.items() for k in sorted(columns - flagged[name])]
+        report["overhead_far_off"] = {name: sorted(final.get(name, set()) | flagged[name])
+                                      for name in report["overhead"] if final.get(name) or flagged[name]}
+        if report["overhead_far_off"]:
+            emit(fit(f"! over {FAR_OFF}x its column's median" + (f" (also {', '.join(late)})" if late else "")
+                     + ": the machine was busy then; run it again"))
 
     if "memory" in args.what and device == "cpu":
         size = tuple(args.memory_size)
@@ -722,8 +892,7 @@ def run(args, torch=None, report=None, emit=print, status=None):
         emit("")
         emit("(f) learner loops, one training step as a lecture writes it, one thread (median CPU time per step"
              + ("; ratios with quartiles)" if wide else ")"))
-        emit(f"{'loop':<21} {'tinyattn':>9} {'replayed':>9} {'torch':>9} {_cell('ta/torch', wide)} "
-             f"{_cell('rp/torch', wide)}")
+        emit(f"{'loop':<21} {'tinyattn':>9} {'torch':>9} {_cell('ta/torch', wide)}")
         report["learner"] = {}
         set_threads(1, torch)  # one thread: no pool spins between contenders, so no pause is needed
         try:
@@ -732,30 +901,68 @@ def run(args, torch=None, report=None, emit=print, status=None):
                 samples = {}
                 medians = interleaved(contenders, rounds=args.rounds or LEARNER_ROUNDS, warmup=1, settle=0.0,
                                       samples=samples, on_round=lambda text: doing(f"(f) {name}: {text}"))
-                replaying = contenders["replayed"].state == "replay"  # (not a step run as usual)
-                row = {**medians, "replay_state": contenders["replayed"].state,
-                       "ratio_torch": _ratio(medians["tinyattn"], medians.get("torch")),
-                       "ratio_torch_quartiles": ratio_spread(samples, "tinyattn", "torch"),
-                       "ratio_replayed_torch": None, "ratio_replayed_torch_quartiles": None}
-                if replaying:
-                    row["ratio_replayed_torch"] = _ratio(medians["replayed"], medians.get("torch"))
-                    row["ratio_replayed_torch_quartiles"] = ratio_spread(samples, "replayed", "torch")
+                row = {**medians, "ratio_torch": _ratio(medians["tinyattn"], medians.get("torch")),
+                       "ratio_torch_quartiles": ratio_spread(samples, "tinyattn", "torch")}
                 report["learner"][name] = row
-                replay = _fmt_time(row["replayed"]) if row["replay_state"] == "replay" else "eager"
                 as_written = _fmt_ratio(row["ratio_torch"], spread(row["ratio_torch_quartiles"]))
-                replayed = _fmt_ratio(row["ratio_replayed_torch"], spread(row["ratio_replayed_torch_quartiles"]))
-                emit(f"{name:<21} {_fmt_time(row['tinyattn']):>9} {replay:>9} {_fmt_time(row.get('torch')):>9} "
-                     f"{_cell(as_written, wide)} {_cell(replayed, wide)}")
-            for key, label in (("ratio_torch", "learner_geometric_mean"),
-                               ("ratio_replayed_torch", "learner_replayed_geometric_mean")):
-                ratios = [row[key] for row in report["learner"].values() if row[key] is not None]
-                report[label] = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+                emit(f"{name:<21} {_fmt_time(row['tinyattn']):>9} {_fmt_time(row.get('torch')):>9} "
+                     f"{_cell(as_written, wide)}")
+            ratios = [row["ratio_torch"] for row in report["learner"].values() if row["ratio_torch"] is not None]
+            report["learner_geometric_mean"] = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
             if report["learner_geometric_mean"] is not None:
-                emit(f"{'geometric mean':<21} {'':>9} {'':>9} {'':>9} "
-                     f"{_cell(_fmt_ratio(report['learner_geometric_mean']), wide)} "
-                     f"{_cell(_fmt_ratio(report['learner_replayed_geometric_mean']), wide)}")
+                emit(f"{'geometric mean':<21} {'':>9} {'':>9} "
+                     f"{_cell(_fmt_ratio(report['learner_geometric_mean']), wide)}")
         finally:
             set_threads(report["threads"], torch)
+
+    if "calls" in args.what and device == "cpu":
+        emit("")
+        emit("(g) one call of a learner's step, one thread (median CPU time per call"
+             + ("; ratios with quartiles)" if wide else ")"))
+        emit(f"{'call':<27} {'tinyattn':>9} {'torch':>9} {'numpy':>9} {_cell('ta/torch', wide)} {'ta/numpy':>8}")
+        report["calls"] = {}
+        set_threads(1, torch)
+        try:
+            doing("(g) calls: setting up")
+            for label, contenders in call_contenders(torch):
+                samples = {}
+                medians = interleaved(contenders, rounds=args.rounds or CALL_ROUNDS, warmup=1, settle=0.0,
+                                      samples=samples, on_round=lambda text: doing(f"(g) {label}: {text}"))
+                row = {"tinyattn": medians["tinyattn"], "torch": medians.get("torch"), "numpy": medians.get("numpy"),
+                       "ratio_torch": _ratio(medians["tinyattn"], medians.get("torch")),
+                       "ratio_torch_quartiles": ratio_spread(samples, "tinyattn", "torch"),
+                       "ratio_numpy": _ratio(medians["tinyattn"], medians.get("numpy"))}
+                report["calls"][label] = row
+                emit(f"{label:<27} {_fmt_time(row['tinyattn']):>9} {_fmt_time(row.get('torch')):>9} "
+                     f"{_fmt_time(row.get('numpy')):>9} "
+                     f"{_cell(_fmt_ratio(row['ratio_torch'], spread(row['ratio_torch_quartiles'])), wide)} "
+                     f"{_fmt_ratio(row['ratio_numpy']):>8}")
+        finally:
+            set_threads(report["threads"], torch)
+
+    if "elementwise" in args.what and device == "cpu":
+        shape = ELEMENTWISE_SHAPE
+        emit("")
+        emit(f"(h) elementwise work on a {shape} float32 tensor (median per call"
+             + ("; ratios with quartiles)" if wide else ")"))
+        emit(f"{'op':<20} {'tinyattn':>10} {'numpy':>10} {'torch':>10} {_cell('ta/numpy', wide)} "
+             f"{_cell('ta/torch', wide)}")
+        report["elementwise"] = {"shape": list(shape), "rows": {}}
+        doing("(h) elementwise work: setting up")
+        for name, calls in elementwise_contenders(torch, shape).items():
+            samples = {}
+            medians = interleaved({k: cpu_timer(call) for k, call in calls.items()},
+                                  rounds=args.rounds or ELEMENTWISE_ROUNDS, warmup=1, samples=samples,
+                                  on_round=lambda text: doing(f"(h) {name}: {text}"))
+            row = {k: medians.get(k) for k in ("tinyattn", "numpy", "torch")}
+            for other in ("numpy", "torch"):
+                row[f"ratio_{other}"] = _ratio(medians["tinyattn"], medians.get(other))
+                row[f"ratio_{other}_quartiles"] = ratio_spread(samples, "tinyattn", other)
+            report["elementwise"]["rows"][name] = row
+            emit(f"{name:<20} {_fmt_time(row['tinyattn']):>10} {_fmt_time(row.get('numpy')):>10} "
+                 f"{_fmt_time(row.get('torch')):>10} "
+                 f"{_cell(_fmt_ratio(row['ratio_numpy'], spread(row['ratio_numpy_quartiles'])), wide)} "
+                 f"{_cell(_fmt_ratio(row['ratio_torch'], spread(row['ratio_torch_quartiles'])), wide)}")
 
     report["interrupted"] = None
     return report
@@ -782,7 +989,9 @@ SECTIONS = {"mha": ("a", "the causal MultiHeadAttention forward + backward"),
             "overhead": ("c", "the cost per op on 4x4 tensors"),
             "memory": ("d", "peak memory of (a) at one size"),
             "contended": ("e", "the step of (b) beside a busy process"),
-            "learner": ("f", "four training loops as a lecture writes them")}
+            "learner": ("f", "four training loops as a lecture writes them"),
+            "calls": ("g", "the single calls a learner's step makes"),
+            "elementwise": ("h", "softmax, GELU, layer norm, AdamW and exp on an attention-sized tensor")}
 
 
 def _print_line(text):
@@ -803,7 +1012,8 @@ def main(argv=None):
                         help=f"the MHA size of (d) memory (default: {' '.join(map(str, MHA_SIZES[-1]))})")
     parser.add_argument("--rounds", type=int, default=None,
                         help="timed rounds for every measurement (default: by duration for (a) mha and (b) gpt, "
-                             f"{OVERHEAD_ROUNDS} for (c) overhead)")
+                             f"{OVERHEAD_ROUNDS} for (c) overhead, {LEARNER_ROUNDS} for (f) learner, "
+                             f"{CALL_ROUNDS} for (g) calls, {ELEMENTWISE_ROUNDS} for (h) elementwise)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON (a file name)")
     parser.add_argument("--no-torch", action="store_true", help="do not compare with PyTorch")
     add_threads_option(parser, "threads for both libraries (default: every core this process may use, "
@@ -832,8 +1042,8 @@ def main(argv=None):
         status.clear()
         saved = report is not None and args.json and _write_json(report, args.json)
         part = report["interrupted"] if report is not None else "the start"
-        print(f"tinyattn bench: interrupted during {part}; the figures above are those that were measured"
-              + (f" (also in {args.json})" if saved else ""), file=sys.stderr)
+        print(fit(f"tinyattn bench: interrupted during {part}; the figures above are those that were measured"
+                  + (f" (also in {args.json})" if saved else ""), sys.stderr), file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
         status.clear()

@@ -168,6 +168,7 @@ class Checkpoint:
 
     @property
     def step(self):
+        """The training step the checkpoint was saved at (0 if none is recorded)."""
         return self.meta.get("step", 0)
 
     def __repr__(self):

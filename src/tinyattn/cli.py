@@ -4,7 +4,7 @@
     tinyattn train --data input.txt --steps 2000 --out out-shakespeare
     tinyattn train --resume --out out-shakespeare --steps 4000
     tinyattn generate --ckpt out-shakespeare --prompt "ROMEO:" --tokens 500 --temperature 0.8
-    tinyattn gradcheck ... | demo ... | bench ...
+    tinyattn gradcheck ... | demo ... | bench ... | coverage NAME...
 
 Bad input (a missing data file, a prompt with unknown characters, a corrupt checkpoint, an unknown
 option) exits with status 2 and a one-line message on stderr. Ctrl-C keeps what was done (a checkpoint,
@@ -29,11 +29,12 @@ from .training import GPT_ONLY, MODEL_DEFAULTS, TrainConfig, TrainingDiverged
 
 # commands that other modules implement: name -> the module whose main(argv) runs it
 DELEGATED = {"gradcheck": "tinyattn.gradient_check", "demo": "tinyattn.demo", "bench": "tinyattn.bench",
-             "exercises": "tinyattn.exercises"}
+             "exercises": "tinyattn.exercises", "coverage": "tinyattn.missing"}
 DELEGATED_HELP = {"gradcheck": "check gradients by finite differences (see `tinyattn gradcheck --help`)",
                   "demo": "attention demos with traced shapes (see `tinyattn demo --help`)",
                   "bench": "micro-benchmarks against NumPy and PyTorch (see `tinyattn bench --help`)",
-                  "exercises": "backward-pass exercises and their checker (see `tinyattn exercises --help`)"}
+                  "exercises": "backward-pass exercises and their checker (see `tinyattn exercises --help`)",
+                  "coverage": "whether tinyattn has a PyTorch name, or why not (`tinyattn coverage torch.median`)"}
 
 # what `tinyattn train` uses for an option the command line does not give (the GPT's; the bigram's
 # differ where training.MODEL_DEFAULTS says)
@@ -165,6 +166,10 @@ def build_parser():
     t.add_argument("--sample-tokens", type=_non_negative_int, default=300,
                    help="characters to generate at the end (default 300, 0 = none)")
     t.add_argument("--quiet", action="store_true", help="no progress bar and no loss lines")
+    t.add_argument("--log", action="append", choices=("csv", "tensorboard"), metavar="{csv,tensorboard}",
+                   help="also log each step's loss and learning rate and every loss estimate: csv (OUT/log.csv) "
+                        "or tensorboard (OUT/tensorboard, read by tensorboard --logdir OUT; needs the "
+                        "tensorboard extra); give it twice for both")
     add_threads_option(t, THREADS_HELP)
 
     g = commands.add_parser("generate", help="generate text from a trained checkpoint",
@@ -304,6 +309,7 @@ def command_train(args):
 
     check_text(config, text)  # before anything is printed or written
     _check_out_dir(out)  # now, not at the first checkpoint after minutes of training
+    run_log = _open_run_log(args.log, out, config)
     quiet = args.quiet
     if not quiet:
         where = "the bundled sonnets" if source == "bundled" else source
@@ -311,12 +317,21 @@ def command_train(args):
             f"GPT ({plural(config.n_layer, 'layer')}, {plural(config.n_head, 'head')}, {config.n_embd} embedding, "
             f"block {config.block_size})")
         start = f"resuming at step {resume.step}" if resume else "training"
-        print(fit(f"{start}: {what} on {where} ({plural(len(text), 'character')}), {plural(config.steps, 'step')}, "
-                  f"batch {config.batch_size}, lr {config.lr:g}, device {config.device}"
-                  + (f", {plural(threads.get_num_threads(), 'thread')}" if config.device == "cpu" else "")), flush=True)
+        # three short lines, so that an 80-column terminal (or page) shows each whole; in one write, so
+        # that a reader that takes one line and goes away (`| head -1`) is met by the training's output
+        header = [f"{start}: {what}", f"  data: {where} ({plural(len(text), 'character')})",
+                  f"  {plural(config.steps, 'step')}, batch {config.batch_size}, lr {config.lr:g}, device {config.device}"
+                  + (f", {plural(threads.get_num_threads(), 'thread')}" if config.device == "cpu" else "")]
+        sys.stdout.write("".join(fit(line) + "\n" for line in header))
+        sys.stdout.flush()
     if changed:  # never silently: the rest of the run differs from what the checkpoint was trained with
         print(fit(f"changed from the checkpoint's settings: {', '.join(changed)}"), flush=True)
-    result = train(config, text, out=out, resume=resume, data_source=source, quiet=quiet)
+    try:
+        result = train(config, text, out=out, resume=resume, data_source=source, quiet=quiet,
+                       callback=run_log and run_log.step, on_evaluation=run_log and run_log.evaluation)
+    finally:
+        if run_log is not None:
+            run_log.close()
     if result.output_closed:  # the checkpoint is saved; main() ends the command as for any closed pipe
         print(fit(f"tinyattn train: the output was closed: stopped at step {result.step} of {config.steps}; the "
                   f"checkpoint is in {out / 'ckpt'}. Continue with: tinyattn train --resume --out {out}",
@@ -332,13 +347,31 @@ def command_train(args):
             curve = (f", loss curve in {out / 'loss.png'}" if (out / "loss.png").exists() else
                      " (no loss curve: matplotlib is not installed; pip install 'tinyattn[plot]', or "
                      "pip install -e '.[plot]' in a clone, to get loss.png)")
+            logged = f"; log in {run_log.where()}" if run_log is not None else ""
             print(fit(f"done: {plural(result.step, 'step')}, val loss {final['val_loss']:.4f}; checkpoint in "
-                      f"{out / 'ckpt'}{curve}"))
+                      f"{out / 'ckpt'}{curve}{logged}"))
     if args.sample_tokens > 0:
         if not quiet:
             print("\n--- sample ---")
         _stream(sample_stream(result.model, result.tokenizer, tokens=args.sample_tokens, seed=config.seed))
     return 0
+
+
+def _open_run_log(kinds, out, config):
+    """The logs --log asks for (None without it), or a UsageError before any training."""
+    if not kinds:
+        return None
+    from .run_log import RunLog
+
+    try:
+        return RunLog(kinds, out, config.lr_at)
+    except ImportError as error:
+        if error.name != "tensorboard":
+            raise
+        raise UsageError("--log tensorboard writes through the tensorboard package, which is not installed: "
+                         "pip install 'tinyattn[tensorboard]' (--log csv needs nothing)") from None
+    except OSError as error:
+        raise UsageError(f"cannot write the log in {str(out)!r}: {error.strerror or error}") from None
 
 
 def _note_recovery(checkpoint):

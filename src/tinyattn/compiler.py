@@ -5,10 +5,6 @@
 model or function it is given, unchanged: the same object, computing the same numbers. One visible
 difference: PyTorch returns a wrapper whose `state_dict()` keys start with `_orig_mod.`; here the keys
 stay the model's own (nanoGPT strips that prefix when it loads, so its checkpoints load either way).
-
-What makes small training steps faster here is `tinyattn.replayed(step)` (tinyattn/recording.py),
-which records a step's array calls and replays them: a tinyattn name with rules of its own (Python
-values read once, no `.item()` inside), so a program uses it on purpose, not through `compile`.
 """
 
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -42,3 +38,8 @@ def reset():
 def is_compiling():
     """False: tinyattn never traces (PyTorch answers True inside code it is compiling)."""
     return False
+
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__dir__ = _missing.module_dir(__name__)

@@ -68,6 +68,13 @@ class ArgumentParser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
+    def add_argument(self, *args, **kwargs):
+        # a positional that takes zero or more values is optional, but without a default argparse
+        # names it among "the following arguments are required" when another one is missing
+        if kwargs.get("nargs") == "*" and args and not args[0].startswith(tuple(self.prefix_chars)):
+            kwargs.setdefault("default", [])
+        return super().add_argument(*args, **kwargs)
+
     def error(self, message):
         self.exit(EXIT_BAD_INPUT, error_text(self.prog, f"{message} (see {self.prog} --help)") + "\n")
 

@@ -40,8 +40,9 @@ def bincount(input, weights=None, minlength=0):
     return Tensor._wrap(backend.scatter_add(counts, ids, values))
 
 
-def histogram(input, bins, *, range=None, weight=None, density=False):
-    """(hist, bin_edges): how many elements fall in each bin. `bins` is a number of equal bins between
+def histogram(input, bins=100, *, range=None, weight=None, density=False):
+    """(hist, bin_edges): how many elements fall in each bin. `bins` (100 unless given, as in PyTorch) is
+    a number of equal bins between
     range=(low, high) (the data's smallest and largest value by default) or a 1-D tensor of edges; every
     bin holds [left, right) but the last, [left, right]. `weight` counts each element by its weight;
     density=True divides by the total and the bin widths."""

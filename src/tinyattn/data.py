@@ -84,6 +84,7 @@ class CharTokenizer:
 
     @property
     def vocab_size(self):
+        """How many distinct characters the tokenizer knows."""
         return len(self.chars)
 
     def __len__(self):
@@ -140,6 +141,7 @@ class CharTokenizer:
 
     @classmethod
     def from_dict(cls, d):
+        """The tokenizer a `to_dict()` description gives back (as stored in a checkpoint)."""
         if not isinstance(d, dict) or d.get("type") != "char" or not isinstance(d.get("chars"), str):
             raise DataError("not a character tokenizer description: expected {'type': 'char', 'chars': '...'}")
         return cls(list(d["chars"]))

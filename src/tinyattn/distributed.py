@@ -38,3 +38,8 @@ def _no_process_group(*args, **kwargs):
 
 
 destroy_process_group = get_rank = get_world_size = barrier = all_reduce = broadcast = _no_process_group
+
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__dir__ = _missing.module_dir(__name__)

@@ -21,6 +21,7 @@ from .tensor import _check_fits
 
 
 def generator_or_default(generator):
+    """The generator given, or the default one (`tinyattn.random.default_generator`) for None."""
     return random.default_generator if generator is None else generator
 
 
@@ -31,7 +32,13 @@ def _leaf(array, requires_grad):
     return t
 
 
+_NUMPY_DTYPES = {name: np.dtype(name) for name in ("float32", "float64", "int64", "int32", "bool")}
+
+
 def _from_host(values, dtype, device, requires_grad):
+    if (device is None and type(values) is np.ndarray and values.dtype is _NUMPY_DTYPES.get(dtype.name)
+            and backend.cpu_is_numpy()):
+        return _leaf(values, requires_grad)  # (a NumPy array of the right dtype for the CPU, as it is)
     return _leaf(backend.from_host(values, backend.device(device), dtype), requires_grad)
 
 
@@ -45,6 +52,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 
 
 def as_tensor(data, dtype=None, device=None):
+    """A tensor of `data`, sharing memory with a tensor or NumPy array of the same dtype and device."""
     if isinstance(data, Tensor) and dtype in (None, data.dtype) and device in (None, data.device):
         return data
     return tensor(data, dtype=dtype, device=device)
@@ -67,6 +75,7 @@ def from_numpy(array):
 
 
 def is_tensor(obj):
+    """Whether `obj` is a tinyattn tensor."""
     return isinstance(obj, Tensor)
 
 
@@ -82,39 +91,48 @@ def _filled(size, value, dtype, device, requires_grad):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given size filled with 0 (float32 unless `dtype` says otherwise)."""
     return _filled(size, 0.0, dtype, device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given size filled with 1 (float32 unless `dtype` says otherwise)."""
     return _filled(size, 1.0, dtype, device, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given size (filled with 0 here; PyTorch leaves it unset)."""
     return _filled(size, 0.0, dtype, device, requires_grad)  # zeros: no uninitialised memory to study
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor of `size` filled with `fill_value` (its dtype inferred from the value)."""
     return _filled((size,), fill_value, dtype, device, requires_grad)
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False):
+    """A tensor of zeros with `input`'s shape, dtype and device."""
     return zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False):
+    """A tensor of ones with `input`'s shape, dtype and device."""
     return ones(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
 
 
 def empty_like(input, dtype=None, device=None, requires_grad=False):
+    """A tensor with `input`'s shape, dtype and device (filled with 0 here)."""
     return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor with `input`'s shape, dtype and device, filled with `fill_value`."""
     return full(input.shape, fill_value, dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    """The numbers from `start` up to (not including) `end` in steps of `step`, as a 1-D tensor."""
     if end is None:
         start, end = 0, start
     bounds = [_number(v) for v in (start, end, step)]
@@ -159,6 +177,7 @@ def _arange_floats(start, step, size, dt):
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    """`steps` evenly spaced numbers from `start` to `end`, both included."""
     if steps < 0:
         raise ValueError(f"linspace: steps must be non-negative, got {steps}")
     dt = dtype or dtypes.default_float
@@ -201,6 +220,7 @@ def _linspace_floats(start, end, steps, dt):
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    """The n x m identity matrix (m = n by default)."""
     if n < 0 or m is not None and m < 0:
         raise ShapeError(f"eye: n and m must be 0 or more, got n={n}" + ("" if m is None else f" and m={m}"))
     xp = backend.namespace_for(device)
@@ -230,22 +250,24 @@ def _float_dtype(dtype):
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform numbers in [0, 1)."""
     dt = _float_dtype(dtype)
-    values = generator_or_default(generator).uniform(_shape_arg(size), np.dtype(dt.name))
+    values = generator_or_default(generator).uniform(_shape_arg(size), _NUMPY_DTYPES[dt.name])
     return _from_host(values, dt, device, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal numbers."""
     dt = _float_dtype(dtype)
-    values = generator_or_default(generator).normal(_shape_arg(size), np.dtype(dt.name))
+    values = generator_or_default(generator).normal(_shape_arg(size), _NUMPY_DTYPES[dt.name])
     return _from_host(values, dt, device, requires_grad)
 
 
 def rand_like(input, dtype=None, device=None, requires_grad=False):
+    """Uniform random numbers in [0, 1) with `input`'s shape, dtype and device."""
     return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
 
 
 def randn_like(input, dtype=None, device=None, requires_grad=False):
+    """Standard normal random numbers with `input`'s shape, dtype and device."""
     return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
 
 
@@ -265,6 +287,7 @@ def randint(low=0, high=None, size=None, generator=None, dtype=None, device=None
 
 
 def randperm(n, generator=None, dtype=None, device=None):
+    """A random permutation of 0 ... n-1 (PyTorch's numbers for the same seed)."""
     values = generator_or_default(generator).randperm(int(n))
     return _from_host(values, dtype or dtypes.int64, device, False)
 
@@ -281,6 +304,7 @@ def multinomial(input, num_samples, replacement=False, generator=None):
 
 
 def cat(tensors, dim=0, *, axis=None):
+    """The tensors joined along an existing dim `dim` (their other sizes must match)."""
     if axis is not None:
         dim = numpy_names.dim_or_axis("cat", dim, axis, 0)
     tensors = list(tensors)
@@ -305,15 +329,24 @@ concat = cat
 
 
 def stack(tensors, dim=0, *, axis=None):
+    """The tensors (all of one shape) stacked along a new dim `dim`."""
     if axis is not None:
         dim = numpy_names.dim_or_axis("stack", dim, axis, 0)
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack expects a non-empty list of tensors")
-    target = tensors[0].dtype
-    for t in tensors[1:]:
-        target = dtypes.promote(target, t.dtype)
-    return Stack.apply(dim, *(t.to(target) for t in tensors))
+    first = tensors[0].array.dtype
+    for t in tensors:
+        if t.array.dtype is not first:
+            break
+    else:  # one dtype (a DataLoader's rows): nothing to convert
+        return Stack.apply(dim, *tensors)
+    kinds = [t.dtype for t in tensors]
+    target = kinds[0]
+    for kind in kinds[1:]:
+        if kind is not target:  # (a dtype promotes with itself to itself)
+            target = dtypes.promote(target, kind)
+    return Stack.apply(dim, *(t if kind is target else t.to(target) for t, kind in zip(tensors, kinds)))
 
 
 def tril(input, diagonal=0):
@@ -938,6 +971,21 @@ def _triangle_indices(name, numpy_indices, row, col, offset, dtype, device):
         raise TypeError(f"{name} gives int64 or int32 indices, not {dtype}")
     rows, cols = numpy_indices(row, offset, col)
     return _from_host(np.stack([rows, cols]), dtype, device, False)
+
+
+def _share_docstrings():
+    """A function form without a docstring of its own says what its Tensor method says (`abs(x)` is
+    `x.abs()`), with `input` for `self`."""
+    import re
+
+    for name, function in list(globals().items()):
+        method = getattr(Tensor, name, None)
+        if (callable(function) and getattr(function, "__module__", None) == __name__ and function.__doc__ is None
+                and getattr(method, "__doc__", None)):
+            function.__doc__ = re.sub(r"\bself\b", "input", method.__doc__)
+
+
+_share_docstrings()
 
 
 __all__ = [

@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 
 from . import autograd, backend, dtypes, functions, linalg, models, nn, random
-from .console import EXIT_INTERRUPTED, ArgumentParser, fill, fit, plural, terminal_width
+from .console import EXIT_INTERRUPTED, ArgumentParser, fill, fit, is_terminal, plural, terminal_width
 from .errors import BackwardError, GradcheckError
 from .nn import functional as F
 from .tensor import Tensor
@@ -133,6 +133,7 @@ class Report:
 
     def add(self, abs_error, rel_error):
         # max() that lets a NaN through, so that a NaN gradient is never reported as a small error
+        """Takes one comparison's errors into the maxima (a NaN is kept, never hidden)."""
         self.max_abs_error = _nan_max(self.max_abs_error, abs_error)
         self.max_rel_error = _nan_max(self.max_rel_error, rel_error)
 
@@ -869,6 +870,8 @@ def main(argv=None):
     else:
         interrupted = None
     elapsed = time.perf_counter() - start
+    if interrupted is not None and is_terminal(sys.stdout):
+        print()  # the terminal echoed ^C where the next row would start: the separator gets its own line
     print("-" * len(header))
     settings = f"float64, eps={args.eps}, atol={args.atol}, rtol={args.rtol}{', fast mode' if args.fast else ''}"
     if failures:

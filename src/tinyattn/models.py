@@ -115,6 +115,7 @@ class BigramLanguageModel(LanguageModel):
         self.token_embedding_table = nn.Embedding(vocab_size, vocab_size)
 
     def forward(self, idx, targets=None):
+        """(logits, loss) for ids `idx` of shape (B, T); loss is None without targets."""
         _check_ids(idx, "the bigram model")
         logits = self.token_embedding_table(idx)  # (B, T, C)
         return _loss(logits, targets)
@@ -153,6 +154,7 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x):
+        """Linear, GELU, Linear and dropout on each position."""
         return self.dropout(self.proj(self.gelu(self.fc(x))))
 
 
@@ -170,6 +172,7 @@ class Block(nn.Module):
         self.mlp = FeedForward(config)
 
     def forward(self, x):
+        """x + attention(layer_norm(x)), then x + feed_forward(layer_norm(x))."""
         x = x + self.attn_dropout(self.attn(self.ln_1(x)))
         x = x + self.mlp(self.ln_2(x))
         return x
@@ -209,6 +212,7 @@ class GPT(LanguageModel):
             nn.init.normal_(block.mlp.proj.weight, mean=0.0, std=residual_std)
 
     def forward(self, idx, targets=None):
+        """(logits, loss) for ids `idx` of shape (B, T); loss is None without targets."""
         _check_ids(idx, "GPT")
         B, T = idx.shape
         if T > self.block_size:
@@ -224,6 +228,7 @@ class GPT(LanguageModel):
         return _loss(logits, targets)
 
     def num_parameters(self):
+        """The number of trainable numbers in the model."""
         return sum(p.numel() for p in self.parameters())
 
 

@@ -12,16 +12,19 @@ gradient of the input's own shape: `unbroadcast` sums the gradient over the broa
 
 import math
 
-from . import backend, dtypes
+from . import backend, dtypes, parallel
 from .autograd import Function
 from .errors import ShapeError
 
 
 class Op(Function):
+    """The base of every op here: a `Function` whose forward and backward take and return arrays."""
+
     takes_arrays = True
 
 
 def shape_of(value):
+    """The shape of an array, or () for a Python number."""
     return getattr(value, "shape", ())
 
 
@@ -85,6 +88,7 @@ def normalize_dim(dim, ndim):
 
 
 def keepdims_shape(shape, axes):
+    """`shape` with the reduced `axes` kept as size 1 (where a reduction's gradient is broadcast from)."""
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
 
 
@@ -93,6 +97,8 @@ def keepdims_shape(shape, axes):
 
 
 class Add(Op):
+    """a + b. Backward: the gradient to both, each summed back to its input's shape."""
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = shape_of(a), shape_of(b)
@@ -107,6 +113,8 @@ class Add(Op):
 
 
 class Sub(Op):
+    """a - b. Backward: the gradient to a, its negative to b (each unbroadcast)."""
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = shape_of(a), shape_of(b)
@@ -121,6 +129,8 @@ class Sub(Op):
 
 
 class Mul(Op):
+    """a * b. Backward: grad * b to a, grad * a to b (each unbroadcast); saves only what those need."""
+
     @staticmethod
     def forward(ctx, a, b):
         # d(ab)/da = b and d(ab)/db = a: keep only what the needed gradients use
@@ -137,6 +147,8 @@ class Mul(Op):
 
 
 class Div(Op):
+    """a / b. Backward: grad / b to a, -grad * a / b² to b (each unbroadcast)."""
+
     @staticmethod
     def forward(ctx, a, b):
         # d(a/b)/da = 1/b needs only b; d(a/b)/db = -a/b^2 needs a too
@@ -243,6 +255,8 @@ def _is_zero(value):
 
 
 class Neg(Op):
+    """-x. Backward: -grad."""
+
     @staticmethod
     def forward(ctx, x):
         return -x
@@ -253,9 +267,11 @@ class Neg(Op):
 
 
 class Exp(Op):
+    """exp(x). Backward: grad * exp(x), from the saved output."""
+
     @staticmethod
     def forward(ctx, x):
-        y = ctx.xp.exp(x)
+        y = backend.on_threads(ctx.xp.exp, x)
         ctx.save_for_backward(y)
         return y
 
@@ -266,6 +282,8 @@ class Exp(Op):
 
 
 class Log(Op):
+    """log(x). Backward: grad / x."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -278,6 +296,8 @@ class Log(Op):
 
 
 class Sqrt(Op):
+    """sqrt(x). Backward: grad / (2 sqrt(x)), from the saved output."""
+
     @staticmethod
     def forward(ctx, x):
         y = ctx.xp.sqrt(x)
@@ -291,9 +311,11 @@ class Sqrt(Op):
 
 
 class Tanh(Op):
+    """tanh(x). Backward: grad * (1 - tanh(x)²), from the saved output."""
+
     @staticmethod
     def forward(ctx, x):
-        y = ctx.xp.tanh(x)
+        y = backend.on_threads(ctx.xp.tanh, x)
         ctx.save_for_backward(y)
         return y
 
@@ -306,11 +328,15 @@ class Tanh(Op):
 def stable_sigmoid(xp, x):
     # 1 / (1 + e^-x), with e^-|x| <= 1 so that nothing overflows: for x < 0 it is e^x / (1 + e^x),
     # which keeps tiny results accurate (0.5 * (tanh(x/2) + 1) loses them to cancellation)
+    """1 / (1 + exp(-x)) without overflow: exp(x) / (1 + exp(x)) for negative x."""
     e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    total = 1 + e  # (once, for both branches)
+    return xp.where(x >= 0, 1 / total, e / total)
 
 
 class Sigmoid(Op):
+    """sigmoid(x). Backward: grad * s * (1 - s), with s the saved output."""
+
     @staticmethod
     def forward(ctx, x):
         y = stable_sigmoid(ctx.xp, x)
@@ -338,6 +364,8 @@ class Relu(Op):
 
 
 class Abs(Op):
+    """|x|. Backward: grad * sign(x) (0 at x = 0)."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -413,6 +441,8 @@ def tie_shares(xp, grad, a, b, a_loses, b_loses):
 
 
 class Minimum(Op):
+    """The smaller of a and b. Backward: the gradient to the smaller one, shared half and half on ties."""
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
@@ -433,6 +463,8 @@ class Minimum(Op):
 
 
 class Sum(Op):
+    """The sum over dims. Backward: the gradient broadcast back to the input's shape."""
+
     @staticmethod
     def forward(ctx, x, dim, keepdim):
         axes = normalize_dims(dim, x.ndim)
@@ -461,6 +493,7 @@ class Cumsum(Op):
 
 
 def running_sum(xp, x, axis):
+    """The cumulative sum along `axis` (float32 summed in float64, as PyTorch does)."""
     if x.dtype == xp.float32:  # summed in float64 and rounded once per element, as PyTorch does
         return xp.astype(xp.cumulative_sum(xp.astype(x, xp.float64), axis=axis), xp.float32)
     return xp.cumulative_sum(x, axis=axis, dtype=x.dtype)  # int32 stays int32 (NumPy would widen it)
@@ -492,6 +525,8 @@ class LogSumExp(Op):
 
 
 class Mean(Op):
+    """The mean over dims. Backward: the gradient / count, broadcast back to the input's shape."""
+
     @staticmethod
     def forward(ctx, x, dim, keepdim):
         axes = normalize_dims(dim, x.ndim)
@@ -619,6 +654,7 @@ class MaxAll(Op):
 
 
 def check_matmul_shapes(a_shape, b_shape):
+    """Raises a ShapeError naming both shapes unless a @ b can be computed."""
     if not a_shape or not b_shape:
         raise ShapeError(f"matmul needs tensors with at least 1 dim, got shapes {list(a_shape)} and {list(b_shape)}")
     inner_b = b_shape[0] if len(b_shape) == 1 else b_shape[-2]
@@ -628,9 +664,12 @@ def check_matmul_shapes(a_shape, b_shape):
             f"the first ({a_shape[-1]}) must equal the "
             f"{'size' if len(b_shape) == 1 else 'second-to-last dim'} of the second ({inner_b})"
         )
-    if broadcast_shape(a_shape[:-2], b_shape[:-2]) is None:
+    if (len(a_shape) > 2 or len(b_shape) > 2) and broadcast_shape(a_shape[:-2], b_shape[:-2]) is None:
         raise ShapeError(f"matmul: the batch dims of shapes {list(a_shape)} and {list(b_shape)} (all but the last "
                          "two) cannot be broadcast together")
+
+
+_MATMUL_NAMES = {(2, 2): "Mm", (2, 1): "Mv", (1, 1): "Dot"}
 
 
 class Matmul(Op):
@@ -641,9 +680,7 @@ class Matmul(Op):
         check_matmul_shapes(a.shape, b.shape)
         ctx.save_for_backward(a, b)
         # PyTorch's grad_fn names: MmBackward0 for matrices, UnsafeViewBackward0 for batches, ...
-        ctx.name_hint = {(2, 2): "Mm", (2, 1): "Mv", (1, 1): "Dot"}.get(
-            (a.ndim, b.ndim), "UnsafeView" if a.ndim > 2 else None
-        )
+        ctx.name_hint = _MATMUL_NAMES.get((a.ndim, b.ndim), "UnsafeView" if a.ndim > 2 else None)
         return backend.matmul(a, b)
 
     @staticmethod
@@ -671,6 +708,8 @@ class Matmul(Op):
 
 
 class Reshape(Op):
+    """The elements in a new shape (a view where the layout allows). Backward: reshaped back."""
+
     is_view = True
 
     @staticmethod
@@ -712,6 +751,8 @@ class View(Reshape):
 
 
 class Permute(Op):
+    """The dims reordered (a view). Backward: the gradient permuted back by the inverse order."""
+
     is_view = True
 
     @staticmethod
@@ -736,6 +777,8 @@ class T(Permute):
 
 
 class Expand(Op):
+    """Size-1 dims repeated to a new shape (a view). Backward: summed back over the repeats."""
+
     is_view = True
 
     @staticmethod
@@ -751,6 +794,8 @@ class Expand(Op):
 
 
 class Contiguous(Op):
+    """A row-major copy. Backward: the gradient as it is."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.name_hint = "Clone"  # a copy, which PyTorch records as a clone
@@ -762,6 +807,8 @@ class Contiguous(Op):
 
 
 class Clone(Op):
+    """A copy. Backward: the gradient as it is."""
+
     @staticmethod
     def forward(ctx, x):
         return ctx.xp.asarray(x, copy=True)
@@ -772,6 +819,8 @@ class Clone(Op):
 
 
 class ToDtype(Op):
+    """The array in another dtype. Backward: the gradient in the input's dtype."""
+
     @staticmethod
     def forward(ctx, x, dt):
         ctx.in_dtype, ctx.name_hint = x.dtype, "ToCopy"
@@ -783,6 +832,8 @@ class ToDtype(Op):
 
 
 class ToDevice(Op):
+    """The array on another device. Backward: the gradient moved back to the input's device."""
+
     @staticmethod
     def forward(ctx, x, dev):
         ctx.in_device, ctx.name_hint = backend.device_of(x), "ToCopy"
@@ -794,11 +845,14 @@ class ToDevice(Op):
 
 
 def check_matrix(x, name):
+    """Raises a ShapeError unless x has at least 2 dims (for tril and triu)."""
     if x.ndim < 2:
         raise ShapeError(f"{name} needs a tensor with at least 2 dims, got shape {list(x.shape)}")
 
 
 class Tril(Op):
+    """The lower triangle, zeros above. Backward: the lower triangle of the gradient."""
+
     @staticmethod
     def forward(ctx, x, diagonal):
         check_matrix(x, "tril")
@@ -811,6 +865,8 @@ class Tril(Op):
 
 
 class Triu(Op):
+    """The upper triangle, zeros below. Backward: the upper triangle of the gradient."""
+
     @staticmethod
     def forward(ctx, x, diagonal):
         check_matrix(x, "triu")
@@ -868,6 +924,12 @@ class Index(Op):
         if _ints(key):  # x[3], x[k, j], the commonest keys: a view (a trailing ... keeps a 0-d result an array)
             ctx.name_hint = "Select"
             return x[(key, Ellipsis) if type(key) is int else key + (Ellipsis,)]
+        if type(key) is slice:  # x[2:10], told at once (as basic_index_name would: a Slice)
+            ctx.name_hint = "Slice"
+            return x[(key, Ellipsis)]
+        if hasattr(key, "dtype"):  # C[ix], one index array: a copy (told at once, as below)
+            ctx.copied = True
+            return backend.getitem(x, key)
         if is_basic_key(key):
             ctx.name_hint = basic_index_name(key)
             parts = key if isinstance(key, tuple) else (key,)
@@ -955,7 +1017,7 @@ class Overwrite(Op):
 
 
 class Gather(Op):
-    """torch.gather: out[i][j] = x[i][index[i][j]] along `dim`."""
+    """torch.gather: `out[i][j] = x[i][index[i][j]]` along `dim`."""
 
     @staticmethod
     def forward(ctx, x, dim, index):
@@ -998,6 +1060,8 @@ class MaskedFill(Op):
 
 
 class Where(Op):
+    """a where the condition holds, b elsewhere. Backward: the gradient split by the condition."""
+
     @staticmethod
     def forward(ctx, condition, a, b):
         ctx.save_for_backward(condition)
@@ -1014,6 +1078,8 @@ class Where(Op):
 
 
 class Cat(Op):
+    """Arrays joined along a dim. Backward: the gradient cut back into the pieces' sizes."""
+
     @staticmethod
     def forward(ctx, dim, *arrays):
         axis = normalize_dim(dim, arrays[0].ndim)
@@ -1039,6 +1105,8 @@ class Cat(Op):
 
 
 class Stack(Op):
+    """Arrays stacked along a new dim. Backward: the gradient's slices along that dim."""
+
     @staticmethod
     def forward(ctx, dim, *arrays):
         for a in arrays[1:]:
@@ -1065,7 +1133,18 @@ def softmax_forward(xp, x, axis, safe=False, overwrite=False):
 
     With safe=True, a row that is entirely -inf (a query that may attend to nothing) gives zeros
     instead of NaN. overwrite=True works in x's memory (for an x nobody else holds): one array, not three.
+    A large array of rows along its last axis goes through in blocks of rows that stay in the cache.
     """
+    if axis == x.ndim - 1 and x.ndim > 1 and parallel.in_blocks(x):  # (a small x is told at once)
+        stack, align = matrices_or_rows(xp, x)
+        if parallel.in_blocks(stack, math.prod(stack.shape[1:]), align):
+            def block(part):
+                return softmax_forward(xp, part, part.ndim - 1, safe, overwrite)
+
+            if overwrite:  # each block in its own memory, as the whole array would be
+                parallel.each_block(block, stack, align=align)
+                return x
+            return xp.reshape(parallel.map_blocks(block, stack, align=align), x.shape)
     # subtracting the row max keeps exp() from overflowing; the result is the same
     row_max = backend.max_for_shift(x, axis)
     if safe:  # an all -inf row: shift by 0 instead, so that exp() gives zeros, not NaN (a +inf stays: NaN)
@@ -1082,6 +1161,17 @@ def softmax_forward(xp, x, axis, safe=False, overwrite=False):
 
 def softmax_backward(xp, y, grad, axis, overwrite=False):
     """The gradient of softmax's input, given its output y and the gradient of y (overwritten if asked)."""
+    if (axis == y.ndim - 1 and y.ndim > 1 and grad.shape == y.shape and parallel.in_blocks(y)
+            and parallel.in_blocks(grad)):
+        (stack, align), (grad_stack, _) = matrices_or_rows(xp, y), matrices_or_rows(xp, grad)
+        if parallel.in_blocks(stack, math.prod(stack.shape[1:]), align):
+            def block(y_part, grad_part):
+                return softmax_backward(xp, y_part, grad_part, y_part.ndim - 1, overwrite)
+
+            if overwrite:  # each block in grad's memory, as the whole array would be
+                parallel.each_block(block, stack, grad_stack, align=align)
+                return grad
+            return xp.reshape(parallel.map_blocks(block, stack, grad_stack, align=align), y.shape)
     # J^T g for J = diag(y) - y y^T, without building J: y * (g - <g, y>) along the row
     axis -= y.ndim  # the standard's vecdot wants a negative axis
     row_dot = xp.expand_dims(backend.vecdot(grad, y, axis=axis), axis=axis)
@@ -1092,6 +1182,19 @@ def softmax_backward(xp, y, grad, axis, overwrite=False):
         g = grad - row_dot
     g *= y
     return g
+
+
+def matrices_or_rows(xp, x):
+    """(x as a stack of matrices (n, rows, columns), 1) for x of 3 dims or more, (x, ROW_ALIGN) for a
+    matrix: how softmax splits a large x into blocks (parallel.map_blocks) and keeps its bits.
+
+    NumPy sums the rows of a stack one matrix at a time (backend.sum_along), and OpenBLAS sums the last
+    rows of each call in another order: blocks of whole matrices, or of rows that start on multiples
+    of ROW_ALIGN, give every row the sum it has when the array is computed whole.
+    """
+    if x.ndim == 2:
+        return x, parallel.ROW_ALIGN
+    return xp.reshape(x, (-1,) + x.shape[-2:]), 1
 
 
 class Softmax(Op):
@@ -1116,6 +1219,8 @@ class Softmax(Op):
 
 
 class LogSoftmax(Op):
+    """log(softmax(x)) along a dim. Backward: grad - softmax(x) * sum(grad)."""
+
     @staticmethod
     def forward(ctx, x, dim):
         xp = ctx.xp
@@ -1141,6 +1246,8 @@ class LogSoftmax(Op):
 
 
 class Sin(Op):
+    """sin(x). Backward: grad * cos(x)."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -1153,6 +1260,8 @@ class Sin(Op):
 
 
 class Cos(Op):
+    """cos(x). Backward: -grad * sin(x)."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -1180,6 +1289,8 @@ class Rsqrt(Op):
 
 
 class Reciprocal(Op):
+    """1 / x. Backward: -grad / x², from the saved output."""
+
     @staticmethod
     def forward(ctx, x):
         y = 1 / x
@@ -1223,6 +1334,8 @@ class Expm1(Op):
 
 
 class Log2(Op):
+    """log2(x). Backward: grad / (x ln 2)."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.name_hint = "Log2Backward0"
@@ -1236,6 +1349,8 @@ class Log2(Op):
 
 
 class Log10(Op):
+    """log10(x). Backward: grad / (x ln 10)."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.name_hint = "Log10Backward0"
@@ -1249,6 +1364,8 @@ class Log10(Op):
 
 
 class Exp2(Op):
+    """2 ** x. Backward: grad * 2 ** x * ln 2, from the saved output."""
+
     @staticmethod
     def forward(ctx, x):
         ctx.name_hint = "Exp2Backward0"
@@ -1286,6 +1403,8 @@ class StepFunction(Op):
 
 
 class Sign(StepFunction):
+    """-1, 0 or 1 by the sign of x (0 at NaN, as in PyTorch). Backward: 0."""
+
     @staticmethod
     def forward(ctx, x):
         # (x > 0) - (x < 0): PyTorch's sign, which is 0 at NaN (NumPy's sign gives NaN there)
@@ -1293,18 +1412,24 @@ class Sign(StepFunction):
 
 
 class Floor(StepFunction):
+    """x rounded down. Backward: 0."""
+
     @staticmethod
     def forward(ctx, x):
         return ctx.xp.floor(x)
 
 
 class Ceil(StepFunction):
+    """x rounded up. Backward: 0."""
+
     @staticmethod
     def forward(ctx, x):
         return ctx.xp.ceil(x)
 
 
 class Trunc(StepFunction):
+    """x rounded toward zero. Backward: 0."""
+
     @staticmethod
     def forward(ctx, x):
         return ctx.xp.trunc(x)
@@ -1517,6 +1642,8 @@ class IndexSelect(Op):
 
 
 class Roll(Op):
+    """The elements shifted along dims, wrapping around. Backward: the gradient shifted back."""
+
     @staticmethod
     def forward(ctx, x, shifts, dims):
         ctx.shifts, ctx.dims = shifts, dims
@@ -1529,6 +1656,8 @@ class Roll(Op):
 
 
 class Flip(Op):
+    """The elements reversed along dims. Backward: the gradient reversed the same way."""
+
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
@@ -1560,7 +1689,7 @@ class MaskedSelect(Op):
 
 
 def along_axis_key(xp, index, axis):
-    """The advanced-index key that reaches x[i][j][index[i][j]] (along `axis`) for every place of
+    """The advanced-index key that reaches `x[i][j][index[i][j]]` (along `axis`) for every place of
     `index`: index itself along the axis, the positions 0, 1, ... along the other dims."""
     key = tuple(
         index if i == axis else xp.reshape(
@@ -1579,7 +1708,7 @@ def corner(xp, x, shape):
 
 class Scatter(Op):
     """A copy of x with src (a tensor, or one number) written along `axis` at `index`:
-    out[i][index[i][j]] = src[i][j] for dim 1. With add=True the values are added instead (scatter_add),
+    `out[i][index[i][j]] = src[i][j]` for dim 1. With add=True the values are added instead (scatter_add),
     repeated indices adding up. Gradients: to x where nothing was written (everywhere for add), to src
     the gradient at the places it went to."""
 

@@ -13,6 +13,9 @@ The engine is MT19937 (the Mersenne Twister) seeded like C++'s `init_genrand(see
   normals, returns one and keeps the other for the next small normal draw (cleared by manual_seed).
 - normal, 16 or more numbers: uniforms for the whole array first, then Box-Muller on blocks of 16
   (pairs j, j + 8); when the size is not a multiple of 16 the last 16 are redrawn and redone.
+  Each block depends only on its own 16 draws, so float32 blocks are computed ahead, for the next
+  few thousand draws at once (see Generator._normals32): replaying the float32 polynomials costs a
+  few hundred NumPy calls whatever the size.
 - bernoulli (dropout masks): one float64 uniform per element, kept when `u < p`.
 - multinomial: exponential noise `q = -log1p(-u)` and `argmax(p / q)` (the Gumbel-max trick);
   with replacement and several samples, a binary search in the cumulative sum.
@@ -49,7 +52,13 @@ import numpy as np
 DEFAULT_SEED = 67280421310721  # the seed PyTorch's default generator starts with
 
 _U64 = (1 << 64) - 1
+_U32_SHIFT = np.uint64(32)
+_MASK24 = np.uint64(0xFFFFFF)
+_MASK53 = np.uint64(2**53 - 1)
+_MASK53_INT = 2**53 - 1
+_FLOAT32, _FLOAT64 = np.dtype(np.float32), np.dtype(np.float64)
 _CHUNK = 1 << 15  # large normals are made this many at a time, to stay in the CPU cache
+_LOOKAHEAD_MIN, _LOOKAHEAD_MAX = 256, 16384  # draws whose float32 normals are computed ahead
 _RANDPERM_LARGE = 0xFFFFFFFF // 20  # from this n on, PyTorch's randperm takes 64-bit draws
 
 
@@ -65,6 +74,8 @@ def check_seed(seed):
 
 def _shape_and_size(shape):
     """A shape (an int or a sequence of ints) as a tuple, and its number of elements."""
+    if type(shape) is tuple and len(shape) == 1 and type(shape[0]) is int and shape[0] >= 0:
+        return shape, shape[0]  # (the common case, without the loops below)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if any(int(s) < 0 for s in shape):
         raise ValueError(f"shape must have non-negative sizes, got {shape}")
@@ -72,6 +83,10 @@ def _shape_and_size(shape):
 
 
 def _float_dtype(dtype, what):
+    if dtype is _FLOAT32 or dtype is np.float32:  # (the common cases first)
+        return _FLOAT32
+    if dtype is _FLOAT64 or dtype is np.float64:
+        return _FLOAT64
     dtype = np.dtype(dtype)
     if dtype not in (np.float32, np.float64):
         raise TypeError(f"{what} makes float32 or float64 numbers, got dtype {dtype}")
@@ -83,22 +98,42 @@ class Generator:
 
     def __init__(self, device="cpu"):
         self.device = str(device)  # kept for the tensor layer; draws are made the same way
+        self._scratch = None  # a second MT19937 that _peek32 sets to this stream's state
+        self._mt = None
         self.manual_seed(DEFAULT_SEED)
+
+    def __repr__(self):
+        # PyTorch prints <torch._C.Generator object at 0x...>, the class where it is defined; this
+        # class is reached as tinyattn.Generator (manual_seed returns it, as torch.manual_seed does)
+        return f"<tinyattn.Generator object at {id(self):#x}>"
 
     # ---------------------------------------------------------------- seeding and state
 
     def manual_seed(self, seed):
         """Restart the stream from `seed` (any int in [-2**63, 2**64)); returns self, like torch."""
         seed = check_seed(seed)
-        # MT19937 keeps 32 bits of the seed; RandomState seeds it the way PyTorch does.
-        legacy = np.random.RandomState(seed & 0xFFFFFFFF).get_state()
-        self._mt = np.random.MT19937()
-        self._mt.state = {"bit_generator": "MT19937", "state": {"key": legacy[1], "pos": legacy[2]}}
+        # MT19937 keeps 32 bits of the seed, which it takes the way PyTorch does (C++'s init_genrand)
+        # with the seeding that RandomState(seed) uses; one MT19937 per generator, seeded again.
+        if getattr(self, "_mt", None) is None:
+            self._mt = np.random.MT19937(0)
+        if hasattr(self._mt, "_legacy_seeding"):  # (NumPy's own, a few microseconds)
+            self._mt._legacy_seeding(seed & 0xFFFFFFFF)
+        else:  # the same state through RandomState, a hundred times slower
+            legacy = np.random.RandomState(seed & 0xFFFFFFFF).get_state()
+            self._mt.state = {"bit_generator": "MT19937", "state": {"key": legacy[1], "pos": legacy[2]}}
         self._seed = seed
         self._cached_normal = None  # the spare normal of the last small Box-Muller, a float
         self._device_rng = None  # CuPy generator, created on first use from _device_seed
         self._device_seed = seed
+        self._restart_count()
         return self
+
+    def _restart_count(self):
+        """Count raw draws from here (a new seed or state), with no normals computed ahead yet."""
+        self._drawn = 0  # raw 32-bit draws taken from the stream since then
+        self._normals = None  # float32 normals of the stream's next words, computed ahead (_normals32)
+        self._normals_start = 0  # the value of _drawn at the first word of _normals
+        self._lookahead = _LOOKAHEAD_MIN  # how many words the next _normals covers
 
     def seed_device(self, seed):
         """Restart only the GPU stream (CuPy's generator, for dropout masks) from `seed`, as
@@ -142,6 +177,7 @@ class Generator:
         self._mt.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
         self._seed = seed
         self._cached_normal = normal if has_normal else None
+        self._restart_count()
         # the GPU stream's state cannot be saved: restart it from a seed that this state determines
         state_bytes = key.tobytes() + pos.to_bytes(2, "little") + (seed % 2**64).to_bytes(8, "little")
         self._device_rng = None
@@ -151,18 +187,26 @@ class Generator:
 
     def _draw32(self, n):
         """n raw 32-bit draws (as uint64)."""
+        self._drawn += n
         return self._mt.random_raw(n)
+
+    def _peek32(self, n):
+        """The next n raw draws, leaving the stream where it is (they are drawn from a copy of it)."""
+        if self._scratch is None:
+            self._scratch = np.random.MT19937(0)
+        self._scratch.state = self._mt.state
+        return self._scratch.random_raw(n)
 
     def _draw64(self, n):
         """n 64-bit numbers, each made of two draws, the first one high: PyTorch's random64()."""
-        raw = self._mt.random_raw(2 * n)
-        return (raw[0::2] << np.uint64(32)) | raw[1::2]
+        raw = self._draw32(2 * n)
+        return (raw[0::2] << _U32_SHIFT) | raw[1::2]
 
     def _uniform01(self, n, dtype):
         """n uniforms in [0, 1): as many random bits as the type's mantissa holds (24 or 53)."""
-        if dtype == np.float32:
-            return (self._draw32(n) & 0xFFFFFF).astype(np.float32) * np.float32(2.0**-24)
-        return (self._draw64(n) & np.uint64(2**53 - 1)).astype(np.float64) * 2.0**-53
+        if dtype is _FLOAT32 or dtype == np.float32:
+            return _uniform32(self._draw32(n))
+        return (self._draw64(n) & _MASK53).astype(np.float64) * 2.0**-53
 
     # ---------------------------------------------------------------- distributions
 
@@ -190,34 +234,71 @@ class Generator:
             raise ValueError(f"normal needs std >= 0, got std={std}")
         if n < 16:
             return self._normal_small(n, dtype, float(mean), float(std)).reshape(shape)
-        # Large arrays: PyTorch draws a uniform per element, then runs Box-Muller on each block of
-        # 16. We do the same in cache-sized chunks (same draws, same order).
-        transform = _box_muller32 if dtype == np.float32 else _box_muller64
-        out = np.empty(n, dtype)
+        # PyTorch draws a uniform per element, then runs Box-Muller on each block of 16; when n is
+        # not a multiple of 16 it draws n % 16 more, which the last block, drawn afresh, overwrites.
         full = n - n % 16
-        for start in range(0, full, _CHUNK):
-            stop = min(start + _CHUNK, full)
-            out[start:stop] = transform(self._uniform01(stop - start, dtype), mean, std)
-        if n % 16:
-            self._uniform01(n % 16, dtype)  # PyTorch draws these too, then overwrites them with
-            out[n - 16:] = transform(self._uniform01(16, dtype), mean, std)  # a fresh last block
-        return out.reshape(shape)
+        if dtype == np.float32:
+            z = self._normals32(full)
+            if n % 16:
+                self._draw32(n % 16)
+                z = np.concatenate([z[:n - 16], self._normals32(16)])
+        else:
+            z = np.empty(n)
+            for start in range(0, full, _CHUNK):  # in cache-sized chunks (same draws, same order)
+                stop = min(start + _CHUNK, full)
+                z[start:stop] = _box_muller64(self._uniform01(stop - start, dtype))
+            if n % 16:
+                self._uniform01(n % 16, dtype)
+                z[n - 16:] = _box_muller64(self._uniform01(16, dtype))
+        if (mean, std) != (0.0, 1.0):  # z * std + mean, as one fused multiply-add
+            z = fma32(z, np.float32(std), np.float32(mean)) if dtype == np.float32 else fma64(z, std, mean)
+        return z.reshape(shape) if z.base is None else z.reshape(shape).copy()  # never a view of _normals
+
+    def _normals32(self, m):
+        """Standard float32 normals of the next m draws (m a multiple of 16), taking m draws.
+
+        Box-Muller in float32 costs a few hundred NumPy calls whatever the size, so for small draws
+        it is computed ahead: for the next few thousand words of the stream at once (on a copy of
+        the stream, which does not move), and a later draw that starts at a block boundary of those
+        words takes its normals from there. The numbers are the same: each block of 16 normals
+        depends only on its own 16 words. What is computed ahead doubles while draws keep using it up.
+        """
+        if m >= _LOOKAHEAD_MAX:
+            return np.concatenate([_box_muller32(self._uniform01(min(_CHUNK, m - start), np.float32))
+                                   for start in range(0, m, _CHUNK)])
+        offset = self._drawn - self._normals_start
+        aligned = self._normals is not None and offset >= 0 and offset % 16 == 0
+        if aligned and offset + m <= len(self._normals):
+            self._draw32(m)  # (the words those normals were made of)
+            return self._normals[offset:offset + m]
+        # a steady stream of draws that ran past the end: compute twice as far ahead next
+        steady = aligned and offset <= len(self._normals)
+        self._lookahead = min(2 * self._lookahead, _LOOKAHEAD_MAX) if steady else _LOOKAHEAD_MIN
+        self._normals = _box_muller32(_uniform32(self._peek32(max(self._lookahead, m))))
+        self._normals_start = self._drawn
+        self._draw32(m)
+        return self._normals[:m]
 
     def _normal_small(self, n, dtype, mean, std):
         # PyTorch's scalar Box-Muller, in float64 with the C library's log1p/sin/cos (which the math
         # module calls): each pair of uniforms gives two normals, the second is kept for later.
-        out = np.empty(n, dtype)
-        for i in range(n):
-            if self._cached_normal is not None:
-                z, self._cached_normal = self._cached_normal, None
-            else:
-                u1, u2 = self._uniform01(2, np.float64).tolist()
-                radius = math.sqrt(-2.0 * math.log1p(-u2))
-                theta = 2.0 * math.pi * u1
-                self._cached_normal = radius * math.sin(theta)
-                z = radius * math.cos(theta)
-            out[i] = _fma(z, std, mean)  # z * std + mean in float64, then rounded to dtype
-        return out
+        normals = []
+        if n and self._cached_normal is not None:
+            normals.append(self._cached_normal)
+            self._cached_normal = None
+        pairs = (n - len(normals) + 1) // 2
+        raw = self._draw32(4 * pairs).tolist()  # two float64 uniforms per pair, two draws each
+        for k in range(0, 4 * pairs, 4):
+            u1 = ((raw[k] << 32 | raw[k + 1]) & _MASK53_INT) * 2.0**-53
+            u2 = ((raw[k + 2] << 32 | raw[k + 3]) & _MASK53_INT) * 2.0**-53
+            radius = math.sqrt(-2.0 * math.log1p(-u2))
+            theta = 2.0 * math.pi * u1
+            normals += (radius * math.cos(theta), radius * math.sin(theta))
+        if len(normals) > n:
+            self._cached_normal = normals.pop()
+        if std == 1.0 or mean == 0.0:  # z * std is exact, or nothing is added to it: no fma needed
+            return np.array([z * std + mean for z in normals], dtype)
+        return np.array([_fma(z, std, mean) for z in normals], dtype)  # z * std + mean in float64, rounded once
 
     def randint(self, low, high, shape):
         """torch.randint(low, high, shape): int64 in [low, high).
@@ -225,9 +306,10 @@ class Generator:
         randint(0, 2**63, shape) equals `torch.empty(shape, dtype=torch.int64).random_()`.
         """
         shape, n = _shape_and_size(shape)
-        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (low, high)):
-            raise TypeError(f"randint needs integer bounds, got low={low!r}, high={high!r}")
-        low, high = int(low), int(high)
+        if not (type(low) is int and type(high) is int):  # (plain ints: the common case, checked at once)
+            if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (low, high)):
+                raise TypeError(f"randint needs integer bounds, got low={low!r}, high={high!r}")
+            low, high = int(low), int(high)
         if low >= high:
             raise ValueError(f"randint needs low < high, got low={low}, high={high}: "
                              f"the range [low, high) is empty; raise high above low")
@@ -238,7 +320,9 @@ class Generator:
         # PyTorch takes a 64-bit draw for wide ranges, where a 32-bit remainder would be too uneven.
         draws = self._draw64(n) if span >= 1 << 28 else self._draw32(n)
         # draw % span + low, computed with uint64 wrap-around like the C++ code
-        values = draws % np.uint64(span) + np.uint64(low & _U64)
+        values = draws % np.uint64(span)
+        if low:
+            values += np.uint64(low & _U64)
         return values.view(np.int64).reshape(shape)
 
     def bernoulli(self, shape, p):
@@ -371,10 +455,9 @@ def fma32(a, b, c):
     c = np.asarray(c, np.float64)
     s = p + c
     halfway = (s.view(np.int64) & 0x1FFFFFFF) == 0x10000000  # the 29 bits float32 drops: 100...0
-    if halfway.any():
-        s_half = s[halfway]
-        error = _sum_error(p[halfway], np.broadcast_to(c, s.shape)[halfway], s_half)
-        s[halfway] = np.where(error != 0, np.nextafter(s_half, np.copysign(np.inf, error)), s_half)
+    if halfway.any():  # (on whole arrays: in a polynomial's last steps ties can be many)
+        error = _sum_error(p, c, s)
+        s = np.where(halfway & (error != 0), np.nextafter(s, np.copysign(np.inf, error)), s)
     return s.astype(np.float32)
 
 
@@ -409,24 +492,28 @@ def _sum_error(a, b, s):
 # ---------------------------------------------------------------- Box-Muller on blocks of 16
 
 
-def _box_muller64(u, mean, std):
-    """PyTorch's float64 normal_fill: u1 = 1 - u[j] (in (0, 1], safe for log), u2 = u[j + 8]."""
+def _uniform32(words):
+    """float32 uniforms in [0, 1) from raw draws: the low 24 bits (a float32 mantissa) times 2**-24."""
+    return (words & _MASK24).astype(np.float32) * np.float32(2.0**-24)
+
+
+def _box_muller64(u):
+    """PyTorch's float64 normal_fill: u1 = 1 - u[j] (in (0, 1], safe for log), u2 = u[j + 8]
+    (standard normals: PyTorch then computes z * std + mean as one fused multiply-add)."""
     u = u.reshape(-1, 2, 8)
     radius = np.sqrt(-2.0 * np.log(1.0 - u[:, 0]))
     theta = 2.0 * math.pi * u[:, 1]
-    z = np.stack([radius * np.cos(theta), radius * np.sin(theta)], axis=1).reshape(-1)
-    return z if (mean, std) == (0.0, 1.0) else fma64(z, float(std), float(mean))
+    return np.stack([radius * np.cos(theta), radius * np.sin(theta)], axis=1).reshape(-1)
 
 
-def _box_muller32(u, mean, std):
+def _box_muller32(u):
     """PyTorch's float32 normal_fill on x86: 8 lanes at a time in AVX2 float32, with the Cephes
     polynomials of avx_mathfun.h for log and sin/cos. We replay the same float32 operations,
     including the fused multiply-adds the compiler made, so the results match to the bit."""
     u = u.reshape(-1, 2, 8)
     radius = np.sqrt(np.float32(-2.0) * _cephes_log(np.float32(1.0) - u[:, 0]))
     sin, cos = _cephes_sincos(np.float32(2.0 * math.pi) * u[:, 1])
-    z = np.stack([radius * cos, radius * sin], axis=1).reshape(-1)
-    return z if (mean, std) == (0.0, 1.0) else fma32(z, np.float32(std), np.float32(mean))
+    return np.stack([radius * cos, radius * sin], axis=1).reshape(-1)
 
 
 _LOG_POLY = [7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
@@ -450,8 +537,11 @@ def _cephes_log(x):
         y = fma32(y, x, f32(coefficient))
     y = y * x
     y = fma32(y, z, e * f32(-2.12194440e-4))
-    y = fma32(z, f32(-0.5), y)
-    return fma32(e, f32(0.693359375), x + y)
+    # the kernel's last two multiply-adds are fused too, but their products are exact in float32
+    # (z * -0.5; e, an integer of a few bits, times 355/512), so float32's own rounding of the sum is
+    # the fused result: the same bits (checked for every float32 input in tests/test_random.py)
+    y = z * f32(-0.5) + y
+    return e * f32(0.693359375) + (x + y)
 
 
 def _cephes_sincos(x):
@@ -459,12 +549,7 @@ def _cephes_sincos(x):
     parts so the subtraction stays exact), then one polynomial for sin and one for cos on
     [-pi/4, pi/4]; j says which polynomial gives which result and with which sign."""
     f32 = np.float32
-    j = (x * f32(1.27323954473516)).astype(np.int32)  # x * 4/pi, truncated
-    j = (j + 1) & ~1
-    y = j.astype(f32)
-    x = fma32(y, f32(-0.78515625), x)
-    x = fma32(y, f32(-2.4187564849853515625e-4), x)
-    x = fma32(y, f32(-3.77489497744594108e-8), x)
+    j, x = _reduce_angle(x)
     z = x * x
     cos_poly = fma32(f32(2.443315711809948e-5), z, f32(-1.388731625493765e-3))
     cos_poly = fma32(cos_poly, z, f32(4.166664568298827e-2))
@@ -480,6 +565,19 @@ def _cephes_sincos(x):
     return sin, cos
 
 
+def _reduce_angle(x):
+    """(j, x - j * pi/4) for float32 x >= 0, j the nearest even multiple (as _cephes_sincos needs)."""
+    f32 = np.float32
+    j = (x * f32(1.27323954473516)).astype(np.int32)  # x * 4/pi, truncated
+    j = (j + 1) & ~1
+    y = j.astype(f32)
+    # y is 0, 2, 4, 6 or 8, so y times the first two parts (8 and 11 bits) is exact in float32 and
+    # their multiply-adds need no fusing (see _cephes_log); y times the third part is not
+    x = y * f32(-0.78515625) + x
+    x = y * f32(-2.4187564849853515625e-4) + x
+    return j, fma32(y, f32(-3.77489497744594108e-8), x)
+
+
 # ---------------------------------------------------------------- the default generator
 
 default_generator = Generator()
@@ -491,16 +589,25 @@ def manual_seed(seed):
 
 
 def seed():
+    """Seeds the default generator with a fresh random seed and returns that seed."""
     return default_generator.seed()
 
 
 def initial_seed():
+    """The seed the default generator was last seeded with."""
     return default_generator.initial_seed()
 
 
 def get_rng_state():
+    """The default generator's state, to restore with `set_rng_state`."""
     return default_generator.get_state()
 
 
 def set_rng_state(state):
+    """Restores the default generator to a state from `get_rng_state`."""
     default_generator.set_state(state)
+
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
+from . import missing as _missing  # noqa: E402
+
+__dir__ = _missing.module_dir(__name__)

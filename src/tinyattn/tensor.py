@@ -187,8 +187,16 @@ def _check_grid(data, shape, dim=0):
 
 
 class Tensor:
-    __slots__ = ("array", "_requires_grad", "grad", "grad_fn", "output_nr", "_version", "_base", "_view_version",
-                 "_view_steps", "_hooks", "__weakref__")
+    """A tensor: its numbers (`array`) and its place in the autograd graph (`grad_fn`, `grad`)."""
+
+    # a dict, so that the public slots have docstrings (help(Tensor.grad), the reference)
+    __slots__ = {"array": "The numbers: a NumPy array on the CPU, a CuPy array on a GPU.",
+                 "_requires_grad": None,
+                 "grad": "The gradient that backward() accumulated into this leaf (None until then).",
+                 "grad_fn": "The graph node of the op that made this tensor (None for a leaf).",
+                 "output_nr": "Which output of its grad_fn this tensor is (0 for most ops).",
+                 "_version": None, "_base": None, "_view_version": None, "_view_steps": None, "_hooks": None,
+                 "__weakref__": None}
 
     def __init__(self, *args, device=None):
         """`tinyattn.Tensor(...)`, PyTorch's older constructor: Tensor(2, 3) is a (2, 3) float32 tensor
@@ -255,9 +263,11 @@ class Tensor:
 
     @property
     def shape(self):
+        """The size of each dimension, as a `tinyattn.Size`."""
         return Size(self.array.shape)
 
     def size(self, dim=None, *, axis=None):
+        """The shape as a `tinyattn.Size`, or the size of dimension `dim`."""
         if axis is not None:
             dim = numpy_names.dim_or_axis("size", dim, axis)
         if dim is None:
@@ -268,34 +278,42 @@ class Tensor:
 
     @property
     def ndim(self):
+        """The number of dimensions."""
         return self.array.ndim
 
     def dim(self):
+        """The number of dimensions."""
         return self.array.ndim
 
     ndimension = dim
 
     def numel(self):
+        """The number of elements."""
         return math.prod(self.array.shape)
 
     nelement = numel
 
     @property
     def dtype(self):
+        """The element type: `tinyattn.float32`, `tinyattn.int64`, ..."""
         return backend.dtype_of(self.array)
 
     @property
     def device(self):
+        """Where the tensor's numbers are: `device(type='cpu')` or a CUDA device."""
         return backend.device_of(self.array)
 
     @property
     def is_cuda(self):
+        """Whether the tensor is on a CUDA device."""
         return self.device.type == "cuda"
 
     def is_floating_point(self):
+        """Whether the dtype is a floating-point one (float32 or float64)."""
         return self.dtype.is_floating_point
 
     def element_size(self):
+        """The bytes one element takes (4 for float32)."""
         return self.dtype.itemsize
 
     def data_ptr(self):
@@ -305,6 +323,7 @@ class Tensor:
 
     @property
     def requires_grad(self):
+        """Whether autograd records the ops on this tensor and gives it a gradient."""
         return self._requires_grad
 
     @requires_grad.setter
@@ -322,11 +341,13 @@ class Tensor:
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad=True):
+        """In place: sets `requires_grad` (on a leaf) and returns the tensor."""
         self.requires_grad = requires_grad
         return self
 
     @property
     def is_leaf(self):
+        """Whether the tensor is a leaf of the graph: made by you, not by a recorded op."""
         return self.grad_fn is None
 
     @property
@@ -348,18 +369,23 @@ class Tensor:
     # --- new tensors with this one's dtype and device (unless given), as library code makes them ---
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        """A new tensor of zeros of the given size, with self's dtype and device."""
         return self._new(functions.zeros, size, dtype, device, requires_grad)
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        """A new tensor of ones of the given size, with self's dtype and device."""
         return self._new(functions.ones, size, dtype, device, requires_grad)
 
     def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        """A new tensor of the given size, with self's dtype and device (zeros here; unset in PyTorch)."""
         return self._new(functions.empty, size, dtype, device, requires_grad)
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        """A new tensor of `size` filled with `fill_value`, with self's dtype and device."""
         return self._new(functions.full, (size, fill_value), dtype, device, requires_grad)
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        """A new leaf tensor holding a copy of `data`, with self's dtype and device."""
         return self._new(functions.tensor, (data,), dtype, device, requires_grad)
 
     def _new(self, make, args, dtype, device, requires_grad):
@@ -389,11 +415,13 @@ class Tensor:
         autograd.backward(self, gradient, retain_graph=retain_graph)
 
     def detach(self):
+        """The same numbers, cut from the graph: a tensor that shares memory and needs no grad."""
         t = Tensor._wrap(self.array)
         t._version = self._version  # same memory, same version counter
         return t
 
     def detach_(self):
+        """In place: cuts the tensor from the graph, making it a leaf that needs no grad."""
         self.grad_fn = None
         self._requires_grad = False
         return self
@@ -401,6 +429,7 @@ class Tensor:
     # --- conversions ---
 
     def item(self):
+        """The value of a one-element tensor as a Python number."""
         if self.numel() != 1:
             raise ValueError(
                 f"a tensor with {self.numel()} elements cannot be converted to a Python number; "
@@ -409,9 +438,11 @@ class Tensor:
         return backend.to_host(self.array).item()
 
     def tolist(self):
+        """The numbers as (nested) Python lists, or a number for a 0-d tensor."""
         return backend.to_host(self.array).tolist()
 
     def numpy(self):
+        """The numbers as a NumPy array sharing memory (CPU tensors that need no grad)."""
         if self.requires_grad:
             raise BackwardError("can't call numpy() on a tensor that requires grad: use tensor.detach().numpy()")
         if self.device.type != "cpu":
@@ -446,42 +477,55 @@ class Tensor:
         return self
 
     def is_pinned(self):
+        """Whether the memory is pinned (page-locked): always False here."""
         return False
 
     def cpu(self):
+        """The tensor on the CPU (a copy from a GPU)."""
         return self.to("cpu")
 
     def cuda(self, device=None):
+        """The tensor on a CUDA device (needs CuPy; a copy from the CPU)."""
         return self.to("cuda" if device is None else backend.Device("cuda", device))
 
     def float(self):
+        """The tensor as float32."""
         return self.to(dtypes.float32)
 
     def double(self):
+        """The tensor as float64."""
         return self.to(dtypes.float64)
 
     def half(self):  # refused with a message that says what to do (see dtypes.computable)
+        """Refused: tinyattn has no float16 tensors; the error says to use float32."""
         return self.to(dtypes.float16)
 
     def bfloat16(self):
+        """Refused: tinyattn has no bfloat16 tensors; the error says to use float32."""
         return self.to(dtypes.bfloat16)
 
     def long(self):
+        """The tensor as int64."""
         return self.to(dtypes.int64)
 
     def int(self):
+        """The tensor as int32."""
         return self.to(dtypes.int32)
 
     def bool(self):
+        """The tensor as bool: True where an element is nonzero."""
         return self.to(dtypes.bool_)
 
     def byte(self):
+        """The tensor as uint8."""
         return self.to(dtypes.uint8)
 
     def char(self):
+        """The tensor as int8."""
         return self.to(dtypes.int8)
 
     def short(self):
+        """The tensor as int16."""
         return self.to(dtypes.int16)
 
     def type(self, dtype=None, non_blocking=False, **kwargs):
@@ -506,17 +550,21 @@ class Tensor:
         return self.to(dtype)
 
     def type_as(self, other):
+        """The tensor in `other`'s dtype."""
         return self.to(other.dtype)
 
     def contiguous(self):
+        """The tensor with its elements in row-major order: self when already so, else a copy."""
         if backend.is_contiguous(self.array):
             return self
         return ops.Contiguous.apply(self)
 
     def is_contiguous(self):
+        """Whether the elements lie in row-major order in memory."""
         return backend.is_contiguous(self.array)
 
     def clone(self):
+        """A copy with its own memory, recorded in the graph (the gradient flows back to self)."""
         return ops.Clone.apply(self)
 
     # --- printing ---
@@ -594,6 +642,7 @@ class Tensor:
         return _binary(ops.Sub, other, self)
 
     def __mul__(self, other):
+        """self * other, elementwise, with broadcasting."""
         return _binary(ops.Mul, self, other)
 
     def __rmul__(self, other):
@@ -606,6 +655,7 @@ class Tensor:
         return _binary(ops.Div, other, self)
 
     def __pow__(self, other):
+        """self ** other, elementwise, with broadcasting."""
         return _binary(ops.Pow, self, other)
 
     def __rpow__(self, other):
@@ -629,9 +679,11 @@ class Tensor:
         return self.abs()
 
     def add(self, other, *, alpha=1):
+        """self + alpha * other, elementwise, with broadcasting."""
         return self + (other if alpha == 1 else other * alpha)
 
     def sub(self, other, *, alpha=1):
+        """self - alpha * other, elementwise, with broadcasting."""
         return self - (other if alpha == 1 else other * alpha)
 
     mul = __mul__
@@ -704,39 +756,50 @@ class Tensor:
         return self._inplace_no_grad(Tensor.__xor__, other)
 
     def add_(self, other, alpha=1):
+        """In place: self += alpha * other."""
         return self._inplace(ops.Add, _inplace_operand(self, other if alpha == 1 else other * alpha))
 
     def sub_(self, other, alpha=1):
+        """In place: self -= alpha * other."""
         _check_no_bool_subtraction(self, other)
         return self._inplace(ops.Sub, _inplace_operand(self, other if alpha == 1 else other * alpha))
 
     def mul_(self, other):
+        """In place: self *= other."""
         return self._inplace(ops.Mul, _inplace_operand(self, other))
 
     def div_(self, other):
+        """In place: self /= other."""
         return self._inplace(ops.Div, _inplace_operand(self, other))
 
     def pow_(self, other):
+        """In place: self **= other."""
         return self._inplace(ops.Pow, _inplace_operand(self, other))
 
     # --- comparisons and logic (no gradient) ---
 
     def __eq__(self, other):
+        """Elementwise self == other: a bool tensor (with broadcasting)."""
         return _no_grad_binary(lambda a, b: a == b, self, other)
 
     def __ne__(self, other):
+        """Elementwise self != other: a bool tensor (with broadcasting)."""
         return _no_grad_binary(lambda a, b: a != b, self, other)
 
     def __lt__(self, other):
+        """Elementwise self < other: a bool tensor (with broadcasting)."""
         return _no_grad_binary(lambda a, b: a < b, self, other)
 
     def __le__(self, other):
+        """Elementwise self <= other: a bool tensor (with broadcasting)."""
         return _no_grad_binary(lambda a, b: a <= b, self, other)
 
     def __gt__(self, other):
+        """Elementwise self > other: a bool tensor (with broadcasting)."""
         return _no_grad_binary(lambda a, b: a > b, self, other)
 
     def __ge__(self, other):
+        """Elementwise self >= other: a bool tensor (with broadcasting)."""
         return _no_grad_binary(lambda a, b: a >= b, self, other)
 
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
@@ -756,36 +819,45 @@ class Tensor:
         return Tensor._wrap(xp.logical_not(self.array) if self.dtype is dtypes.bool_ else ~self.array)
 
     def logical_not(self):
+        """Elementwise NOT: True where the element is zero (False)."""
         return Tensor._wrap(backend.namespace(self.array).logical_not(self.array))
 
     def isnan(self):
+        """Elementwise: whether the element is NaN."""
         return Tensor._wrap(backend.namespace(self.array).isnan(self.array))
 
     def isinf(self):
+        """Elementwise: whether the element is +inf or -inf."""
         return Tensor._wrap(backend.namespace(self.array).isinf(self.array))
 
     def isfinite(self):
+        """Elementwise: whether the element is neither infinite nor NaN."""
         return Tensor._wrap(backend.namespace(self.array).isfinite(self.array))
 
     def any(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """Whether any element is true (nonzero), over all elements or along `dim`."""
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("any", dim, keepdim, axis, keepdims)
         xp = backend.namespace(self.array)
         return Tensor._wrap(xp.any(self.array, axis=_dims_or_none(dim, self.ndim), keepdims=keepdim))
 
     def all(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """Whether every element is true (nonzero), over all elements or along `dim`."""
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("all", dim, keepdim, axis, keepdims)
         xp = backend.namespace(self.array)
         return Tensor._wrap(xp.all(self.array, axis=_dims_or_none(dim, self.ndim), keepdims=keepdim))
 
     def equal(self, other):
+        """Whether the two tensors have the same shape and the same elements: a Python bool."""
         return self.shape == other.shape and bool((self == other).all())
 
     def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """Whether every element is close to other's: |self - other| <= atol + rtol * |other|."""
         return bool(self.isclose(other, rtol, atol, equal_nan).all())
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """Elementwise: whether |self - other| <= atol + rtol * |other|."""
         if isinstance(other, Tensor) and other.dtype is not self.dtype:  # PyTorch refuses to compare across dtypes
             raise TypeError(f"isclose and allclose compare tensors of one dtype, got {self.dtype} and {other.dtype}: "
                             "convert one first, e.g. x.isclose(y.to(x.dtype))")
@@ -808,52 +880,67 @@ class Tensor:
     # --- elementwise math ---
 
     def exp(self):
+        """e to the power of each element."""
         return ops.Exp.apply(_floating(self))
 
     def log(self):
+        """The natural logarithm of each element."""
         return ops.Log.apply(_floating(self))
 
     def sqrt(self):
+        """The square root of each element."""
         return ops.Sqrt.apply(_floating(self))
 
     def rsqrt(self):
+        """1 / sqrt(x) for each element."""
         return ops.Rsqrt.apply(_floating(self))
 
     def tanh(self):
+        """The hyperbolic tangent of each element."""
         return ops.Tanh.apply(_floating(self))
 
     def sigmoid(self):
+        """1 / (1 + exp(-x)) for each element, computed stably."""
         return ops.Sigmoid.apply(_floating(self))
 
     def relu(self):
+        """max(x, 0) for each element."""
         _check_not_bool(self, "relu")
         return ops.Relu.apply(self)
 
     def relu_(self):
+        """In place: negative elements set to 0."""
         _check_not_bool(self, "relu_")
         return self._inplace(ops.Relu)
 
     # in place: the out-of-place op's result written back into this tensor's memory
     def exp_(self):
+        """In place: each element replaced by e to its power."""
         return self._inplace_floating(ops.Exp, "exp_")
 
     def log_(self):
+        """In place: each element replaced by its natural logarithm."""
         return self._inplace_floating(ops.Log, "log_")
 
     def sqrt_(self):
+        """In place: each element replaced by its square root."""
         return self._inplace_floating(ops.Sqrt, "sqrt_")
 
     def tanh_(self):
+        """In place: each element replaced by its hyperbolic tangent."""
         return self._inplace_floating(ops.Tanh, "tanh_")
 
     def sigmoid_(self):
+        """In place: each element replaced by its sigmoid."""
         return self._inplace_floating(ops.Sigmoid, "sigmoid_")
 
     def neg_(self):
+        """In place: each element negated."""
         _check_no_bool_negation(self)
         return self._inplace(ops.Neg)
 
     def abs_(self):
+        """In place: each element replaced by its absolute value."""
         _check_not_bool(self, "abs_")
         return self._inplace(ops.Abs)
 
@@ -864,14 +951,17 @@ class Tensor:
         return self._inplace(function)
 
     def abs(self):
+        """The absolute value of each element."""
         _check_not_bool(self, "abs")
         return ops.Abs.apply(self)
 
     def clamp(self, min=None, max=None):
+        """Each element limited to [min, max] (either bound may be None); gradient 0 outside."""
         dtype, low, high = self._clamp_bounds(min, max)
         return ops.Clamp.apply(self.to(dtype), low, high)  # int.clamp(min=1.5) is float32, as in PyTorch
 
     def clamp_(self, min=None, max=None):
+        """In place: each element limited to [min, max]."""
         dtype, low, high = self._clamp_bounds(min, max)
         if dtype is not self.dtype:
             raise TypeError(f"clamp_ of a {self.dtype} tensor with {dtype} bounds would change its dtype: use "
@@ -897,14 +987,17 @@ class Tensor:
     clip, clip_ = clamp, clamp_
 
     def maximum(self, other):
+        """The larger of the two, elementwise (the gradient is shared on ties)."""
         return _binary(ops.Maximum, self, other)
 
     def minimum(self, other):
+        """The smaller of the two, elementwise (the gradient is shared on ties)."""
         return _binary(ops.Minimum, self, other)
 
     # --- reductions ---
 
     def sum(self, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
+        """The sum of all elements, or along `dim`."""
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("sum", dim, keepdim, axis, keepdims)
         if dtype is None and _numpy_float(self):  # the common case, told without looking up the dtype
@@ -919,6 +1012,7 @@ class Tensor:
         return total
 
     def mean(self, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
+        """The mean over all elements, or along `dim`."""
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("mean", dim, keepdim, axis, keepdims)
         if dtype is None and _numpy_float(self):
@@ -932,6 +1026,7 @@ class Tensor:
         return ops.Mean.apply(x, _all_dims_if_empty(dim), keepdim)
 
     def cumsum(self, dim=None, dtype=None, *, axis=None):
+        """The running sum along `dim`."""
         if dim is None or axis is not None:
             dim = numpy_names.required_dim("cumsum", dim, axis)
         _check_differentiable_dtype(self, dtype, "cumsum")
@@ -946,6 +1041,7 @@ class Tensor:
         return ops.Cumsum.apply(x, _dim(dim, x.ndim))
 
     def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """log(sum(exp(x))) along `dim`, computed without overflow."""
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("logsumexp", dim, keepdim, axis, keepdims)
         if dim is None:
@@ -953,6 +1049,7 @@ class Tensor:
         return ops.LogSumExp.apply(_floating(self), _all_dims_if_empty(dim), keepdim)
 
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
+        """The variance over all elements or along `dim` (Bessel-corrected by default)."""
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("var", dim, keepdim, axis, keepdims)
         return self._spread(ops.Var, dim, unbiased, keepdim, correction)
@@ -972,11 +1069,13 @@ class Tensor:
         return op.apply(self, _all_dims_if_empty(dim), correction, keepdim)
 
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None):
+        """The standard deviation over all elements or along `dim` (Bessel-corrected by default)."""
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("std", dim, keepdim, axis, keepdims)
         return self._spread(ops.Std, dim, unbiased, keepdim, correction)
 
     def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The largest element; with `dim`, (values, indices) along it."""
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("max", dim, keepdim, axis, keepdims)
         if isinstance(dim, Tensor):
@@ -984,6 +1083,7 @@ class Tensor:
         return self._extreme(dim, keepdim, False, "max")
 
     def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The smallest element; with `dim`, (values, indices) along it."""
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("min", dim, keepdim, axis, keepdims)
         if isinstance(dim, Tensor):
@@ -1001,11 +1101,13 @@ class Tensor:
         return (MinResult if take_min else MaxResult)(*ops.MaxAlongDim.apply(self, dim, keepdim, take_min))
 
     def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The index of the largest element, of the flattened tensor or along `dim`."""
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("argmax", dim, keepdim, axis, keepdims)
         return _argext(self, dim, keepdim, "argmax")
 
     def argmin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The index of the smallest element, of the flattened tensor or along `dim`."""
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("argmin", dim, keepdim, axis, keepdims)
         return _argext(self, dim, keepdim, "argmin")
@@ -1030,6 +1132,7 @@ class Tensor:
         return TopkResult(self.gather(axis, indices), indices)
 
     def softmax(self, dim=None, *, axis=None):
+        """exp(x) / sum(exp(x)) along `dim`: positive weights that sum to 1."""
         if dim is None or axis is not None:
             dim = numpy_names.required_dim("softmax", dim, axis)
         _check_floating(self, "softmax")
@@ -1038,6 +1141,7 @@ class Tensor:
         return ops.Softmax.apply(self, dim)
 
     def log_softmax(self, dim=None, *, axis=None):
+        """log(softmax(x)) along `dim`, computed stably with log-sum-exp."""
         if dim is None or axis is not None:
             dim = numpy_names.required_dim("log_softmax", dim, axis)
         _check_floating(self, "log_softmax")
@@ -1048,9 +1152,11 @@ class Tensor:
     # --- matrix products ---
 
     def matmul(self, other):
+        """The matrix product (self @ other), with batch dims broadcast and 1-D operands as vectors."""
         return matmul(self, other)
 
     def dot(self, other):
+        """The dot product of two 1-D tensors: a 0-d tensor."""
         if self.ndim != 1 or other.ndim != 1:
             raise ShapeError(
                 f"dot expects two 1-D tensors, got shapes {list(self.shape)} and {list(other.shape)}: "
@@ -1059,6 +1165,7 @@ class Tensor:
         return matmul(self, other)
 
     def mm(self, other):
+        """The matrix product of two 2-D tensors."""
         if self.ndim != 2 or other.ndim != 2:
             raise ShapeError(
                 f"mm expects two 2-D matrices, got shapes {list(self.shape)} and {list(other.shape)}: "
@@ -1067,6 +1174,7 @@ class Tensor:
         return matmul(self, other)
 
     def bmm(self, other):
+        """Batched matrix product of (b, n, m) and (b, m, p) tensors: a (b, n, p) tensor."""
         if self.ndim != 3 or other.ndim != 3 or self.shape[0] != other.shape[0]:
             raise ShapeError(
                 f"bmm expects two 3-D batches of matrices with the same batch size, got shapes "
@@ -1077,20 +1185,25 @@ class Tensor:
     # --- shapes ---
 
     def reshape(self, *shape):
+        """The same elements in a new shape (-1 infers one size): a view when possible."""
         return ops.Reshape.apply(self, _reshape_arg(shape, self.numel()))
 
     def view(self, *shape):
+        """A view of the same memory in a new shape (-1 infers one size); needs a contiguous tensor."""
         if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
             raise TypeError("view(dtype) is not supported: use .to(dtype)")
         return ops.View.apply(self, _reshape_arg(shape, self.numel()))
 
     def view_as(self, other):
+        """A view in `other`'s shape."""
         return self.view(other.shape)
 
     def reshape_as(self, other):
+        """The same elements in `other`'s shape."""
         return self.reshape(other.shape)
 
     def transpose(self, dim0, dim1):
+        """A view with dims `dim0` and `dim1` swapped."""
         dims = list(range(self.ndim))
         a, b = _dim(dim0, self.ndim), _dim(dim1, self.ndim)
         if self.ndim == 0:  # dims 0 and -1 of one number: nothing to swap
@@ -1099,12 +1212,14 @@ class Tensor:
         return ops.Transpose.apply(self, tuple(dims))
 
     def permute(self, *dims):
+        """A view with the dims in the order given."""
         dims = tuple(_dim(d, self.ndim) for d in _shape_arg(dims, lowest=None))
         if sorted(dims) != list(range(self.ndim)):
             raise ShapeError(f"permute: {list(dims)} is not a permutation of the {self.ndim} dims")
         return ops.Permute.apply(self, dims)
 
     def t(self):
+        """The transpose of a matrix (dims 0 and 1 swapped); a 0-d or 1-D tensor as it is."""
         if self.ndim > 2:
             raise ShapeError(f"t() expects a tensor with at most 2 dims, got shape {list(self.shape)}: use "
                              ".transpose(dim0, dim1), or .mT for the last two dims")
@@ -1112,19 +1227,23 @@ class Tensor:
 
     @property
     def T(self):
+        """The tensor with its dims in reverse order (the transpose of a matrix): a view."""
         return ops.Permute.apply(self, tuple(reversed(range(self.ndim))))
 
     @property
     def mT(self):
+        """The tensor with its last two dims swapped (a batch of transposed matrices): a view."""
         return self.transpose(-2, -1)
 
     def unsqueeze(self, dim=None, *, axis=None):
+        """A view with a new dim of size 1 at `dim`."""
         if dim is None or axis is not None:
             dim = numpy_names.required_dim("unsqueeze", dim, axis)
         axis = _dim(dim, self.ndim + 1)
         return ops.Reshape.apply(self, self.array.shape[:axis] + (1,) + self.array.shape[axis:])
 
     def squeeze(self, dim=None, *, axis=None):
+        """A view without the size-1 dims (or only `dim`, if it has size 1)."""
         if axis is not None:
             dim = numpy_names.dim_or_axis("squeeze", dim, axis)
         shape = self.array.shape
@@ -1135,6 +1254,7 @@ class Tensor:
         return ops.Reshape.apply(self, tuple(n for i, n in enumerate(shape) if i not in axes))
 
     def flatten(self, start_dim=0, end_dim=-1):
+        """The dims from `start_dim` to `end_dim` merged into one."""
         start, end = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
         if self.ndim == 0:
             return self.reshape(1)
@@ -1144,6 +1264,7 @@ class Tensor:
         return ops.Reshape.apply(self, shape[:start] + (math.prod(shape[start : end + 1]),) + shape[end + 1 :])
 
     def expand(self, *sizes):
+        """A view repeating size-1 dims to `sizes` (-1 keeps a size) without copying."""
         sizes = _shape_arg(sizes, lowest=-1)
         lead = len(sizes) - self.ndim
         if lead < 0:
@@ -1165,9 +1286,11 @@ class Tensor:
         return ops.Expand.apply(self, target)
 
     def expand_as(self, other):
+        """A view expanded to `other`'s shape."""
         return self.expand(other.shape)
 
     def repeat(self, *sizes):
+        """The tensor tiled `sizes` times along each dim: a copy."""
         sizes = _shape_arg(sizes)
         if len(sizes) < self.ndim:
             raise ShapeError(f"repeat: {list(sizes)} gives fewer repeats than the tensor of shape {list(self.shape)} "
@@ -1204,6 +1327,7 @@ class Tensor:
         return tuple(pieces)
 
     def chunk(self, chunks, dim=0, *, axis=None):
+        """Splits the tensor into `chunks` nearly equal views along `dim`."""
         if axis is not None:
             dim = numpy_names.dim_or_axis("chunk", dim, axis, 0)
         if chunks <= 0:
@@ -1233,6 +1357,7 @@ class Tensor:
         return self[(slice(None),) * axis + (slice(start, start + length),)]
 
     def unbind(self, dim=0, *, axis=None):
+        """The slices along `dim`, as a tuple of views without that dim."""
         if axis is not None:
             dim = numpy_names.dim_or_axis("unbind", dim, axis, 0)
         if self.ndim == 0:
@@ -1241,23 +1366,34 @@ class Tensor:
         return tuple(self[(slice(None),) * axis + (i,)] for i in range(self.array.shape[axis]))
 
     def tril(self, diagonal=0):
+        """The lower triangle (on and below diagonal `diagonal`), zeros above."""
         return ops.Tril.apply(self, diagonal)
 
     def triu(self, diagonal=0):
+        """The upper triangle (on and above diagonal `diagonal`), zeros below."""
         return ops.Triu.apply(self, diagonal)
 
     def tril_(self, diagonal=0):
+        """In place: the elements above diagonal `diagonal` set to 0."""
         return self._inplace(ops.Tril, diagonal)
 
     def triu_(self, diagonal=0):
+        """In place: the elements below diagonal `diagonal` set to 0."""
         return self._inplace(ops.Triu, diagonal)
 
     # --- indexing and masking ---
 
     def __getitem__(self, key):
-        if type(self.array) is np.ndarray:
-            simple = _simple_key(key, self.array.shape)
+        array = self.array
+        if type(array) is np.ndarray:
+            simple = _simple_key(key, array.shape)
             if simple is not None:  # x[3], x[k, j], C[ix]: a view, its dims in the order both libraries agree on
+                if (type(simple) is not np.ndarray and not autograd.observers
+                        and not (self._requires_grad and autograd.grad_mode.enabled)):
+                    # nothing to record (Xb[k, j] under no_grad): the view Index.apply would make, directly
+                    view = Tensor._wrap(array[(simple if type(simple) is tuple else (simple,)) + (Ellipsis,)])
+                    autograd._mark_views(self, (view,), (ops.Index, (simple,)))
+                    return view
                 return ops.Index.apply(self, simple)
         key = _array_key(key, self)
         order = _pytorch_order(key, self.ndim)
@@ -1265,6 +1401,8 @@ class Tensor:
         return result if order is None else ops.Permute.apply(result, order)
 
     def __setitem__(self, key, value):
+        if self._setitem_simple(key, value):
+            return
         key = _array_key(key, self)
         value = _value_to_write(self, value)
         if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1:
@@ -1290,6 +1428,30 @@ class Tensor:
                                  f"{list(target)}: the value must broadcast to it") from None
             raise
 
+    def _setitem_simple(self, key, value):
+        """`dC[ix] = row` told at once: a simple key (ints, slices), a NumPy tensor of this dtype whose
+        first dim is not a 1 to drop, nothing to record. What the full path below does for it, without
+        its parsing; False where it does not apply (or where NumPy refuses: the full path says why)."""
+        array = self.array
+        if (type(array) is not np.ndarray or not isinstance(value, Tensor) or autograd.observers
+                or autograd.grad_mode.enabled and (self._requires_grad or value._requires_grad)):
+            return False
+        source = value.array
+        if type(source) is not np.ndarray or source.dtype is not array.dtype or source.ndim and source.shape[0] == 1:
+            return False
+        simple = _simple_key(key, array.shape)
+        if simple is None or type(simple) is np.ndarray:
+            return False
+        self._check_inplace(recording=False)
+        try:
+            array[simple] = source
+        except (ValueError, TypeError):
+            return False
+        self._version[0] += 1
+        if self._base is not None:
+            self._view_version = self._version[0]
+        return True
+
     def _setitem_direct(self, key, value):
         """x[key] = value with no graph to record (as in `dC[ix] += demb[k, j]` under no_grad): NumPy
         writes the value into x's memory, where IndexPut would write it into a copy of x that is then
@@ -1311,6 +1473,7 @@ class Tensor:
         return True
 
     def gather(self, dim, index):
+        """The elements picked along `dim` by `index`: `out[i][j] = self[i][index[i][j]]` for dim 1."""
         if index.dtype not in (dtypes.int64, dtypes.int32):
             raise TypeError(f"gather expects an int64 index, got {index.dtype}")
         index = index.long()
@@ -1334,6 +1497,7 @@ class Tensor:
         return ops.Gather.apply(self, axis, index.array)
 
     def masked_fill(self, mask, value):
+        """A copy with `value` where `mask` (bool, broadcast) is True; the gradient skips those."""
         shape = ops.broadcast_shape(self.shape, mask.shape) if isinstance(mask, Tensor) else None
         if shape is not None and shape != self.shape:  # the result has the broadcast shape, as in PyTorch
             return self.expand(shape).masked_fill(mask, value)
@@ -1344,19 +1508,23 @@ class Tensor:
         return ops.MaskedFill.apply(self, _mask_array(mask, self), _value_to_write(self, _scalar(value)))
 
     def masked_fill_(self, mask, value):
+        """In place: `value` written where `mask` (bool, broadcast) is True."""
         if isinstance(value, Tensor) and value.requires_grad and autograd.grad_mode.enabled and self.is_floating_point():
             _scalar(value)
             _mask_array(mask, self)
             return self.copy_(where(mask, value.to(self.dtype), self))  # the value receives its gradient
         return self._inplace(ops.MaskedFill, _mask_array(mask, self), _value_to_write(self, _scalar(value)), True)
 
-    def histogram(self, bins, *, range=None, weight=None, density=False):
+    def histogram(self, bins=100, *, range=None, weight=None, density=False):
+        """(hist, bin_edges): how many elements fall in each of the bins."""
         return counting.histogram(self, bins, range=range, weight=weight, density=density)
 
     def histc(self, bins=100, min=0, max=0):
+        """The counts of `bins` equal bins between min and max (the data's range when min == max)."""
         return counting.histc(self, bins, min, max)
 
     def bincount(self, weights=None, minlength=0):
+        """How often each value 0, 1, 2, ... occurs in a 1-D tensor of non-negative integers."""
         return counting.bincount(self, weights, minlength)
 
     def index_fill(self, dim, index, value):
@@ -1365,21 +1533,26 @@ class Tensor:
         return self.masked_fill(_index_mask(self, dim, index, value), value)
 
     def index_fill_(self, dim, index, value):
+        """In place: the slices at `index` along `dim` set to `value`."""
         return self.masked_fill_(_index_mask(self, dim, index, value), value)
 
     def where(self, condition, other):
+        """self where `condition` is True, `other` elsewhere (differentiable in both)."""
         return where(condition, self, other)
 
     # --- filling in place (initialisation) ---
 
     def zero_(self):
+        """In place: every element set to 0."""
         return self._inplace(ops.Overwrite, backend.namespace(self.array).zeros_like(self.array), "Zero")
 
     def fill_(self, value):
+        """In place: every element set to `value`."""
         _scalar(value)  # a number or a 0-d tensor (which receives the gradient, if it requires one)
         return self._inplace(ops.IndexPut, Ellipsis, _value_to_write(self, value))
 
     def copy_(self, source):
+        """In place: the elements of `source` (broadcast to self's shape) copied into self."""
         if not isinstance(source, Tensor):
             source = Tensor._from_data(source, dtype=self.dtype, device=self.device)
         if ops.broadcast_shape(source.shape, self.shape) != self.shape:  # NumPy would drop leading 1s
@@ -1391,12 +1564,14 @@ class Tensor:
         return self._inplace(ops.IndexPut, Ellipsis, source.to(self.device, self.dtype))
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
+        """In place: every element drawn uniformly from [a, b) (PyTorch's stream for the same seed)."""
         if not (math.isfinite(a) and math.isfinite(b) and a <= b):
             raise ValueError(f"uniform_ draws from [a, b), finite with a <= b, got a={a} and b={b}")
         values = functions.generator_or_default(generator).uniform(self.array.shape, np.dtype(self.dtype.name), a, b)
         return self._overwrite(values, "Uniform")
 
     def normal_(self, mean=0.0, std=1.0, generator=None):
+        """In place: every element drawn from N(mean, std²) (PyTorch's stream for the same seed)."""
         values = functions.generator_or_default(generator).normal(self.array.shape, np.dtype(self.dtype.name), mean, std)
         return self._overwrite(values, "Normal")
 
@@ -1405,12 +1580,15 @@ class Tensor:
         return self._inplace(ops.Overwrite, backend.from_host(host_values, self.device), name)
 
     def _check_inplace(self, recording):
-        if backend.shares_elements(self.array):
+        array = self.array
+        if type(array) is np.ndarray and array.flags.writeable and 0 not in array.strides:
+            pass  # (the common case, told at once: no element shared, nothing read-only)
+        elif backend.shares_elements(array):
             raise RuntimeError(
                 f"cannot write in place to this tensor of shape {list(self.shape)}: several of its elements "
                 "are one place in memory (it is an expand()ed or broadcast view); write to a .clone() of it"
             )
-        if backend.is_read_only(self.array):  # a part of an expand()ed view: NumPy keeps it read-only
+        elif backend.is_read_only(array):  # a part of an expand()ed view: NumPy keeps it read-only
             raise RuntimeError(
                 f"cannot write in place to this tensor of shape {list(self.shape)}: its memory is read-only "
                 "(a view into an expand()ed tensor, or read-only NumPy data); write to the tensor before "
@@ -1541,9 +1719,11 @@ class Tensor:
     # --- random (in tinyattn.functions for the torch.* forms) ---
 
     def multinomial(self, num_samples, replacement=False, generator=None):
+        """Category indices drawn with probabilities proportional to the rows (PyTorch's stream)."""
         return functions.multinomial(self, num_samples, replacement, generator=generator)
 
     def bernoulli_(self, p=0.5, generator=None):
+        """In place: each element set to 1 with probability `p`, else 0 (PyTorch's stream)."""
         values = functions.generator_or_default(generator).bernoulli(self.array.shape, p)
         name = "BernoulliBackward1" if isinstance(p, Tensor) else "BernoulliBackward2"  # PyTorch's overloads
         return self._overwrite(values.astype(self.dtype.name), name)
@@ -1551,41 +1731,53 @@ class Tensor:
     # --- more elementwise math (integers become float32 first, as in PyTorch) ---
 
     def sin(self):
+        """The sine of each element."""
         return ops.Sin.apply(_floating(self))
 
     def cos(self):
+        """The cosine of each element."""
         return ops.Cos.apply(_floating(self))
 
     def log1p(self):
+        """log(1 + x) for each element, exact for small x."""
         return ops.Log1P.apply(_floating(self))
 
     def expm1(self):
+        """exp(x) - 1 for each element, exact for small x."""
         return ops.Expm1.apply(_floating(self))
 
     def log2(self):
+        """The base-2 logarithm of each element."""
         return ops.Log2.apply(_floating(self))
 
     def log10(self):
+        """The base-10 logarithm of each element."""
         return ops.Log10.apply(_floating(self))
 
     def exp2(self):
+        """2 to the power of each element."""
         return ops.Exp2.apply(_floating(self))
 
     def reciprocal(self):
+        """1 / x for each element."""
         return ops.Reciprocal.apply(_floating(self))
 
     def erf(self):
+        """The error function of each element."""
         return ops.Erf.apply(_floating(self))
 
     def neg(self):
+        """-x for each element."""
         return -self
 
     negative = neg
 
     def square(self):
+        """x * x for each element."""
         return self**2  # PyTorch's square is pow(x, 2) too (PowBackward0); integers stay integers
 
     def sign(self):
+        """-1, 0 or 1 by the sign of each element (gradient 0)."""
         if self.dtype is dtypes.bool_:  # True and False are their own signs
             return self.clone()
         return ops.Sign.apply(self)
@@ -1593,34 +1785,41 @@ class Tensor:
     sgn = sign  # the same for real numbers
 
     def floor(self):
+        """Each element rounded down to an integer value (gradient 0)."""
         _check_not_bool(self, "floor")
         return ops.Floor.apply(self)
 
     def ceil(self):
+        """Each element rounded up to an integer value (gradient 0)."""
         _check_not_bool(self, "ceil")
         return ops.Ceil.apply(self)
 
     def trunc(self):
+        """Each element rounded toward zero (gradient 0)."""
         _check_not_bool(self, "trunc")
         return ops.Trunc.apply(self)
 
     fix = trunc
 
     def round(self, *, decimals=0):
+        """Each element rounded to `decimals` places, halves to even (gradient 0)."""
         _check_not_bool(self, "round")
         if decimals != 0 and not self.dtype.is_floating_point:
             raise TypeError(f"round with decimals needs a floating point tensor, got {self.dtype}: use .float()")
         return ops.Round.apply(self, decimals)
 
     def clamp_min(self, min):
+        """Each element limited to at least `min`."""
         return self.clamp(min=min)
 
     def clamp_max(self, max):
+        """Each element limited to at most `max`."""
         return self.clamp(max=max)
 
     # --- more reductions ---
 
     def prod(self, dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None):
+        """The product of all elements, or along `dim`."""
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("prod", dim, keepdim, axis, keepdims)
         if dim is not None and not isinstance(dim, (int, np.integer)):
@@ -1635,6 +1834,7 @@ class Tensor:
         return product
 
     def cumprod(self, dim=None, *, dtype=None, axis=None):
+        """The running product along `dim`."""
         if dim is None or axis is not None:
             dim = numpy_names.required_dim("cumprod", dim, axis)
         _check_differentiable_dtype(self, dtype, "cumprod")
@@ -1649,11 +1849,13 @@ class Tensor:
         return ops.Cumprod.apply(x, _dim(dim, x.ndim))
 
     def amax(self, dim=(), keepdim=False, *, axis=None, keepdims=None):
+        """The largest elements along `dim` (all dims by default); the gradient is shared among ties."""
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("amax", dim, keepdim, axis, keepdims, ())
         return _amax(self, dim, keepdim, False, "amax")
 
     def amin(self, dim=(), keepdim=False, *, axis=None, keepdims=None):
+        """The smallest elements along `dim` (all dims by default); the gradient is shared among ties."""
         if axis is not None or keepdims is not None:
             dim, keepdim = numpy_names.dim_and_keepdim("amin", dim, keepdim, axis, keepdims, ())
         return _amax(self, dim, keepdim, True, "amin")
@@ -1683,6 +1885,7 @@ class Tensor:
     # --- more matrix products ---
 
     def outer(self, vec2):
+        """The outer product of two 1-D tensors: `out[i][j] = self[i] * vec2[j]`."""
         if self.ndim != 1 or vec2.ndim != 1:
             raise ShapeError(f"outer expects two 1-D tensors, got shapes {list(self.shape)} and {list(vec2.shape)}")
         return self.reshape(-1, 1) * vec2
@@ -1710,6 +1913,7 @@ class Tensor:
         return SortResult(values, indices.detach())  # indices are no part of the graph
 
     def argsort(self, dim=-1, descending=False, *, stable=False, axis=None):
+        """The indices that sort the tensor along `dim` (ascending unless `descending=True`)."""
         if axis is not None:
             dim = numpy_names.dim_or_axis("argsort", dim, axis, -1)
         if self.ndim == 0:
@@ -1745,6 +1949,7 @@ class Tensor:
         return result[0] if len(result) == 1 else result
 
     def index_select(self, dim, index):
+        """The slices at `index` (a 1-D integer tensor) along `dim`: a copy."""
         axis = _dim(dim, self.ndim)
         index = _index_vector(index, self, "index_select")
         size = self.shape[axis] if self.ndim else 1
@@ -1754,6 +1959,7 @@ class Tensor:
         return ops.IndexSelect.apply(self, axis, index.array)
 
     def masked_select(self, mask):
+        """The elements where `mask` is True, as a 1-D tensor."""
         if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
             raise TypeError("masked_select expects a bool mask tensor: use mask.bool() or a comparison (x > 0)")
         backend.same_device([self.array, mask.array])
@@ -1798,6 +2004,7 @@ class Tensor:
         return x.index_select(axis, index)
 
     def roll(self, shifts, dims=None):
+        """The elements shifted by `shifts` along `dims`, wrapping around."""
         shift_tuple = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
         if not shift_tuple:
             raise ValueError("roll: no shifts given: give a shift (and a dim) to roll by")
@@ -1816,6 +2023,7 @@ class Tensor:
         return ops.Roll.apply(self, tuple(int(s) for s in shift_tuple), axes)
 
     def flip(self, *dims):
+        """The elements in reverse order along the given dims: a copy."""
         dims = _shape_arg(dims, lowest=None)  # flip(0, 1) or flip((0, 1))
         axes = _dims_tuple(dims, self.ndim)
         if len(set(axes)) != len(axes):
@@ -1824,11 +2032,13 @@ class Tensor:
         return ops.Flip.apply(self, axes) if self.ndim else ops.Flip.apply(self, ())
 
     def fliplr(self):
+        """The columns in reverse order (dim 1)."""
         if self.ndim < 2:
             raise ShapeError(f"fliplr expects at least 2 dims, got shape {list(self.shape)}")
         return self.flip(1)
 
     def flipud(self):
+        """The rows in reverse order (dim 0)."""
         if self.ndim < 1:
             raise ShapeError("flipud expects at least 1 dim, got a 0-d tensor")
         return self.flip(0)
@@ -1845,6 +2055,7 @@ class Tensor:
         return Tensor._wrap(xp.stack(places, axis=1))
 
     def argwhere(self):
+        """The indices of the nonzero elements, one row per element: shape (count, ndim)."""
         return self.nonzero()
 
     def scatter(self, dim, index, src=None, value=None, *, reduce=None):
@@ -1853,6 +2064,7 @@ class Tensor:
         return ops.Scatter.apply(self, *self._scatter_args("scatter", dim, index, src, value, reduce), False)
 
     def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+        """In place: src (or value) written along `dim` at `index`: `self[i][index[i][j]] = src[i][j]`."""
         return self._inplace(ops.Scatter, *self._scatter_args("scatter_", dim, index, src, value, reduce), False)
 
     def scatter_add(self, dim, index, src):
@@ -1860,6 +2072,7 @@ class Tensor:
         return ops.Scatter.apply(self, *self._scatter_args("scatter_add", dim, index, src, None, None), True)
 
     def scatter_add_(self, dim, index, src):
+        """In place: src added along `dim` at `index`; repeated indices add up."""
         return self._inplace(ops.Scatter, *self._scatter_args("scatter_add_", dim, index, src, None, None), True)
 
     def _scatter_args(self, name, dim, index, src, value, reduce):
@@ -1938,6 +2151,11 @@ def _shape_arg(shape, lowest=0):
     expand), None for dims (permute)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
+    if len(shape) == 1 and type(shape[0]) is int and (lowest is None or shape[0] >= lowest):
+        return tuple(shape)  # (the common cases, decided without the loops below)
+    if len(shape) == 2 and type(shape[0]) is int and type(shape[1]) is int and (
+            lowest is None or (shape[0] >= lowest and shape[1] >= lowest)):
+        return tuple(shape)
     if not all(hasattr(n, "__index__") and not isinstance(n, bool) for n in shape):
         raise TypeError(f"sizes must be integers, got {list(shape)}")
     shape = tuple(n.__index__() for n in shape)
@@ -1952,7 +2170,7 @@ def _reshape_arg(shape, numel):
     shape = _shape_arg(shape, lowest=-1)
     if shape.count(-1) > 1:
         raise ShapeError(f"only one size in {list(shape)} can be -1 (inferred from the others)")
-    if -1 in shape and math.prod(n for n in shape if n != -1) == 0:
+    if -1 in shape and 0 in shape:  # (the product of the other sizes is 0)
         raise ShapeError(f"cannot reshape a tensor of {numel} elements into shape {list(shape)}: the -1 could "
                          "be any size there; give all the sizes")
     return shape
@@ -2455,10 +2673,6 @@ def _array_key(key, tensor):
                               "instead.", UserWarning, stacklevel=3)
                 part = part != 0
             if part.ndim == 0 and part.dtype is not dtypes.bool_:
-                if autograd.observers:  # a recording (tinyattn.replayed) reads this int from the tensor again
-                    for observer in autograd.observers_here():
-                        if hasattr(observer, "on_index_value"):
-                            observer.on_index_value(part, len(converted))
                 part = int(part.array)
             else:
                 part = part.array
@@ -2484,21 +2698,43 @@ def _array_key(key, tensor):
 
 
 def _simple_key(key, shape):
-    """The commonest keys, checked at once: an int, a tuple of ints, a 0-d integer tensor, each in range
-    (x[3], x[k, j], C[ix]). None for anything else, which _array_key parses in full."""
+    """The commonest keys, checked at once: an int, a slice of ints, a tuple of those, a 0-d integer
+    tensor, each in range (x[3], x[2:10], x[k, j], x[:, 0], C[ix] with ix 0-d), and a NumPy int64 index
+    tensor whose ids are all in range (C[ix]). None for anything else, which _array_key parses in full."""
     if isinstance(key, Tensor):
         array = key.array
-        if type(array) is not np.ndarray or array.ndim or array.dtype.kind != "i" or autograd.observers:
-            return None  # (with observers, _array_key takes it and tells a recording where the int came from)
+        if type(array) is not np.ndarray:
+            return None
+        if array.ndim:  # an index array: negative ids read as unsigned are above any length, so one
+            if array.dtype != np.int64 or not shape or not array.size:  # reduction checks the range
+                return None
+            return array if int(_UNSIGNED_MAX(array.view(np.uint64), axis=None)) < shape[0] else None
+        if array.dtype.kind != "i":
+            return None
         key = int(array)
     if type(key) is int:
         return key if shape and -shape[0] <= key < shape[0] else None
+    if type(key) is slice:
+        return key if shape and _plain_slice(key) else None
     if type(key) is tuple and len(key) <= len(shape):
         for part, size in zip(key, shape):
-            if type(part) is not int or not -size <= part < size:
+            if type(part) is int:
+                if not -size <= part < size:
+                    return None
+            elif type(part) is not slice or not _plain_slice(part):
                 return None
         return key
     return None
+
+
+_UNSIGNED_MAX = np.maximum.reduce  # (np.max without its Python wrappers)
+
+
+def _plain_slice(part):
+    """A slice of Python ints (or None) with a positive step: what _array_key would keep as it is."""
+    start, stop, step = part.start, part.stop, part.step
+    return ((start is None or type(start) is int) and (stop is None or type(stop) is int)
+            and (step is None or type(step) is int and step > 0))
 
 
 def _pytorch_order(key, ndim):

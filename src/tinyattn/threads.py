@@ -112,6 +112,7 @@ def get_num_threads():
 
 
 def can_set_num_threads():
+    """Whether the BLAS thread pool can be resized here (threadpoolctl and a BLAS it knows)."""
     return threadpoolctl is not None and bool(_blas_pools())
 
 

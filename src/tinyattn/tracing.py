@@ -317,13 +317,16 @@ class OpRecord:
 
     @property
     def label(self):
+        """The op's name, with " (backward)" for the backward of one."""
         return self.op + (" (backward)" if self.phase == "backward" else "")
 
     @property
     def location(self):
+        """The source file and line that called the op (`tinyattn/nn/attention.py:159`)."""
         return f"{short_path(self.file)}:{self.line}" if self.file else "?"
 
     def shapes(self):
+        """The shapes in and out, as `(1, 3, 6), (6, 6) -> (1, 3, 6)`."""
         inputs = ", ".join(format_shape(s) for s in self.input_shapes)
         outputs = ", ".join(format_shape(s) for s in self.output_shapes if s is not None) or "-"
         return f"{inputs} -> {outputs}"
@@ -467,6 +470,7 @@ class Trace(_Observer):
     # --- the observer ---
 
     def on_forward(self, node, args, outputs):
+        """Records a forward op (the engine calls it for every op while the trace is active)."""
         site = _call_site()
         function = node.function
         inputs = _arrays(args)
@@ -520,6 +524,7 @@ class Trace(_Observer):
         return ("leaf", leaf[1], name, tuple(_arrays([value])[0].shape))
 
     def on_backward(self, node, grads_out, grads_in):
+        """Records the backward of an op (the engine calls it while the trace is active)."""
         forward = self._by_node.get(node)
         grads_in = [g.array if isinstance(g, Tensor) else g for g in grads_in]
         nbytes = 0
@@ -547,19 +552,24 @@ class Trace(_Observer):
 
     @property
     def forward(self):
+        """The records of the forward ops."""
         return OpTable(r for r in self.records if r.phase == "forward")
 
     @property
     def backward(self):
+        """The records of the backward ops."""
         return OpTable(r for r in self.records if r.phase == "backward")
 
     def filter(self, op=None, module=None, phase=None, file=None):
+        """The records of op(s) `op`, inside module `module` (and its submodules), of one phase (see OpTable.filter)."""
         return self.records.filter(op, module, phase, file)
 
     def table(self, code=False, width=None):
+        """The records as a table, fitting `width` columns (two lines per op where it must)."""
         return self.records.table(code, width)
 
     def to_dot(self, path=None, format="svg", title="tinyattn"):
+        """The forward graph as Graphviz DOT text; written to `path` (and rendered) when given."""
         return self.records.to_dot(path, format, title)
 
     def __len__(self):
@@ -627,6 +637,7 @@ class detect_anomaly(_Observer):
         self._sites = weakref.WeakKeyDictionary()  # node -> (file, line, in-place method, module) of its forward
 
     def on_forward(self, node, args, outputs):
+        """Checks a forward result for NaN and for an inf its inputs did not hold."""
         site = None
         if getattr(node, "sequence", None) is not None:  # keep the site for the backward messages
             site = _call_site()
@@ -645,6 +656,7 @@ class detect_anomaly(_Observer):
                             f"produced {what} in its output {index}", _arrays(args), [t.array for t in outputs])
 
     def on_backward(self, node, grads_out, grads_in):
+        """Checks the gradients an op's backward returned for NaN and inf."""
         for index, g in enumerate(grads_in):
             if g is None:
                 continue

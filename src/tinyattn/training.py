@@ -88,6 +88,7 @@ class TrainConfig:
             GPTConfig(**self.model_config(vocab_size=1))
 
     def model_config(self, vocab_size):
+        """The model's constructor arguments for a vocabulary of `vocab_size` characters."""
         if self.model == "bigram":
             return {"vocab_size": vocab_size}
         return dict(vocab_size=vocab_size, block_size=self.block_size, n_layer=self.n_layer,
@@ -152,6 +153,7 @@ def check_text(config, text):
 
 
 def text_fingerprint(text):
+    """The SHA-256 of the text, which a resumed run checks its data against."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -200,7 +202,7 @@ class _DeferredInterrupt:
 
 
 def train(config, text, *, out=None, resume=None, data_source=None, quiet=False, stream=None,
-          stop_at=None, log=None, callback=None):
+          stop_at=None, log=None, callback=None, on_evaluation=None):
     """Train a model on `text` as `config` says; return a TrainResult.
 
     out: directory for checkpoints (out/ckpt) and the loss curve (out/loss.png), or None.
@@ -209,6 +211,8 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
     stop_at: stop after this many steps (with a checkpoint), as if interrupted.
     quiet: no progress bar and no messages. log: a function for messages (default: the bar's write).
     callback: called as callback(step, loss) after every step (for measurements).
+    on_evaluation: called with each loss estimate as it is made: {"step", "train_loss", "val_loss",
+    "lr", "elapsed"} (the entries of TrainResult.history).
     """
     started = time.perf_counter()
     if resume is not None:
@@ -278,6 +282,8 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
         elapsed = elapsed_before + time.perf_counter() - started
         history.append({"step": step, "train_loss": estimate["train"], "val_loss": estimate["val"],
                         "lr": config.lr_at(min(step, config.steps - 1)), "elapsed": elapsed})
+        if on_evaluation is not None:
+            on_evaluation(history[-1])
         if not quiet:
             say(f"step {step:>{len(str(config.steps))}}: train loss {estimate['train']:.4f}, "
                 f"val loss {estimate['val']:.4f}  ({format_duration(elapsed)})")

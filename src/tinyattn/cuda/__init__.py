@@ -42,10 +42,12 @@ def _index(device):
 
 
 def device_count():
+    """How many CUDA GPUs CuPy sees (0 without CuPy or a GPU)."""
     return _cupy("device_count").cuda.runtime.getDeviceCount() if is_available() else 0
 
 
 def current_device():
+    """The index of the current CUDA device."""
     return _cupy("tinyattn.cuda.current_device()").cuda.Device().id
 
 
@@ -67,6 +69,7 @@ def synchronize(device=None):
 
 
 def get_device_name(device=None):
+    """The name of a CUDA device (the current one by default)."""
     cupy = _cupy("tinyattn.cuda.get_device_name()")
     return cupy.cuda.runtime.getDeviceProperties(_index(device))["name"].decode()
 
@@ -87,9 +90,11 @@ class Event:
         self._event = cupy.cuda.Event(block=blocking, disable_timing=not enable_timing, interprocess=interprocess)
 
     def record(self, stream=None):
+        """Records the event on the current stream (its time, for `elapsed_time`)."""
         self._event.record(stream)
 
     def synchronize(self):
+        """Waits until the work before the event has finished."""
         self._event.synchronize()
 
     def query(self):
@@ -143,3 +148,4 @@ def reset_peak_memory_stats(device=None):
 from .. import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

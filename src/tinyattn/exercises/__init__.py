@@ -1,67 +1,86 @@
-"""Gradient-check exercises: write the backward of the ops attention is made of, and get told what
-is wrong with it.
+"""Exercises with a checker that says what the mistake is, in three tracks, and a teacher's own.
 
-Each exercise is a `tinyattn.autograd.Function` with its forward given; you write `backward`. They
-climb from x + y to the weight-split multi-head attention layer. From the command line:
+- the backward track (01-17): the backward of the ops attention is made of, each a
+  `tinyattn.autograd.Function` with its forward given, from x + y to multi-head attention;
+- the engine track (18-22): the parts of an autograd engine (`engine.py`, a small one on NumPy): the
+  topological order of the backward walk, gradient accumulation, `unbroadcast`, saving and freeing
+  tensors for backward, `apply`; each is plugged into the small engine and compared with tinyattn's
+  own on random graphs;
+- the manual-backprop track (23): an MLP with batch norm written op by op, the gradient of every
+  intermediate by hand, compared with autograd's one by one.
 
-    tinyattn exercises list               # the exercises
-    tinyattn exercises start DIR          # copy the skeletons to DIR (never over your work)
-    tinyattn exercises check DIR [NAME]   # pass/fail per exercise, and what the mistake is
+From the command line:
+
+    tinyattn exercises list                     # the exercises, track by track
+    tinyattn exercises start DIR [--track T]    # copy the skeletons to DIR (never over your work)
+    tinyattn exercises check DIR [NAME ...]     # pass/fail per exercise, and what the mistake is
     tinyattn exercises hint NAME
+    tinyattn exercises check DIR --format gradescope --output results.json   # grades
+    tinyattn exercises verify COURSE            # prove a teacher's exercises (--course COURSE)
 
-From Python (a notebook), on a class you wrote:
+From Python (a notebook), on a class or function you wrote:
 
     from tinyattn import exercises
     exercises.check(Softmax)              # prints the report; returns a Result
 
-The checker compares your Jacobian with central differences, names the usual mistakes (transposed,
-sign flipped, off by a factor of 2 or 1/sqrt(d), a missing sum over broadcast dims, softmax without
-its cross terms, a missing mask, ...), probes float32 with large inputs, and tries random shapes with
-Hypothesis, reporting the smallest case that fails. The fixed cases alone (the example and each
-exercise's edge cases: repeated ids, stretched size-1 dims, ignored targets) catch every mistake the
-exercises plant; without Hypothesis the random cases do not run, and the report says so.
-`tinyattn exercises start DIR --solutions` writes the reference solutions instead.
+The checker of the backward track compares your Jacobian with central differences, names the usual
+mistakes (transposed, sign flipped, off by a factor of 2 or 1/sqrt(d), a missing sum over broadcast
+dims, softmax without its cross terms, a missing mask, ...), probes float32 with large inputs, and
+tries random shapes with Hypothesis, reporting the smallest case that fails. The fixed cases alone
+(the example and each exercise's edge cases: repeated ids, stretched size-1 dims, ignored targets)
+catch every mistake the exercises plant; without Hypothesis the random cases do not run, and the
+report says so. `tinyattn exercises start DIR --solutions` writes the reference solutions instead.
 """
 
 from . import (e01_add, e02_mul, e03_sum, e04_mean, e05_matmul, e06_exp_log, e07_relu, e08_gelu, e09_softmax,
                e10_log_softmax, e11_cross_entropy, e12_layer_norm, e13_embedding, e14_dropout, e15_masked_fill,
-               e16_causal_head, e17_multi_head_attention)
+               e16_causal_head, e17_multi_head_attention, e18_topological_order, e19_accumulate, e20_unbroadcast,
+               e21_saved, e22_apply, e23_mlp_batchnorm)
 from . import report
 from .checker import EXAMPLES, Result
 from .command import main
-from .exercise import Exercise, Mistake
+from .course import Course, CourseError
+from .course import load as load_course
+from .course import verify
+from .diagnosis import Finding
+from .exercise import TRACKS, Exercise, Factor, Mistake, Suspect
+from .task import Task, Wrong, wrong
 
 EXERCISES = tuple(module.EXERCISE for module in (
     e01_add, e02_mul, e03_sum, e04_mean, e05_matmul, e06_exp_log, e07_relu, e08_gelu, e09_softmax, e10_log_softmax,
     e11_cross_entropy, e12_layer_norm, e13_embedding, e14_dropout, e15_masked_fill, e16_causal_head,
-    e17_multi_head_attention))
+    e17_multi_head_attention, e18_topological_order, e19_accumulate, e20_unbroadcast, e21_saved, e22_apply,
+    e23_mlp_batchnorm))
 
 
 def get(key):
     """An exercise by name ("softmax"), number (9, "9", "09") or file label ("09_softmax")."""
-    text = str(key).strip().lower().removesuffix(".py")
-    for exercise in EXERCISES:
-        if text in (exercise.name, exercise.label, str(exercise.number), f"{exercise.number:02d}"):
-            return exercise
-    names = ", ".join(e.name for e in EXERCISES)
-    raise KeyError(f"no exercise {key!r}: the exercises are {names}")
+    return Course(EXERCISES).get(key)
+
+
+def track(name):
+    """The exercises of one track ("backward", "engine" or "layer"), in order."""
+    if name not in TRACKS:
+        raise KeyError(f"no track {name!r}: the tracks are {', '.join(TRACKS)}")
+    return tuple(exercise for exercise in EXERCISES if exercise.track == name)
 
 
 def solution(key):
-    """The reference solution of an exercise: its Function class."""
-    return get(key).function
+    """The reference solution of an exercise: its Function class (the backward track), or its
+    function or class (the others)."""
+    exercise = get(key)
+    return exercise.piece if isinstance(exercise, Task) else exercise.function
 
 
 def check(function, exercise=None, examples=EXAMPLES, verbose=True):
-    """Check a Function you wrote for an exercise: print the report, return the Result.
+    """Check a Function (or, for the engine and manual-backprop tracks, the function or class) you
+    wrote for an exercise: print the report, return the Result.
 
-    function: your class (its name says which exercise it is, or pass `exercise`).
+    function: your class or function (its name says which exercise it is, or pass `exercise`).
     examples: how many random cases Hypothesis tries after the fixed cases (0: none).
     """
-    from . import checker
-
     found = get(exercise) if exercise is not None else _by_class_name(function)
-    result = checker.check(found, function, examples=examples)
+    result = found.check(function, examples=examples)
     if verbose:
         print("\n".join(report.block(result)))
     return result
@@ -78,8 +97,10 @@ def _by_class_name(function):
         if exercise.class_name == getattr(function, "__name__", None):
             return exercise
     names = ", ".join(e.class_name for e in EXERCISES)
-    raise KeyError(f"no exercise has a class named {getattr(function, '__name__', function)!r} (they are {names}): "
-                   "pass exercise='softmax' (its name)")
+    raise KeyError(f"no exercise has a class or function named {getattr(function, '__name__', function)!r} (they "
+                   f"are {names}): pass exercise='softmax' (its name)")
 
 
-__all__ = ["EXERCISES", "Exercise", "Mistake", "Result", "check", "get", "hint", "main", "solution"]
+__all__ = ["EXERCISES", "TRACKS", "Course", "CourseError", "Exercise", "Factor", "Finding", "Mistake", "Result",
+           "Suspect", "Task", "Wrong", "check", "get", "hint", "load_course", "main", "solution", "track", "verify",
+           "wrong"]

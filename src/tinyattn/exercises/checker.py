@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import random as pyrandom
 import traceback
 
 import numpy as np
@@ -37,6 +38,7 @@ SEED = 0  # a random exercise's forward runs right after seeding with it (dropou
 EPS = 1e-6  # the finite-difference step
 ATOL, RTOL = 1e-5, 1e-3  # gradcheck's tolerances
 EXAMPLES = 20  # random cases per exercise
+SEARCH_SEED = 0  # the seed Hypothesis draws the random cases from (--seed)
 HYPOTHESIS_MISSING = "Hypothesis is not installed (pip install hypothesis)"
 SHRINK_CALLS = 200  # how many more cases Hypothesis may try while shrinking a failing one
 
@@ -60,9 +62,12 @@ class Result:
     phase: str = "example"
     case: dict = None
     checked: str = ""
+    random_cases: int = 0  # how many random cases ran (0: the fixed cases only)
+    seed: int = None  # the seed the random cases were drawn with
 
     @property
     def passed(self):
+        """Whether the exercise passed every check."""
         return self.status == "pass"
 
     def __repr__(self):
@@ -82,8 +87,11 @@ class _Verdict(Exception):
 # the whole check
 
 
-def check(exercise, function, examples=EXAMPLES, shrink_calls=SHRINK_CALLS):
-    """Check `function` (the exercise's Function with the learner's backward); return a Result."""
+def check(exercise, function, examples=EXAMPLES, shrink_calls=SHRINK_CALLS, seed=SEARCH_SEED):
+    """Check `function` (the exercise's Function with the learner's backward); return a Result.
+
+    seed: the random cases Hypothesis draws depend on it (the same seed, the same cases).
+    """
     cases = exercise.fixed_cases()
     for number, case in enumerate(cases):
         result = analyse(exercise, function, case)
@@ -99,7 +107,7 @@ def check(exercise, function, examples=EXAMPLES, shrink_calls=SHRINK_CALLS):
         checked.append(f"float32 at {exercise.large_case_text}")
     if examples:
         try:
-            counterexample = search(exercise, function, examples, shrink_calls)
+            counterexample = search(exercise, function, examples, shrink_calls, seed)
         except ImportError:
             checked.append(f"no random cases: {HYPOTHESIS_MISSING}")
         else:
@@ -110,9 +118,10 @@ def check(exercise, function, examples=EXAMPLES, shrink_calls=SHRINK_CALLS):
                         "no-pattern", explanation=quick_failure(exercise, function, counterexample) or ""))
                 if failed.status != "FAIL":  # an exception is a failure of the backward here
                     failed.status = "FAIL"
-                failed.phase, failed.case = "random case", counterexample
+                failed.phase, failed.case, failed.seed = "random case", counterexample, seed
                 return failed
             checked.append(f"{examples} random cases")
+            return Result(exercise, "pass", checked=", ".join(checked), random_cases=examples, seed=seed)
     return Result(exercise, "pass", checked=", ".join(checked))
 
 
@@ -141,10 +150,13 @@ def load(exercise, path):
         return Result(exercise, "error", finding("error", text, title=f"{type(error).__name__}{where}"),
                       [_located(text, where)])
     function = namespace.get(exercise.class_name)
-    if not (isinstance(function, type) and issubclass(function, autograd.Function)):
-        return Result(exercise, "error", finding("error", title=f"no class {exercise.class_name}"),
-                      [f"{name} must define class {exercise.class_name}(Function), with forward and backward "
-                       "(start from a fresh copy: `tinyattn exercises start` in another folder)."])
+    if not exercise.accepts(function):
+        kind = "class" if isinstance(getattr(exercise, "piece", exercise.function), type) else "function"
+        what = (f"class {exercise.class_name}(Function), with forward and backward" if hasattr(exercise, "function")
+                else f"{kind} {exercise.class_name}")
+        return Result(exercise, "error", finding("error", title=f"no {kind} {exercise.class_name}"),
+                      [f"{name} must define {what} (start from a fresh copy: `tinyattn exercises start` in "
+                       "another folder)."])
     return function
 
 
@@ -430,10 +442,10 @@ def hypothesis_installed():
     return True
 
 
-def search(exercise, function, examples=EXAMPLES, shrink_calls=SHRINK_CALLS):
+def search(exercise, function, examples=EXAMPLES, shrink_calls=SHRINK_CALLS, seed=SEARCH_SEED):
     """The smallest random case Hypothesis finds on which the backward fails, or None.
 
-    Deterministic (derandomized, no example database), so the same code gets the same answer.
+    Deterministic (drawn from `seed`, no example database), so the same code gets the same answer.
     Shrinking stops after `shrink_calls` more cases have been tried (a count, not a time, so that
     a busy machine gets the same answer): from then on only the cases already seen failing fail
     again, so Hypothesis ends with the smallest of them.
@@ -463,8 +475,8 @@ def search(exercise, function, examples=EXAMPLES, shrink_calls=SHRINK_CALLS):
         return True
 
     try:
-        return find(cases, fails, settings=settings(
-            max_examples=examples, derandomize=True, database=None, deadline=None,
+        return find(cases, fails, random=pyrandom.Random(seed), settings=settings(
+            max_examples=examples, derandomize=False, database=None, deadline=None,
             suppress_health_check=list(HealthCheck), report_multiple_bugs=False))
     except (NoSuchExample, Unsatisfiable):
         return None
@@ -580,7 +592,7 @@ def _learner_code(function):
     except _Verdict:
         raise
     except Exception as error:  # whatever the learner's code raises is reported, not propagated
-        files = {_file_of(function.forward), _file_of(function.backward)}
+        files = _files_of(function)
         text, where = _describe(error, files)
         frames = traceback.extract_tb(error.__traceback__)
         if isinstance(error, NotImplementedError) and frames and frames[-1].filename in files:
@@ -591,8 +603,15 @@ def _learner_code(function):
 
 
 def _file_of(fn):
-    code = getattr(fn, "__code__", None)
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     return code.co_filename if code is not None else None
+
+
+def _files_of(piece):
+    """The files a learner's piece (a Function, a class, a function) was written in."""
+    if not isinstance(piece, type):
+        return {_file_of(piece)}
+    return {_file_of(value) for value in vars(piece).values()} - {None} or {None}
 
 
 def _located(text, where):

@@ -51,6 +51,7 @@ class Mistake:
 
     @property
     def name(self):
+        """The mistake's name: the name of its wrong backward function."""
         return self.backward.__name__
 
 
@@ -82,6 +83,10 @@ class Suspect:
 
 @dataclasses.dataclass(frozen=True)
 class Exercise:
+    """An exercise of the backward track: a Function whose backward the learner writes, with what
+    the checker needs (see the module's docstring, and the fields' comments). A teacher's exercise
+    file ends with `EXERCISE = Exercise(...)`."""
+
     number: int
     name: str
     title: str  # one line: what the learner writes the backward of
@@ -106,55 +111,65 @@ class Exercise:
     edge: Callable = None  # case -> what is special about a failing random case ("repeated ids")
     mistakes: tuple = ()
     edge_cases: Callable = None  # () -> [case]: fixed cases with the edges the example lacks (repeated ids, ...)
+    track: str = "backward"  # the track it belongs to (see TRACKS); a teacher's exercises may name their own
+    points: float = 1.0  # its weight in a grade (--format json, gradescope)
 
     @property
     def label(self):
+        """The exercise's number and name: `01_add`."""
         return f"{self.number:02d}_{self.name}"
 
     @property
     def file_name(self):
+        """The file `exercises start` writes for it: `01_add.py`."""
         return f"{self.label}.py"
 
     @property
     def class_name(self):
+        """The name of the Function class the learner completes."""
         return self.function.__name__
 
     # --- sources -------------------------------------------------------------------------
 
     def class_source(self, solution):
         """The Function's source: the solution, or the skeleton (backward raises NotImplementedError)."""
-        lines = textwrap.dedent(inspect.getsource(self.function)).rstrip("\n").splitlines()
-        marks = [i for i, line in enumerate(lines) if line.strip() == SOLUTION_MARKER]
-        if len(marks) != 1:
-            raise RuntimeError(f"exercise {self.name}: the backward needs exactly one {SOLUTION_MARKER!r} line")
-        mark = marks[0]
-        if solution:
-            return "\n".join(lines[:mark] + lines[mark + 1:]) + "\n"
-        indent = lines[mark][: len(lines[mark]) - len(lines[mark].lstrip())]
-        return "\n".join(lines[:mark] + [f"{indent}# your code: {self.todo}", f"{indent}{SKELETON_RAISE}"]) + "\n"
+        return piece_source(self.function, self.name, solution, (self.todo,), SKELETON_RAISE)
 
-    def file_source(self, solution=False):
-        """A learner's file: the statement and shapes, the imports, the class."""
-        header = [f"Exercise {self.number:02d} of tinyattn's gradient-check exercises: {self.title}", ""]
-        header += textwrap.wrap(self.statement, 96)
-        header += ["", "Shapes:"] + ["    " + line for line in self.shapes.splitlines()]
-        if solution:
-            header += ["", "This is the reference solution."]
-        else:
-            header += ["", "Write the backward below, then check it (DIR is this file's folder):",
-                       f"    tinyattn exercises check DIR {self.name}",
-                       f"A hint, if you want one: tinyattn exercises hint {self.name}"]
-        docstring = '"""' + "\n".join(header) + '\n"""\n'
-        return docstring + "\n" + IMPORTS + "\n\n" + self.class_source(solution)
+    def file_source(self, solution=False, course=None):
+        """A learner's file: the statement and shapes, the imports, the class.
+
+        course: the folder of a teacher's exercises these come from (the commands in the file say it).
+        """
+        shapes = ["", "Shapes:"] + ["    " + line for line in self.shapes.splitlines()]
+        return file_text(self, shapes, IMPORTS, self.class_source(solution), solution, course)
 
     def markdown(self):
         """The statement as a notebook's markdown cell."""
         return (f"## Exercise {self.number:02d}: {self.title}\n\n{self.statement}\n\n```\n{self.shapes}\n```\n\n"
                 f"Stuck? `exercises.hint(\"{self.name}\")` prints a hint.")
 
+    def accepts(self, value):
+        """Whether what a learner's file defines under class_name can be this exercise's Function."""
+        from .. import autograd
+
+        return isinstance(value, type) and issubclass(value, autograd.Function)
+
+    def check(self, function, examples=None, seed=None):
+        """Check a learner's Function: a checker.Result (see checker.check)."""
+        from . import checker
+
+        return checker.check(self, function, checker.EXAMPLES if examples is None else examples,
+                             seed=checker.SEARCH_SEED if seed is None else seed)
+
     def make(self, backward):
         """The Function with another backward (a learner's or a planted mistake)."""
         return type(self.class_name, (self.function,), {"backward": staticmethod(backward)})
+
+    def describe_case(self, case):
+        """A case as text, for the reports."""
+        from .checker import format_case
+
+        return format_case(case, self.args)
 
     def fixed_cases(self):
         """The example, then the edge cases: what the checker tries before any random case."""
@@ -174,6 +189,66 @@ class Exercise:
                     value = functions.tensor(value)
             values.append(value)
         return tuple(values)
+
+
+def piece_source(piece, name, solution, todos, skeleton_raise):
+    """The source of a class or function whose solution sits below `# --- solution ---` lines.
+
+    Each marker's block runs to the end of the function it is in. The solution drops the markers;
+    the skeleton replaces each block with a comment saying what to write (todos, one per marker,
+    the last one repeated) and a `raise NotImplementedError`, so that skeleton and solution cannot
+    drift apart.
+    """
+    lines = textwrap.dedent(inspect.getsource(piece)).rstrip("\n").splitlines()
+    marks = [i for i, line in enumerate(lines) if line.strip() == SOLUTION_MARKER]
+    if not marks:
+        raise RuntimeError(f"exercise {name}: its code needs a {SOLUTION_MARKER!r} line above the solution")
+    if solution:
+        return "\n".join(line for i, line in enumerate(lines) if i not in marks) + "\n"
+    out, start = [], 0
+    for k, mark in enumerate(marks):
+        indent = lines[mark][: len(lines[mark]) - len(lines[mark].lstrip())]
+        end = mark + 1
+        while end < len(lines) and (not lines[end].strip() or lines[end].startswith(indent)):
+            end += 1
+        while end > mark + 1 and not lines[end - 1].strip():  # the blank lines after the block stay
+            end -= 1
+        todo = todos[min(k, len(todos) - 1)]
+        out += lines[start:mark] + [f"{indent}# your code: {todo}", f"{indent}{skeleton_raise}"]
+        start = end
+    return "\n".join(out + lines[start:]) + "\n"
+
+
+def file_text(exercise, middle, imports, code, solution, course=None, what="the backward"):
+    """A learner's file: a docstring (title, statement, what else the exercise says, how to check
+    it), the imports, the code."""
+    where = f" --course {course}" if course else ""
+    of = f"the course in {course}" if course else f"tinyattn's {TRACK_TITLES.get(exercise.track, 'exercises')}"
+    header = [f"Exercise {exercise.number:02d} of {of}: {exercise.title}", ""]
+    header += textwrap.wrap(exercise.statement, 96)
+    header += middle
+    if solution:
+        header += ["", "This is the reference solution."]
+    else:
+        header += ["", f"Write {what} below, then check it (DIR is this file's folder):",
+                   f"    tinyattn exercises check DIR {exercise.name}{where}",
+                   f"A hint, if you want one: tinyattn exercises hint {exercise.name}{where}"]
+    docstring = '"""' + "\n".join(header) + '\n"""\n'
+    return docstring + "\n" + imports + "\n\n" + code
+
+
+# the tracks of tinyattn's own exercises, in order: name -> what they are
+TRACKS = {
+    "backward": "the backward of each op of attention, as a Function",
+    "engine": "the parts of an autograd engine, on a small engine",
+    "layer": "manual backprop: a whole layer's backward, every intermediate by hand",
+}
+# name -> what the file headers call them
+TRACK_TITLES = {
+    "backward": "gradient-check exercises",
+    "engine": "engine exercises",
+    "layer": "manual-backprop exercises",
+}
 
 
 def shapes_of(case):

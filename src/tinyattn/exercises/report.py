@@ -2,8 +2,6 @@
 
 import textwrap
 
-from .checker import format_case
-
 WIDTH = 80
 _NAME, _STATUS = 20, 12
 _FINDING = WIDTH - (2 + 2 + _NAME + 2 + _STATUS + 2)
@@ -41,12 +39,15 @@ def details(result):
         special = exercise.edge(result.case) if exercise.edge else ""
         found = f" ({special})" if special else ""
         paragraphs.append(f"The example passes, but this case fails{found}, the smallest Hypothesis found: "
-                          f"{format_case(result.case, exercise.args)}")
+                          f"{exercise.describe_case(result.case)}")
     elif result.phase == "edge case":
         special = exercise.edge(result.case) if exercise.edge else ""
         found = f" ({special})" if special else ""
         paragraphs.append(f"The example passes, but this fixed case fails{found}: "
-                          f"{format_case(result.case, exercise.args)}")
+                          f"{exercise.describe_case(result.case)}")
+    elif result.phase == "example" and result.case is not None and hasattr(exercise, "describe"):
+        # a task's example is not in the learner's file: say what it is
+        paragraphs.append(f"On the example: {exercise.describe_case(result.case)}")
     elif result.phase == "large inputs":
         paragraphs.append(f"The example passes, but large inputs ({exercise.large_case_text}) fail, in float64.")
     if result.finding.explanation:

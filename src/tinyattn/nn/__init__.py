@@ -42,6 +42,7 @@ from .losses import (
     SmoothL1Loss,
 )
 from .normalization import BatchNorm1d, BatchNorm2d
+from .more_layers import CosineSimilarity, GroupNorm, LazyLinear, PairwiseDistance, ParameterDict, ParameterList
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 from .multihead_attention import MultiheadAttention
 from .pooling import (
@@ -69,3 +70,4 @@ from .parallel import DataParallel  # noqa: E402  (nn.DataParallel, as PyTorch e
 from .. import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

@@ -20,6 +20,8 @@ from ..tensor import Tensor, _value_to_write
 
 
 class Op(Function):
+    """A `Function` whose forward and backward take arrays (as the ops of `tinyattn.ops` do)."""
+
     takes_arrays = True
 
 
@@ -66,6 +68,7 @@ def tensor_argument(value, who, name="input"):
 
 
 def linear(input, weight, bias=None):
+    """input @ weight.T + bias: the affine map of `nn.Linear`."""
     tensor_argument(input, "linear")
     tensor_argument(weight, "linear", "weight")
     if input.ndim == 0:
@@ -136,7 +139,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if padding_idx is not None:
         padding_idx = check_padding_idx(padding_idx, weight.shape[0])
     backend.same_device([input.array, weight.array])
-    if input.numel():
+    ids = input.array
+    if (type(ids) is np.ndarray and ids.dtype == np.int64 and ids.size
+            and int(np.maximum.reduce(ids.view(np.uint64), axis=None)) < weight.shape[0]):
+        pass  # every id in range, told by one reduction: a negative id read as unsigned is above any row count
+    elif input.numel():
         xp = backend.namespace(input.array)
         low, high = int(xp.min(input.array)), int(xp.max(input.array))
         if low < 0 or high >= weight.shape[0]:
@@ -177,6 +184,7 @@ class DropoutOp(Op):
 
 
 def check_dropout_p(p):
+    """Raises a ValueError unless p is a probability in [0, 1]."""
     if not (isinstance(p, (int, float)) and 0.0 <= p <= 1.0):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
@@ -227,7 +235,8 @@ class LayerNormOp(Op):
     The input is seen as rows, one per normalised group. Row means are matrix-vector products with
     a vector of 1/n, and means of products are row-wise dot products (vecdot): on short rows (a GPT's
     128 channels) both run several times faster than NumPy's sum over the last axis. The rows are
-    spread over the cores (parallel.map_rows).
+    spread over the cores (parallel.map_rows), a large array's in blocks where several threads
+    compute them (parallel.map_blocks; on one thread its few passes do not pay for the blocks).
     """
 
     @staticmethod
@@ -239,8 +248,9 @@ class LayerNormOp(Op):
         averager = xp.full((n,), 1.0 / max(n, 1), dtype=x.dtype, **backend.creation_kwargs(xp))
         flat_weight = None if weight is None else xp.reshape(weight, (n,))
         flat_bias = None if bias is None else xp.reshape(bias, (n,))
-        y, normalized, inv_std = parallel.map_rows(
-            lambda part: layer_norm_rows(xp, part, flat_weight, flat_bias, averager, eps), rows)
+        y, normalized, inv_std = parallel.map_blocks(
+            lambda part: layer_norm_rows(xp, part, flat_weight, flat_bias, averager, eps), rows,
+            whole_on_one_thread=True)
         ctx.save_for_backward(normalized, inv_std, flat_weight, averager)
         ctx.in_shape, ctx.normalized_shape = x.shape, normalized_shape
         return xp.reshape(y, x.shape)
@@ -256,8 +266,8 @@ class LayerNormOp(Op):
             gw = xp.reshape(backend.sum_along(grad_rows * normalized, (0,)), ctx.normalized_shape)
         if ctx.needs_input_grad[2]:
             gb = xp.reshape(backend.sum_along(grad_rows, (0,)), ctx.normalized_shape)
-        gx = parallel.map_rows(lambda *parts: layer_norm_rows_backward(xp, *parts, weight, averager),
-                               grad_rows, normalized, inv_std)
+        gx = parallel.map_blocks(lambda *parts: layer_norm_rows_backward(xp, *parts, weight, averager),
+                                 grad_rows, normalized, inv_std, whole_on_one_thread=True)
         return xp.reshape(gx, ctx.in_shape), gw, gb, None, None
 
 
@@ -286,6 +296,7 @@ def layer_norm_rows_backward(xp, grad_rows, normalized, inv_std, weight, average
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalises over the last dims to mean 0 and variance 1, then applies weight and bias."""
     tensor_argument(input, "layer_norm")
     if not input.dtype.is_floating_point:  # (NumPy would fail deep inside, casting the mean into integers)
         raise NotImplementedError(f"layer_norm is not implemented for {input.dtype} input (nor is PyTorch's): "
@@ -322,7 +333,7 @@ class GeluOp(Op):
     def forward(ctx, x, approximate):
         xp = ctx.xp
         flat = xp.reshape(x, (-1,))  # elementwise: any split of the elements will do
-        y, cdf = parallel.map_rows(lambda part: gelu_forward(xp, part, approximate), flat)
+        y, cdf = parallel.map_blocks(lambda part: gelu_forward(xp, part, approximate), flat)
         ctx.save_for_backward(x, cdf)
         ctx.approximate = approximate
         return xp.reshape(y, x.shape)
@@ -332,7 +343,7 @@ class GeluOp(Op):
         x, cdf = ctx.saved_tensors
         xp = ctx.xp
         flat = [xp.reshape(a, (-1,)) for a in (grad, x, cdf)]
-        slope = parallel.map_rows(lambda *parts: gelu_backward(xp, *parts, ctx.approximate), *flat)
+        slope = parallel.map_blocks(lambda *parts: gelu_backward(xp, *parts, ctx.approximate), *flat)
         return xp.reshape(slope, x.shape), None
 
 
@@ -376,6 +387,7 @@ GELU_C = 0.044715
 
 
 def gelu(input, approximate="none"):
+    """x * Φ(x), the Gaussian error linear unit (`approximate='tanh'`: its tanh approximation)."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     tensor_argument(input, "gelu")
@@ -385,14 +397,17 @@ def gelu(input, approximate="none"):
 
 
 def relu(input, inplace=False):
+    """max(x, 0), elementwise."""
     return input.relu_() if inplace else input.relu()
 
 
 def tanh(input):
+    """The hyperbolic tangent, elementwise."""
     return input.tanh()
 
 
 def sigmoid(input):
+    """1 / (1 + exp(-x)), elementwise."""
     return input.sigmoid()
 
 
@@ -405,12 +420,14 @@ def _implicit_softmax_dim(name, ndim):
 
 
 def softmax(input, dim=None, dtype=None):
+    """exp(x) / sum(exp(x)) along `dim`: positive weights that sum to 1."""
     if dim is None:
         dim = _implicit_softmax_dim("softmax", input.ndim)
     return (input if dtype is None else input.to(dtype)).softmax(dim)
 
 
 def log_softmax(input, dim=None, dtype=None):
+    """log(softmax(input)) along `dim`, computed stably with log-sum-exp."""
     if dim is None:
         dim = _implicit_softmax_dim("log_softmax", input.ndim)
     return (input if dtype is None else input.to(dtype)).log_softmax(dim)
@@ -520,18 +537,22 @@ def glu(input, dim=-1):
 
 
 def silu(input, inplace=False):
+    """x * sigmoid(x), elementwise."""
     return _activation(SiluOp, input, inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, elementwise (linear above `threshold`)."""
     return _activation(SoftplusOp, input, False, beta, threshold)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x for x >= 0, negative_slope * x otherwise, elementwise."""
     return _activation(LeakyReluOp, input, inplace, negative_slope)
 
 
 def elu(input, alpha=1.0, inplace=False):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise, elementwise."""
     return _activation(EluOp, input, inplace, alpha)
 
 
@@ -631,22 +652,35 @@ def _pad_positions(mode, n, before, after, device):
 
 
 class CrossEntropyOp(Op):
-    """Mean (or sum) of -log softmax(logits)[target] over rows; gradient: softmax - one_hot."""
+    """Mean (or sum) of -log softmax(logits)[target] over rows; gradient: softmax - one_hot.
+
+    ignore_index None: every target is a class (checked), so no row is masked out and the count of
+    rows is their number; the same numbers as masking with an all-true mask, with fewer passes."""
 
     @staticmethod
     def forward(ctx, logits, target, ignore_index, reduction):
         xp = ctx.xp
         shifted = logits - backend.max_for_shift(logits, 1)
         log_total = xp.log(backend.sum_along(xp.exp(shifted), (1,), keepdims=True))
-        valid = target != ignore_index
-        safe_target = xp.where(valid, target, 0)
-        if logits.shape[1]:
-            picked = xp.take_along_axis(shifted, safe_target[:, None], axis=1)[:, 0] - log_total[:, 0]
-        else:  # no classes: every target was ignored (class_rows checked), nothing to pick
-            picked = xp.zeros(target.shape, dtype=logits.dtype, **backend.creation_kwargs(xp))
-        losses = xp.where(valid, -picked, 0.0)
-        count = xp.sum(xp.astype(valid, logits.dtype))
-        ctx.save_for_backward(xp.exp(shifted - log_total), safe_target, valid, count)
+        if ignore_index is None:  # (NumPy arrays only, see _plain_class_batch: NumPy's calls, without wrappers)
+            picked = shifted[np.arange(target.shape[0]), target] - log_total[:, 0]
+            losses = -picked
+            ctx.save_for_backward(shifted, log_total, target, None, None)
+            ctx.reduction = reduction
+            if reduction == "none":
+                return losses
+            total = np.add.reduce(losses)  # what xp.sum calls
+            return total / logits.dtype.type(target.shape[0]) if reduction == "mean" else total  # (N ones summed)
+        else:
+            valid = target != ignore_index
+            safe_target = xp.where(valid, target, 0)
+            if logits.shape[1]:
+                picked = xp.take_along_axis(shifted, safe_target[:, None], axis=1)[:, 0] - log_total[:, 0]
+            else:  # no classes: every target was ignored (class_rows checked), nothing to pick
+                picked = xp.zeros(target.shape, dtype=logits.dtype, **backend.creation_kwargs(xp))
+            losses = xp.where(valid, -picked, 0.0)
+            count = xp.sum(xp.astype(valid, logits.dtype))
+        ctx.save_for_backward(shifted, log_total, safe_target, valid, count)  # (the softmax: in backward)
         ctx.reduction = reduction
         if reduction == "none":
             return losses
@@ -655,8 +689,15 @@ class CrossEntropyOp(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        probs, target, valid, count = ctx.saved_tensors
+        shifted, log_total, target, valid, count = ctx.saved_tensors
         xp = ctx.xp
+        probs = xp.exp(shifted - log_total)
+        if valid is None:  # every row counts, with a weight of 1 (which would change no bit); NumPy only
+            one_hot = (np.arange(probs.shape[1])[None, :] == target[:, None]).astype(probs.dtype)
+            if ctx.reduction == "none":
+                return (probs - one_hot) * grad[:, None], None, None, None
+            count = shifted.dtype.type(shifted.shape[0])
+            return (probs - one_hot) * (grad / np.maximum(count, 1) if ctx.reduction == "mean" else grad), None, None, None
         classes = xp.arange(probs.shape[1], **backend.creation_kwargs(xp))
         one_hot = xp.astype(classes[None, :] == target[:, None], probs.dtype)
         weight = xp.astype(valid, probs.dtype)[:, None]
@@ -669,7 +710,21 @@ class CrossEntropyOp(Op):
         return (probs - one_hot) * weight, None, None, None
 
 
+def _plain_class_batch(input, target, ignore_index):
+    """Whether cross_entropy's arguments are the common case, which class_rows would pass as they
+    are: NumPy (N, C) float logits, (N,) int64 targets all in [0, C), ignore_index not among them.
+    One reduction decides the range: a negative target read as unsigned is above any class count."""
+    logits, targets = input.array, target.array
+    if not (type(logits) is np.ndarray and type(targets) is np.ndarray and logits.ndim == 2
+            and logits.dtype.kind == "f" and targets.dtype == np.int64 and targets.shape == logits.shape[:1]
+            and 0 < targets.shape[0] < 2**24 and logits.shape[1]):
+        return False
+    classes = logits.shape[1]
+    return not 0 <= ignore_index < classes and int(np.maximum.reduce(targets.view(np.uint64), axis=None)) < classes
+
+
 def check_reduction(reduction):
+    """Raises a ValueError unless reduction is 'mean', 'sum' or 'none'."""
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction!r} is not a valid value for reduction: use 'mean', 'sum' or 'none'")
 
@@ -768,6 +823,7 @@ def weighted_nll_rows(log_probs, targets, weight, ignore_index):
 
 
 def reduce_class_loss(losses, total_weight, reduction, shape):
+    """Per-element losses reduced as `reduction` says: none, sum, or the weighted mean."""
     if reduction == "none":
         return losses.reshape(shape)
     return losses.sum() / total_weight if reduction == "mean" else losses.sum()
@@ -785,6 +841,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+    if weight is None and not label_smoothing and _plain_class_batch(input, target, ignore_index):
+        return CrossEntropyOp.apply(input, target.array, None, reduction)  # (as below, checked at once)
     rows, targets, shape = class_rows("cross_entropy", input, target, ignore_index)
     if weight is not None or label_smoothing:
         weight = None if weight is None else class_weight("cross_entropy", weight, input, rows.shape[1])
@@ -1029,6 +1087,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 
 def one_hot(tensor, num_classes=-1):
+    """Each class index as a row of zeros with a 1 at that index (int64, num_classes wide)."""
     if tensor.dtype is not dtypes.int64:
         raise TypeError(f"one_hot expects class indices (int64), got {tensor.dtype}: use .long()")
     if tensor.numel() == 0 and num_classes == -1:
@@ -1324,6 +1383,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return out
 
 
+from .functional_more import cosine_similarity, group_norm, pairwise_distance  # noqa: E402,F401
 # convolution, pooling and channel dropout: in a module of their own (it imports from this one)
 from .functional_conv import (  # noqa: E402
     adaptive_avg_pool1d,
@@ -1343,3 +1403,4 @@ from .functional_conv import (  # noqa: E402
 from .. import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

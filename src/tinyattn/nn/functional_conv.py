@@ -11,7 +11,7 @@ import warnings
 from ..errors import ShapeError
 from ..ops_conv import (AdaptiveAvgPool2D, AvgPool2D, Convolution, ConvolutionTranspose, MaxPool2DWithIndices,
                         output_size)
-from . import functional as F  # (looked up when called: tinyattn.replayed sees F.dropout_mask's draws)
+from . import functional as F
 from .functional import DropoutOp, check_dropout_p, tensor_argument, zeros_like
 
 # ---------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ def calculate_gain(nonlinearity, param=None):
 
 
 def fan_in_and_fan_out(tensor):
+    """(fan_in, fan_out) of a weight: its input and output sizes times the kernel size."""
     if tensor.ndim < 2:
         raise ValueError("fan in and fan out need a tensor with at least 2 dims")
     receptive_field = math.prod(tensor.shape[2:])
@@ -51,26 +52,31 @@ def fan_of(tensor, mode):
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    """Fills the tensor in place with numbers drawn uniformly from [a, b)."""
     with no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    """Fills the tensor in place with numbers drawn from N(mean, std²)."""
     with no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
 
 def zeros_(tensor):
+    """Fills the tensor in place with 0."""
     with no_grad():
         return tensor.zero_()
 
 
 def ones_(tensor):
+    """Fills the tensor in place with 1."""
     with no_grad():
         return tensor.fill_(1.0)
 
 
 def constant_(tensor, val):
+    """Fills the tensor in place with `val`."""
     with no_grad():
         return tensor.fill_(val)
 
@@ -107,6 +113,7 @@ def layer_default_(weight, bias=None):
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
+    """Glorot's uniform init: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
     fan_in, fan_out = fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     bound = math.sqrt(3.0) * std
@@ -114,6 +121,7 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
+    """Glorot's normal init: N(0, std²) with std = gain * sqrt(2 / (fan_in + fan_out))."""
     fan_in, fan_out = fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator=generator)
 
@@ -214,3 +222,4 @@ orthogonal = _deprecated(orthogonal_)
 from .. import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

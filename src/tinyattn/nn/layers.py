@@ -105,6 +105,8 @@ class Dropout(Module):
 
 
 class LayerNorm(Module):
+    """Normalises over the last dims (`normalized_shape`) to mean 0 and variance 1, then scales and shifts."""
+
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
@@ -130,6 +132,8 @@ class LayerNorm(Module):
 
 
 class GELU(Module):
+    """x * Φ(x), the Gaussian error linear unit (`approximate='tanh'`: its tanh approximation)."""
+
     def __init__(self, approximate="none"):
         super().__init__()
         self.approximate = approximate
@@ -142,6 +146,8 @@ class GELU(Module):
 
 
 class ReLU(Module):
+    """max(x, 0), elementwise."""
+
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -154,16 +160,22 @@ class ReLU(Module):
 
 
 class Tanh(Module):
+    """The hyperbolic tangent, elementwise."""
+
     def forward(self, input):
         return input.tanh()
 
 
 class Sigmoid(Module):
+    """1 / (1 + exp(-x)), elementwise."""
+
     def forward(self, input):
         return input.sigmoid()
 
 
 class SiLU(Module):
+    """x * sigmoid(x), elementwise (also called swish)."""
+
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -176,6 +188,8 @@ class SiLU(Module):
 
 
 class LeakyReLU(Module):
+    """x for x >= 0, negative_slope * x otherwise, elementwise."""
+
     def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
         self.negative_slope = negative_slope
@@ -189,6 +203,8 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise, elementwise."""
+
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
         self.alpha = alpha
@@ -202,6 +218,8 @@ class ELU(Module):
 
 
 class Softplus(Module):
+    """log(1 + exp(beta * x)) / beta, elementwise (linear above `threshold`)."""
+
     def __init__(self, beta=1.0, threshold=20.0):
         super().__init__()
         self.beta = beta
@@ -215,6 +233,8 @@ class Softplus(Module):
 
 
 class Softmax(Module):
+    """exp(x) / sum(exp(x)) along `dim`: positive weights that sum to 1."""
+
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
@@ -227,6 +247,8 @@ class Softmax(Module):
 
 
 class GLU(Module):
+    """The gated linear unit: the input halved along `dim`, a * sigmoid(b)."""
+
     def __init__(self, dim=-1):
         super().__init__()
         self.dim = dim
@@ -239,6 +261,8 @@ class GLU(Module):
 
 
 class LogSoftmax(Module):
+    """log(softmax(x)) along `dim`, computed stably."""
+
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
@@ -302,6 +326,8 @@ class Unflatten(Module):
 
 
 class Identity(Module):
+    """Returns its input unchanged (any constructor arguments are ignored)."""
+
     def __init__(self, *args, **kwargs):
         super().__init__()
 

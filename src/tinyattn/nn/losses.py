@@ -64,16 +64,22 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class MSELoss(_Loss):
+    """The mean (or sum) squared error between input and target."""
+
     def forward(self, input, target):
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
+    """The mean (or sum) absolute error between input and target."""
+
     def forward(self, input, target):
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class SmoothL1Loss(_Loss):
+    """Squared error / (2 beta) below `beta`, absolute error - beta / 2 above it."""
+
     def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
@@ -83,6 +89,8 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
+    """The Huber loss: squared error below `delta`, linear (delta-scaled) above it."""
+
     def __init__(self, reduction="mean", delta=1.0):
         super().__init__(reduction=reduction)
         self.delta = delta

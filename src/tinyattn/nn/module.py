@@ -132,6 +132,30 @@ class _BackwardHookState:
         return grad_input
 
 
+# what a PyTorch module keeps in its __dict__ for hooks: tinyattn keeps its hooks in other places
+_TORCH_HOOK_REGISTRIES = ("_backward_pre_hooks", "_backward_hooks", "_forward_hooks", "_forward_hooks_with_kwargs",
+                          "_forward_hooks_always_called", "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs",
+                          "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+                          "_load_state_dict_post_hooks")
+
+
+def _state_from_torch(state):
+    """A PyTorch module's pickled __dict__ in tinyattn's layout: the same registries of parameters,
+    buffers and submodules (each member also a plain attribute, as tinyattn keeps them), and no hooks."""
+    state = dict(state)
+    hooks = [name for name in _TORCH_HOOK_REGISTRIES if state.pop(name, None)]
+    if hooks:
+        raise ValueError(f"the pickled PyTorch module has hooks ({', '.join(hooks)}), which are PyTorch "
+                         "functions tinyattn does not carry over: remove them before torch.save, or save the "
+                         "state_dict() and load it into a tinyattn model")
+    state.pop("_is_full_backward_hook", None)
+    state["_non_persistent"] = set(state.pop("_non_persistent_buffers_set"))
+    for registry in ("_parameters", "_buffers", "_modules"):
+        state[registry] = dict(state.get(registry) or {})
+        state.update(state[registry])
+    return state
+
+
 class Module:
     """Base class of every layer: subclass it, assign layers and Parameters in __init__, write forward."""
 
@@ -141,6 +165,15 @@ class Module:
         object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "_modules", {})
+
+    # --- pickling: tinyattn.save(model), and tinyattn.load(f, weights_only=False) of a file you trust ---
+
+    def __setstate__(self, state):
+        """Restore a pickled module from its __dict__: tinyattn's own, or a PyTorch module's (a file that
+        torch.save(model) wrote), whose registries are put in tinyattn's layout."""
+        if "_non_persistent_buffers_set" in state:
+            state = _state_from_torch(state)
+        self.__dict__.update(state)
 
     # --- registration ---
     # PyTorch's rules: assigning a Parameter or a Module registers it (in place of a same-named member of
@@ -631,6 +664,8 @@ class ModuleList(Module):
 
 
 class ModuleDict(Module):
+    """Submodules held in a dict by name, registered so that their parameters are found."""
+
     def __init__(self, modules=None):
         super().__init__()
         for name, module in (modules or {}).items():

@@ -11,6 +11,8 @@ from .module import Module
 
 
 class DataParallel(Module):
+    """PyTorch's single-process data parallelism: here it runs the wrapped module as it is."""
+
     def __init__(self, module, device_ids=None, output_device=None, dim=0):
         super().__init__()
         self.module = module

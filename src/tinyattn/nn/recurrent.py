@@ -14,10 +14,11 @@ in that order, so `manual_seed(s)` gives PyTorch's weights and a `state_dict` lo
 import math
 import warnings
 
-from .. import functions
+from .. import autograd, backend, functions
 from ..errors import ShapeError
 from ..tensor import Tensor
 from . import functional as F
+from ..ops import Op, stable_sigmoid
 from . import init
 from .module import Module, Parameter
 from .utils.rnn import PackedSequence
@@ -39,6 +40,8 @@ def rnn_relu_step(xw, state, w_hh, b_hh):
 
 def lstm_step(xw, state, w_hh, b_hh, w_hr=None):
     h, c = state
+    if w_hr is None and not autograd.observers and _one_dtype(xw, h, c, w_hh, b_hh) and h.ndim == 2:
+        return LSTMStep.apply(xw, h, c, w_hh, b_hh)  # the same numbers as below, as one op (see LSTMStep)
     i, f, g, o = (F.linear(h, w_hh, b_hh) + xw).chunk(4, 1)
     i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()  # input, forget, cell and output gates
     c = f * c + i * g
@@ -46,6 +49,67 @@ def lstm_step(xw, state, w_hh, b_hh, w_hr=None):
     if w_hr is not None:  # an LSTM with proj_size: the hidden state is projected down
         h = F.linear(h, w_hr)
     return h, c
+
+
+def _one_dtype(*tensors):
+    """Whether the tensors given (None aside) share one dtype: then no op of the step would refuse or
+    promote, and the fused step may run."""
+    dtype = tensors[0].dtype
+    return all(t is None or t.dtype is dtype for t in tensors)
+
+
+class LSTMStep(Op):
+    """lstm_step's ops (linear, +, chunk, sigmoid, tanh, *, +) as one op, for the engine to run one
+    node per time step instead of a dozen. Forward and backward do the same float operations in the
+    same order as those ops and their backwards do, so the numbers are the same to the bit. It runs
+    only where nothing watches the ops (a trace or a recording sees every gate, as lstm_step writes
+    them).
+
+    The backward, gate by gate (y the output of a sigmoid or tanh, d the gradient arriving at it):
+    sigmoid: d * y * (1 - y); tanh: d * (1 - y * y); c' = f * c + i * g gives df = dc' * c,
+    dc = dc' * f, di = dc' * g, dg = dc' * i; h' = o * tanh(c') gives do = dh' * tanh(c') and adds
+    dh' * o * (1 - tanh(c')^2) to dc'."""
+
+    @staticmethod
+    def forward(ctx, xw, h, c, w_hh, b_hh):
+        xp = ctx.xp
+        ctx.set_materialize_grads(False)  # an output nobody used adds nothing (as its ops would not run)
+        gates = h @ backend.matrix_transpose(w_hh)  # F.linear(h, w_hh, b_hh) + xw
+        if b_hh is not None:
+            gates += b_hh
+        gates = gates + xw
+        size = -(-gates.shape[1] // 4)  # chunk(4, 1)
+        i, f, g, o = (gates[:, k * size:(k + 1) * size] for k in range(4))
+        i, f, g, o = stable_sigmoid(xp, i), stable_sigmoid(xp, f), xp.tanh(g), stable_sigmoid(xp, o)
+        c_new = f * c + i * g
+        tanh_c = xp.tanh(c_new)
+        ctx.save_for_backward(h, c, w_hh, i, f, g, o, tanh_c)
+        return o * tanh_c, c_new
+
+    @staticmethod
+    def backward(ctx, dh, dc):
+        h, c, w_hh, i, f, g, o, tanh_c = ctx.saved_tensors
+        xp = ctx.xp
+        needs = ctx.needs_input_grad
+        if dh is None and dc is None:
+            return None, None, None, None, None
+        if dh is not None:
+            d_o = dh * tanh_c
+            d_tanh = (dh * o) * (1 - tanh_c * tanh_c)
+            dc = d_tanh if dc is None else dc + d_tanh
+            d_o = d_o * o * (1 - o)
+        else:  # (the output gate's ops would not run: its part of the gates' gradient stays zero)
+            d_o = xp.zeros_like(o)
+        d_c = dc * f if needs[2] else None
+        d_i = (dc * g) * i * (1 - i)
+        d_f = (dc * c) * f * (1 - f)
+        d_g = (dc * i) * (1 - g * g)
+        d_gates = xp.concat([d_i, d_f, d_g, d_o], axis=1)
+        d_gates += 0.0  # chunk's backward adds the four parts up over zeros, which turns -0.0 into 0.0
+        d_h = d_gates @ w_hh if needs[1] else None
+        d_w = backend.matrix_transpose(d_gates) @ h if needs[3] else None
+        d_b = backend.sum_along(d_gates, (0,)) if needs[4] else None
+        return (d_gates if needs[0] else None), d_h, d_c, d_w, d_b
 
 
 def gru_step(xw, state, w_hh, b_hh):

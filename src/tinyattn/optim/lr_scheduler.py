@@ -58,9 +58,11 @@ class LRScheduler:
             self._is_initial = False
 
     def get_lr(self):
+        """The learning rates of the current step, one per parameter group."""
         raise NotImplementedError
 
     def step(self, epoch=None):
+        """Moves to the next step and sets each parameter group's learning rate."""
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATED, UserWarning, stacklevel=2)
@@ -79,12 +81,15 @@ class LRScheduler:
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
     def get_last_lr(self):
+        """The learning rates the last step set, one per parameter group."""
         return list(self._last_lr)
 
     def state_dict(self):
+        """The scheduler's state (not the optimizer's), for `load_state_dict`."""
         return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
 
     def load_state_dict(self, state_dict):
+        """Restores a state from `state_dict`."""
         self.__dict__.update(state_dict)
 
 
@@ -110,6 +115,7 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """Each group's initial rate times `lr_lambda(step)`."""
         return [base * f(self.last_epoch) for base, f in zip(self.base_lrs, self.lr_lambdas)]
 
 
@@ -123,6 +129,7 @@ class WarmupCosineLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """A linear warmup, then a cosine from the peak rate down to the minimum."""
         return [warmup_cosine(self.last_epoch, base, self.min_lr, self.warmup_steps, self.total_steps)
                 for base in self.base_lrs]
 
@@ -136,6 +143,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The rate times `gamma` every `step_size` steps."""
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return _current_lrs(self.optimizer)
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
@@ -153,6 +161,7 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The rate times `gamma` at each of the `milestones`."""
         if self.last_epoch not in self.milestones:
             return _current_lrs(self.optimizer)
         return [group["lr"] * self.gamma ** self.milestones[self.last_epoch] for group in self.optimizer.param_groups]
@@ -170,6 +179,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The rate times `gamma` every step."""
         if self._is_initial:
             return _current_lrs(self.optimizer)
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
@@ -192,6 +202,7 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """A cosine from the initial rate down to `eta_min` over `T_max` steps (and back up)."""
         t, t_max, eta_min = self.last_epoch, self.T_max, self.eta_min
         if self._is_initial:
             return _current_lrs(self.optimizer)
@@ -222,6 +233,7 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The rate scaled linearly from `start_factor` to `end_factor` over `total_iters` steps."""
         if self.last_epoch == 0:
             return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
         if self._is_initial or self.last_epoch > self.total_iters:
@@ -265,6 +277,7 @@ class SequentialLR(LRScheduler):
         self._last_lr = first.get_last_lr()
 
     def step(self):
+        """Steps the scheduler of the current phase, switching at the `milestones`."""
         self.last_epoch += 1
         index = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[index]
@@ -275,11 +288,13 @@ class SequentialLR(LRScheduler):
         self._last_lr = scheduler.get_last_lr()
 
     def state_dict(self):
+        """The state of this scheduler and of each one it runs."""
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
         state["_schedulers"] = [s.state_dict() for s in self._schedulers]
         return state
 
     def load_state_dict(self, state_dict):
+        """Restores a state from `state_dict`, the schedulers it runs included."""
         state_dict = dict(state_dict)
         schedulers = state_dict.pop("_schedulers")
         self.__dict__.update(state_dict)
@@ -325,6 +340,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.num_bad_epochs = 0
 
     def step(self, metrics, epoch=None):
+        """Takes the epoch's metric; multiplies the rate by `factor` after `patience` epochs without improvement."""
         current = float(metrics)
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATED, UserWarning, stacklevel=2)
@@ -345,6 +361,7 @@ class ReduceLROnPlateau(LRScheduler):
 
     @property
     def in_cooldown(self):
+        """Whether the scheduler is waiting out its cooldown after a reduction."""
         return self.cooldown_counter > 0
 
     def _is_better(self, value, best):
@@ -436,6 +453,7 @@ class OneCycleLR(LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self):
+        """The one-cycle schedule: up from the initial rate to `max_lr`, then annealed down."""
         step = self.last_epoch
         if step > self.total_steps:
             raise ValueError(f"Tried to step {step} times. The specified number of total steps is {self.total_steps}")
@@ -472,3 +490,4 @@ def _per_group(name, optimizer, value):
 from .. import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

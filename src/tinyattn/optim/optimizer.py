@@ -214,6 +214,17 @@ def _implementation_options(foreach, fused, differentiable, **others):
     return dict(foreach=foreach, **others, differentiable=differentiable, fused=fused)
 
 
+def _elementwise_in_blocks(update, *arrays):
+    """update(*arrays) for an update that works element by element, in place: for a large parameter
+    on blocks of its elements, on every thread (parallel.each_block), which gives the same numbers
+    with its temporaries in the cache; for any other, on the whole arrays at once."""
+    flat = [backend.reshape_view(a, (-1,)) for a in arrays] if parallel.in_blocks(arrays[0]) else [None]
+    if any(f is None or f.shape != flat[0].shape for f in flat):  # small, or not viewable as one row
+        update(*arrays)
+    else:
+        parallel.each_block(update, *flat, align=1)
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent, optionally with momentum (heavy ball or Nesterov) and weight decay.
 
@@ -236,18 +247,24 @@ class SGD(Optimizer):
 
     def _update(self, p, grad, state, group):
         lr, momentum, weight_decay = group["lr"], group["momentum"], group["weight_decay"]
-        d_p = -grad if group["maximize"] else grad
-        if weight_decay != 0:
-            d_p = d_p + weight_decay * p.array
-        if momentum != 0:
-            buf = state.get("momentum_buffer")
-            if buf is None:
-                buf = state["momentum_buffer"] = backend.namespace(d_p).asarray(d_p, copy=True)
-            else:
-                buf *= momentum
-                buf += (1 - group["dampening"]) * d_p
-            d_p = d_p + momentum * buf if group["nesterov"] else buf
-        p.array -= lr * d_p
+        first = momentum != 0 and state.get("momentum_buffer") is None
+        if first:  # the buffer starts as the first step's d_p (written by update below)
+            state["momentum_buffer"] = backend.namespace(p.array).empty_like(p.array)
+
+        def update(param, grad, buf=None):  # whole arrays, or blocks of them
+            d_p = -grad if group["maximize"] else grad
+            if weight_decay != 0:
+                d_p = d_p + weight_decay * param
+            if buf is not None:
+                if first:
+                    buf[...] = d_p
+                else:
+                    buf *= momentum
+                    buf += (1 - group["dampening"]) * d_p
+                d_p = d_p + momentum * buf if group["nesterov"] else buf
+            param -= lr * d_p
+
+        _elementwise_in_blocks(update, p.array, grad, *([state["momentum_buffer"]] if momentum != 0 else []))
 
 
 class Adam(Optimizer):
@@ -278,8 +295,6 @@ class Adam(Optimizer):
         xp = backend.namespace(grad)
         lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
-        if group["maximize"]:
-            grad = -grad
         if not state:
             state["step"] = 0
             state["exp_avg"] = _zeros_like(p.array)
@@ -288,37 +303,40 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = _zeros_like(p.array)
         state["step"] += 1
         step = state["step"]
-
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                p.array *= 1 - lr * weight_decay  # AdamW: shrink the weights, apart from the gradient
-            else:
-                grad = grad + weight_decay * p.array  # Adam: L2 penalty folded into the gradient
-
-        # Each formula is written as a few in-place steps on one temporary array: the same arithmetic
-        # in the same order as the one-line form, without an array for every intermediate value.
-        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        step_m = grad - exp_avg  # torch's lerp: m += (1 - b1) * (g - m)
-        step_m *= 1 - beta1
-        exp_avg += step_m
-        exp_avg_sq *= beta2  # v = b2 * v + (1 - b2) * g * g
-        step_v = (1 - beta2) * grad
-        step_v *= grad
-        exp_avg_sq += step_v
-
         bias_correction1 = 1 - beta1**step  # the averages start at 0: divide that bias out
         bias_correction2 = 1 - beta2**step
         step_size = lr / bias_correction1
-        if group["amsgrad"]:
-            max_sq = state["max_exp_avg_sq"]
-            max_sq[...] = xp.maximum(max_sq, exp_avg_sq)
-            exp_avg_sq = max_sq
-        denom = xp.sqrt(exp_avg_sq)  # sqrt(v) / sqrt(1 - b2^t) + eps
-        denom /= math.sqrt(bias_correction2)
-        denom += eps
-        update = -step_size * exp_avg  # p += (-step_size * m) / denom, torch's order (addcdiv)
-        update /= denom
-        p.array += update
+
+        def update(param, grad, exp_avg, exp_avg_sq, max_sq=None):  # whole arrays, or blocks of them
+            if group["maximize"]:
+                grad = -grad
+            if weight_decay != 0:
+                if group["decoupled_weight_decay"]:
+                    param *= 1 - lr * weight_decay  # AdamW: shrink the weights, apart from the gradient
+                else:
+                    grad = grad + weight_decay * param  # Adam: L2 penalty folded into the gradient
+
+            # Each formula is written as a few in-place steps on one temporary array: the same arithmetic
+            # in the same order as the one-line form, without an array for every intermediate value.
+            step_m = grad - exp_avg  # torch's lerp: m += (1 - b1) * (g - m)
+            step_m *= 1 - beta1
+            exp_avg += step_m
+            exp_avg_sq *= beta2  # v = b2 * v + (1 - b2) * g * g
+            step_v = (1 - beta2) * grad
+            step_v *= grad
+            exp_avg_sq += step_v
+            if max_sq is not None:  # amsgrad
+                max_sq[...] = xp.maximum(max_sq, exp_avg_sq)
+                exp_avg_sq = max_sq
+            denom = xp.sqrt(exp_avg_sq)  # sqrt(v) / sqrt(1 - b2^t) + eps
+            denom /= math.sqrt(bias_correction2)
+            denom += eps
+            step_p = -step_size * exp_avg  # p += (-step_size * m) / denom, torch's order (addcdiv)
+            step_p /= denom
+            param += step_p
+
+        moments = [state["exp_avg"], state["exp_avg_sq"]] + ([state["max_exp_avg_sq"]] if group["amsgrad"] else [])
+        _elementwise_in_blocks(update, p.array, grad, *moments)
 
 
 class AdamW(Adam):

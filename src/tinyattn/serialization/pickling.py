@@ -1,5 +1,5 @@
-"""PyTorch's pickle dialect, written and read by hand: a protocol-2 writer that names torch's functions
-without importing torch, and a reader that runs nothing.
+"""PyTorch's pickle dialect: a protocol-2 writer that names torch's functions without importing torch,
+a weights-only reader that runs nothing, and (for a file you trust) Python's own reader.
 
 A `torch.save` file's `data.pkl` is a small program for pickle's stack machine. Tensors in it are calls
 of `torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks)` whose
@@ -10,12 +10,15 @@ Python's own unpickler calls whatever function a pickle names, so a file can run
 `Unpickler` here is an interpreter for the opcodes PyTorch's weights-only loader accepts (nothing
 else), and a GLOBAL may only name what `ALLOWED` lists: each entry is tinyattn's own code for that
 name (building a Tensor, an OrderedDict, a set...). Every other global and opcode raises
-`UnpicklingError` naming it. Mirrors `torch/_weights_only_unpickler.py`, as far as tinyattn can
-represent what it allows (no quantized, sparse or complex tensors).
+`UnpicklingError` naming it, unless the user declared it safe with `add_safe_globals`. Mirrors
+`torch/_weights_only_unpickler.py`, as far as tinyattn can represent what it allows (no quantized,
+sparse or complex tensors). `TrustedUnpickler` is Python's unpickler, for weights_only=False only.
 """
 
+import codecs
 import collections
-import numbers
+import io
+import pickle
 import pickletools
 import struct
 
@@ -35,168 +38,97 @@ EMPTY_LIST, APPEND, APPENDS, EMPTY_DICT, SETITEM, SETITEMS, EMPTY_SET = b"]", b"
 GLOBAL, REDUCE, BUILD, NEWOBJ, BINPERSID = b"c", b"R", b"b", b"\x81", b"Q"
 BINPUT, LONG_BINPUT, BINGET, LONG_BINGET, SHORT_BINSTRING = b"q", b"r", b"h", b"j", b"U"
 
-_BATCH = 1000  # items per APPENDS / SETITEMS, as pickle writes them
-
-
 # ---------------------------------------------------------------------------------------------
 # writing
 
 
-class Pickler:
-    """Writes `obj` as PyTorch's data.pkl. `describe(tensor)` gives a tensor's storage record:
-    (storage class name, key, location, storage numel, offset, size, stride)."""
+class TorchName:
+    """A name of PyTorch's (`torch._utils._rebuild_tensor_v2`, `torch.FloatStorage`) that the pickle
+    names as a GLOBAL, written without importing PyTorch (Python's pickler would look it up)."""
+
+    def __init__(self, module, name):
+        self.module, self.name = module, name
+
+    def __call__(self, *args):  # pickle only writes callables as the function of a reduce
+        raise TypeError(f"{self.module}.{self.name} is a name written into a file, not a function")
+
+    def __repr__(self):
+        return f"<{self.module}.{self.name}>"
+
+
+_REBUILD_TENSOR = TorchName("torch._utils", "_rebuild_tensor_v2")
+_REBUILD_PARAMETER = TorchName("torch._utils", "_rebuild_parameter")
+_SIZE, _DEVICE = TorchName("torch", "Size"), TorchName("torch", "device")
+
+
+class _StorageRecord:
+    """Stands for a tensor's storage in the pickle; written as its persistent id."""
+
+    def __init__(self, storage_class, key, location, numel):
+        self.persistent_id = ("storage", TorchName("torch", storage_class), key, location, numel)
+
+
+class Pickler(pickle._Pickler):
+    """Writes `obj` as PyTorch's data.pkl: Python's own pickler at protocol 2 (its pure-Python form,
+    whose `save` can be extended), with tinyattn's objects written under PyTorch's names:
+
+    - a Tensor as `torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad,
+      hooks)` (a Parameter wraps that in `_rebuild_parameter`), its storage as a persistent id;
+    - a dtype as the GLOBAL `torch.float32`, a device as `torch.device('cpu')`, a Size as `torch.Size`;
+    - NumPy scalars as the Python numbers they hold (what a weights-only load reads).
+
+    Anything else is pickled as Python pickles it (a Module: its class by name and its __dict__).
+    `describe(tensor)` gives a tensor's storage record: (storage class name, key, location,
+    storage numel, offset, size, stride).
+    """
 
     def __init__(self, describe):
+        self._out = io.BytesIO()
+        super().__init__(self._out, protocol=2)
         self.describe = describe
-        self.out = bytearray()
-        self.memo = {}  # id(obj) -> (memo index, obj): objects met again are fetched, not rewritten
 
     def dump(self, obj):
-        self.out += PROTO + b"\x02"
         try:
-            self.save(obj)
+            super().dump(obj)
         except RecursionError:
             raise ValueError("cannot save an object nested this deeply (or one that contains itself "
                              "through a tuple)") from None
-        self.out += STOP
-        return bytes(self.out)
+        return self._out.getvalue()
 
-    def save(self, obj):
-        if id(obj) in self.memo:
-            index = self.memo[id(obj)][0]
-            self.out += BINGET + bytes([index]) if index < 256 else LONG_BINGET + struct.pack("<I", index)
-            return
-        if obj is None:
-            self.out += NONE
-        elif obj is True or obj is False:
-            self.out += NEWTRUE if obj else NEWFALSE
-        elif isinstance(obj, Tensor):
-            self.save_tensor(obj)
+    def save(self, obj, save_persistent_id=True):
+        if isinstance(obj, TorchName):
+            self.write(GLOBAL + f"{obj.module}\n{obj.name}\n".encode("ascii"))
         elif isinstance(obj, dtypes.dtype):
-            self.save_global("torch", obj.name)
-        elif isinstance(obj, backend.Device):
-            self.save_global("torch", "device")
-            self.save(tuple([obj.type] if obj.index is None else [obj.type, obj.index]))
-            self.out += REDUCE
-        elif isinstance(obj, np.bool_):  # NumPy scalars are written as the Python numbers they hold
-            self.save(bool(obj))
-        elif isinstance(obj, numbers.Integral):
-            self.save_int(int(obj))
-        elif isinstance(obj, numbers.Real):
-            self.out += BINFLOAT + struct.pack(">d", float(obj))
-        elif isinstance(obj, complex):
-            self.save_global("__builtin__", "complex")
-            self.save((obj.real, obj.imag))
-            self.out += REDUCE
-        elif isinstance(obj, str):
-            self.save_str(obj)
-        elif isinstance(obj, bytes):  # as pickle protocol 2 writes bytes
-            self.save_global("_codecs", "encode")
-            self.save((obj.decode("latin1"), "latin1"))
-            self.out += REDUCE
-        elif isinstance(obj, Size):
-            self.save_global("torch", "Size")
-            self.save((tuple(obj),))
-            self.out += REDUCE
-        elif type(obj) is tuple:
-            self.save_tuple(obj)
-        elif type(obj) is list:
-            self.out += EMPTY_LIST
-            self.memoize(obj)
-            self.save_batches(obj, APPENDS, lambda item: self.save(item))
-        elif type(obj) in (dict, collections.OrderedDict):
-            if type(obj) is dict:
-                self.out += EMPTY_DICT
-            else:
-                self.save_global("collections", "OrderedDict")
-                self.out += EMPTY_TUPLE + REDUCE
-            self.memoize(obj)
-            self.save_batches(list(obj.items()), SETITEMS, lambda item: (self.save(item[0]), self.save(item[1])))
-        elif type(obj) is set:
-            self.save_global("__builtin__", "set")
-            self.out += EMPTY_LIST
-            self.save_batches(list(obj), APPENDS, lambda item: self.save(item))
-            self.out += TUPLE1 + REDUCE
+            self.write(GLOBAL + f"torch\n{obj.name}\n".encode("ascii"))
+        elif isinstance(obj, (np.bool_, np.integer, np.floating, np.complexfloating)):
+            super().save(obj.item(), save_persistent_id)
+        elif type(obj) is bytes and not obj:  # pickle writes b"" as builtins.bytes(), which torch refuses
+            self.save_reduce(codecs.encode, ("", "latin1"), obj=obj)
         else:
-            raise TypeError(
-                f"cannot save an object of type {type(obj).__module__}.{type(obj).__qualname__}: tinyattn.save "
-                "writes tensors, numbers, strings, bytes, None, lists, tuples, sets, dicts and OrderedDicts "
-                "(what torch.load(..., weights_only=True) reads); save a model's state_dict(), not the model"
-            )
+            super().save(obj, save_persistent_id)
 
-    def memoize(self, obj):
-        index = len(self.memo)
-        self.memo[id(obj)] = (index, obj)  # keeps obj alive, so its id stays its own
-        self.out += BINPUT + bytes([index]) if index < 256 else LONG_BINPUT + struct.pack("<I", index)
+    def persistent_id(self, obj):
+        return obj.persistent_id if type(obj) is _StorageRecord else None
 
-    def save_global(self, module, name):
-        self.out += GLOBAL + f"{module}\n{name}\n".encode("ascii")
+    def reducer_override(self, obj):
+        if isinstance(obj, Tensor):
+            return self.reduce_tensor(obj)
+        if isinstance(obj, backend.Device):
+            return _DEVICE, (obj.type,) if obj.index is None else (obj.type, obj.index)
+        if isinstance(obj, Size):
+            return _SIZE, (tuple(obj),)
+        return NotImplemented
 
-    def save_int(self, value):
-        if 0 <= value < 256:
-            self.out += BININT1 + bytes([value])
-        elif 0 <= value < 65536:
-            self.out += BININT2 + struct.pack("<H", value)
-        elif -(2**31) <= value < 2**31:
-            self.out += BININT + struct.pack("<i", value)
-        else:
-            size = (value.bit_length() + 8) // 8  # two's complement, with room for the sign
-            if size > 255:
-                raise ValueError(f"cannot save an integer of {value.bit_length()} bits (at most 2039)")
-            self.out += LONG1 + bytes([size]) + value.to_bytes(size, "little", signed=True)
-
-    def save_str(self, text):
-        data = text.encode("utf-8", "surrogatepass")
-        self.out += BINUNICODE + struct.pack("<I", len(data)) + data
-
-    def save_tuple(self, items):
-        if not items:
-            self.out += EMPTY_TUPLE
-            return
-        if len(items) > 3:
-            self.out += MARK
-        for item in items:
-            self.save(item)
-        self.out += {1: TUPLE1, 2: TUPLE2, 3: TUPLE3}.get(len(items), TUPLE)
-
-    def save_batches(self, items, opcode, save_item):
-        for start in range(0, len(items), _BATCH):
-            self.out += MARK
-            for item in items[start:start + _BATCH]:
-                save_item(item)
-            self.out += opcode
-
-    def empty_ordered_dict(self):  # the backward hooks PyTorch saves beside every tensor
-        self.save_global("collections", "OrderedDict")
-        self.out += EMPTY_TUPLE + REDUCE
-
-    def save_tensor(self, tensor):
+    def reduce_tensor(self, tensor):
         if tensor.requires_grad and tensor.grad_fn is not None:
             raise RuntimeError("cannot save a non-leaf tensor that requires grad (as PyTorch refuses): save "
                                "tensor.detach()")
-        parameter = isinstance(tensor, Parameter)
-        if parameter:
-            self.save_global("torch._utils", "_rebuild_parameter")
-        self.save_global("torch._utils", "_rebuild_tensor_v2")
+        hooks = collections.OrderedDict()  # the backward hooks PyTorch saves beside every tensor: none
+        if isinstance(tensor, Parameter):  # _rebuild_parameter(data, requires_grad, hooks)
+            return _REBUILD_PARAMETER, (Tensor._wrap(tensor.array), tensor.requires_grad, hooks)
         storage_class, key, location, numel, offset, size, stride = self.describe(tensor)
-        self.out += MARK + MARK
-        self.save_str("storage")
-        self.save_global("torch", storage_class)
-        self.save_str(key)
-        self.save_str(location)
-        self.save_int(numel)
-        self.out += TUPLE + BINPERSID
-        self.save_int(offset)
-        self.save_tuple(tuple(size))
-        self.save_tuple(tuple(stride))
-        self.out += NEWFALSE if parameter or not tensor.requires_grad else NEWTRUE
-        self.empty_ordered_dict()
-        self.out += TUPLE + REDUCE
-        if parameter:  # _rebuild_parameter(data, requires_grad, hooks)
-            self.out += NEWTRUE if tensor.requires_grad else NEWFALSE
-            self.empty_ordered_dict()
-            self.out += TUPLE3 + REDUCE
-        self.memoize(tensor)
+        storage = _StorageRecord(storage_class, key, location, numel)
+        return _REBUILD_TENSOR, (storage, offset, tuple(size), tuple(stride), tensor.requires_grad, hooks)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,12 +137,22 @@ class Pickler:
 
 class Global:
     """What a GLOBAL the allowlist admits puts on the stack: inert, except that REDUCE (or NEWOBJ)
-    may call its `call(unpickler, *args)`."""
+    may call its `call(unpickler, *args)`. Bound to an unpickler (`bind`), it is also a function,
+    for Python's own unpickler (weights_only=False)."""
 
-    def __init__(self, path, call=None, stored=None):
+    def __init__(self, path, call=None, stored=None, unpickler=None):
         self.path = path
         self.call = call
         self.stored = stored  # for storage classes: the checks.StoredType of their elements
+        self.unpickler = unpickler
+
+    def bind(self, unpickler):
+        return Global(self.path, self.call, self.stored, unpickler)
+
+    def __call__(self, *args):
+        if self.call is None or self.unpickler is None:
+            raise UnpicklingError(f"the pickle calls {self.path}, which is not a function tinyattn runs")
+        return self.call(self.unpickler, *args)
 
     def __repr__(self):
         return f"<{self.path}>"
@@ -397,6 +339,90 @@ _TORCH_STORAGES = ("ComplexFloatStorage", "ComplexDoubleStorage", "QInt8Storage"
 _PYTHON2_MODULES = {"__builtin__": "builtins", "torch.tensor": "torch._tensor"}
 
 
+# ---------------------------------------------------------------------------------------------
+# the classes and functions a user declares safe (torch.serialization.add_safe_globals)
+
+_user_safe_globals = set()
+
+
+def add_safe_globals(safe_globals):
+    """Let weights-only loads build these classes and call these functions (PyTorch's allow-list).
+
+    `safe_globals` is a list of objects (named by their `__module__` and `__qualname__`) or of
+    (object, "full.name") pairs. A weights-only load then treats them as PyTorch's does: a function is
+    called with the arguments the file gives, a class is created with `cls.__new__` and its state set
+    with `__setstate__` (or its `__dict__` updated). Declare only what you trust to do nothing else.
+    A NumPy array, for instance, needs `np._core.multiarray._reconstruct` (numpy.core in NumPy 1),
+    `np.ndarray`, `np.dtype` and the array's dtype class, e.g. `type(np.dtype(np.float64))`.
+    """
+    global _user_safe_globals
+    for entry in safe_globals:
+        if isinstance(entry, tuple) and (len(entry) != 2 or not isinstance(entry[1], str)):
+            raise ValueError(f"a safe global is an object or an (object, 'full.name') pair, got {entry!r}")
+    _user_safe_globals = _user_safe_globals | set(safe_globals)
+
+
+def get_safe_globals():
+    """The list given to add_safe_globals (and not cleared since)."""
+    return list(_user_safe_globals)
+
+
+def clear_safe_globals():
+    """Forget every global added with add_safe_globals."""
+    global _user_safe_globals
+    _user_safe_globals = set()
+
+
+class safe_globals:
+    """`with tinyattn.serialization.safe_globals([...]):` the globals are allowed inside the block only."""
+
+    def __init__(self, safe_globals):
+        self.safe_globals = list(safe_globals)
+
+    def __enter__(self):
+        self.added = set(self.safe_globals) - _user_safe_globals
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, *exc_info):
+        global _user_safe_globals
+        _user_safe_globals = _user_safe_globals - self.added
+
+
+def user_allowed_globals():
+    """{"module.qualname": object} of the globals the user declared safe."""
+    allowed = {}
+    for entry in _user_safe_globals:
+        if isinstance(entry, tuple):
+            allowed[entry[1]] = entry[0]
+        else:
+            allowed[f"{entry.__module__}.{entry.__qualname__}"] = entry
+    return allowed
+
+
+def is_user_allowed(obj):
+    return any(obj is allowed for allowed in user_allowed_globals().values())
+
+
+# ---------------------------------------------------------------------------------------------
+# storages, for both unpicklers
+
+
+def _storage(unpickler, pid):
+    """The Storage a persistent id ('storage', storage type, key, location, numel) stands for."""
+    if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
+        unpickler.refuse(f"persistent id {checks.short(pid)} is not a storage record "
+                         "('storage', type, key, location, numel)")
+    _, storage_type, key, location, numel = pid
+    if not isinstance(storage_type, Global) or storage_type.stored is None:
+        unpickler.refuse(f"storage record {checks.short(pid)} names no storage type")
+    if not isinstance(key, str) or not isinstance(location, str):
+        unpickler.refuse(f"storage record {checks.short(pid)}: key and location must be strings")
+    if isinstance(numel, bool) or not isinstance(numel, int) or numel < 0:
+        raise CheckpointError(f"{unpickler.where}: storage {key!r} declares {checks.short(numel)} elements, "
+                              "not a count >= 0; the file is corrupt")
+    return unpickler.load_storage(storage_type.stored, key, location, numel)
+
+
 class _FromLoader(Exception):
     """Carries an exception of the loader's own code (a DeviceError, an error in map_location) through
     the handler below that turns a malformed program's IndexError and such into UnpicklingError."""
@@ -425,8 +451,11 @@ class Unpickler:
         self.stack, self.metastack, self.memo = [], [], {}
 
     def refuse(self, problem):
-        raise UnpicklingError(f"{self.where}: {problem}. tinyattn.load never runs code from a file; it reads "
-                              "what torch.save writes for tensors, numbers, strings and containers")
+        raise UnpicklingError(f"{self.where}: {problem}. A weights-only load (the default) runs no code from "
+                              "the file; it reads what torch.save writes for tensors, numbers, strings and "
+                              "containers. If you trust the file, load it with weights_only=False (which runs "
+                              "what the file names), or allow a class or function you trust with "
+                              "tinyattn.serialization.add_safe_globals([...])")
 
     def read(self, n):
         if self.pos + n > len(self.data):
@@ -565,6 +594,8 @@ class Unpickler:
             self.stack.append(ALLOWED[path])
         elif path in DTYPES:
             self.stack.append(DTYPES[path])
+        elif path in user_allowed_globals():
+            self.stack.append(user_allowed_globals()[path])
         elif path in NOT_REPRESENTABLE:
             raise CheckpointError(f"{self.where}: the file holds {NOT_REPRESENTABLE[path]} ({path}), which "
                                   f"tinyattn cannot represent; {checks.UNSUPPORTED_ADVICE}")
@@ -576,42 +607,50 @@ class Unpickler:
     def op_reduce(self):
         args = self.stack.pop()
         func = self.stack[-1]
-        if not isinstance(func, Global) or func.call is None:
+        ours = isinstance(func, Global) and func.call is not None
+        if not ours and not is_user_allowed(func):
             self.refuse(f"the pickle calls {checks.short(func)}, which is not an allowed function")
         if not isinstance(args, tuple):
-            self.refuse(f"{func.path} is called with {checks.short(args)}, not an argument tuple")
-        self.stack[-1] = func.call(self, *args)
+            self.refuse(f"{checks.short(func)} is called with {checks.short(args)}, not an argument tuple")
+        # tinyattn's code for an allowlisted name, or a function the user declared safe (called as is)
+        self.stack[-1] = func.call(self, *args) if ours else func(*args)
 
     def op_newobj(self):
         args = self.stack.pop()
         cls = self.stack[-1]
-        if not isinstance(cls, Global) or cls.path != "torch.nn.parameter.Parameter" or not isinstance(args, tuple):
-            self.refuse(f"NEWOBJ of {checks.short(cls)}: only torch.nn.Parameter may be created this way")
-        self.stack[-1] = cls.call(self, *args)
+        if not isinstance(args, tuple):
+            self.refuse(f"NEWOBJ of {checks.short(cls)} with {checks.short(args)}, not an argument tuple")
+        if isinstance(cls, Global) and cls.path == "torch.nn.parameter.Parameter":
+            self.stack[-1] = cls.call(self, *args)
+        elif isinstance(cls, type) and is_user_allowed(cls):
+            self.stack[-1] = cls.__new__(cls, *args)
+        else:
+            self.refuse(f"NEWOBJ of {checks.short(cls)}: only torch.nn.Parameter and the classes allowed with "
+                        "add_safe_globals may be created this way")
 
     def op_build(self):
         state = self.stack.pop()
         target = self.stack[-1]
         if type(target) is collections.OrderedDict and isinstance(state, dict) and set(state) <= {"_metadata"}:
             target.__dict__.update(state)  # a PyTorch state_dict's version numbers per module
+        elif is_user_allowed(type(target)):  # as pickle's BUILD does, for a class the user declared safe
+            setstate = getattr(target, "__setstate__", None)
+            if setstate is not None:
+                setstate(state)
+            else:
+                slots = None
+                if isinstance(state, tuple) and len(state) == 2:
+                    state, slots = state
+                if state:
+                    target.__dict__.update(state)
+                for name, value in (slots or {}).items():
+                    setattr(target, name, value)
         else:
             self.refuse(f"BUILD sets the state of a {type(target).__name__} to {checks.short(state)}; only a "
                         "state_dict's _metadata may be set")
 
     def op_persistent_id(self):
-        pid = self.stack.pop()
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
-            self.refuse(f"persistent id {checks.short(pid)} is not a storage record "
-                        "('storage', type, key, location, numel)")
-        _, storage_type, key, location, numel = pid
-        if not isinstance(storage_type, Global) or storage_type.stored is None:
-            self.refuse(f"storage record {checks.short(pid)} names no storage type")
-        if not isinstance(key, str) or not isinstance(location, str):
-            self.refuse(f"storage record {checks.short(pid)}: key and location must be strings")
-        if isinstance(numel, bool) or not isinstance(numel, int) or numel < 0:
-            raise CheckpointError(f"{self.where}: storage {key!r} declares {checks.short(numel)} elements, not a "
-                                  "count >= 0; the file is corrupt")
-        self.stack.append(self.load_storage(storage_type.stored, key, location, numel))
+        self.stack.append(_storage(self, self.stack.pop()))
 
     HANDLERS = {
         PROTO: op_proto, STOP: op_stop, MARK: op_mark,
@@ -644,3 +683,65 @@ class Unpickler:
         GLOBAL: op_global, REDUCE: op_reduce, NEWOBJ: op_newobj, BUILD: op_build,
         BINPERSID: op_persistent_id,
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# weights_only=False: Python's own unpickler, for a file you trust
+
+
+class TrustedUnpickler(pickle.Unpickler):
+    """Python's unpickler, which imports and calls whatever the file names (so a file can run any
+    code): only for `tinyattn.load(f, weights_only=False)`, the explicit opt-in for a trusted file.
+
+    PyTorch's names become tinyattn's: tensors, storages, dtypes, sizes and devices as in a
+    weights-only load (storages read through the same checks), and a class or function of PyTorch's
+    (`torch.nn.modules.linear.Linear`, from `torch.save(model)`) as tinyattn's of the same name
+    (`tinyattn.nn.Linear`). Everything else (a program's own classes, NumPy arrays) is imported as
+    Python's unpickler imports it.
+    """
+
+    def __init__(self, data, where, load_storage, make_tensor, make_parameter):
+        super().__init__(io.BytesIO(data))
+        self.where = where
+        self.load_storage, self.make_tensor, self.make_parameter = load_storage, make_tensor, make_parameter
+
+    def refuse(self, problem):
+        raise UnpicklingError(f"{self.where}: {problem}; the file is corrupt")
+
+    def persistent_load(self, pid):
+        return _storage(self, pid)
+
+    def find_class(self, module, name):
+        module = _PYTHON2_MODULES.get(module, module)
+        path = f"{module}.{name}"
+        if module != "torch" and not module.startswith("torch."):
+            return super().find_class(module, name)
+        if path in DTYPES:
+            return DTYPES[path]
+        if path in ALLOWED:
+            return ALLOWED[path].bind(self)
+        if path in NOT_REPRESENTABLE:
+            raise CheckpointError(f"{self.where}: the file holds {NOT_REPRESENTABLE[path]} ({path}), which "
+                                  f"tinyattn cannot represent; {checks.UNSUPPORTED_ADVICE}")
+        if module == "torch" and (name in _TORCH_DTYPE_NAMES or name in _TORCH_STORAGES):
+            raise CheckpointError(f"{self.where}: the file holds {path} values; {checks.UNSUPPORTED_ADVICE}")
+        return _tinyattn_twin(module, name, self.where)
+
+
+def _tinyattn_twin(module, name, where):
+    """tinyattn's object for PyTorch's `module.name`: found in the same module path under tinyattn, or
+    the nearest namespace above it (torch.nn.modules.rnn.LSTMCell -> tinyattn.nn.LSTMCell)."""
+    import importlib
+
+    parts = ["tinyattn"] + module.split(".")[1:]
+    while parts:
+        try:
+            namespace = importlib.import_module(".".join(parts))
+        except ImportError:
+            namespace = None
+        if namespace is not None and not name.startswith("_") and hasattr(namespace, name):
+            return getattr(namespace, name)
+        parts.pop()
+    raise UnpicklingError(f"{where}: the file names {module}.{name}, which tinyattn does not have (`tinyattn "
+                          f"coverage {name}` says more); save the state_dict() in PyTorch and load it into a "
+                          "tinyattn model instead")

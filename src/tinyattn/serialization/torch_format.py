@@ -12,13 +12,17 @@ and its data aligned to 64 bytes:
     archive/.data/serialization_id   40 random digits
 
 Tensors that share memory (views, tied weights) share one storage record, as PyTorch's do. Loading
-checks everything (checks.py) before it allocates, and never runs code from the file.
+checks everything (checks.py) before it allocates. By default it runs no code from the file (a
+weights-only load); `weights_only=False` is the explicit opt-in, for a file you trust, to Python's
+own unpickler, which can run anything the file names.
 """
 
 import io
 import os
 import pathlib
 import math
+import pickle
+import pickletools
 import re
 import struct
 import zipfile
@@ -30,7 +34,7 @@ from ..errors import CheckpointError, DeviceError, UnpicklingError
 from ..nn.module import Parameter
 from ..tensor import Tensor
 from . import checks
-from .pickling import Pickler, Storage, Unpickler
+from .pickling import ALLOWED, DTYPES, Pickler, Storage, TrustedUnpickler, Unpickler
 
 ARCHIVE = "archive"
 ALIGNMENT = 64
@@ -100,8 +104,16 @@ def _write_record(archive, name, data):
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True):
-    """Save `obj` (tensors, numbers, strings, None, lists, tuples, dicts, OrderedDicts, sets) to `f` (a
-    path or a binary file object) in PyTorch's format: `torch.load(f, weights_only=True)` reads it."""
+    """Save `obj` to `f` (a path or a binary file object) in PyTorch's format, as torch.save does.
+
+    `obj` is anything Python can pickle. Tensors, numbers, strings, None, lists, tuples, dicts,
+    OrderedDicts and sets (a state_dict, an optimizer's, a checkpoint dict of them) are what a
+    weights-only load reads back: `torch.load(f)` and `tinyattn.load(f)` read such a file with their
+    defaults. Anything else, a whole Module (`tinyattn.save(model, f)`) or a NumPy array, is pickled
+    as Python pickles it, by class name, and needs `load(f, weights_only=False)`, which imports and
+    runs what the file names (in PyTorch, a tinyattn module loads as tinyattn's class, holding torch
+    tensors). To move a model between the two libraries, save its state_dict().
+    """
     if pickle_module is not None or pickle_protocol != 2:
         raise ValueError("tinyattn.save writes pickle protocol 2 with its own writer, as torch.save does by "
                          "default: leave pickle_module and pickle_protocol out")
@@ -236,19 +248,25 @@ def _device(target, location):
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, max_bytes=None):
     """Load what `torch.save` (or `tinyattn.save`) wrote to `f` (a path or a binary file object).
 
-    Only what a weights-only load allows is rebuilt: tensors, Parameters, numbers, strings, None, lists,
-    tuples, dicts, OrderedDicts, sets, torch.Size, dtypes and devices. map_location: None (where the
+    weights_only=True (the default; None means the same, as in PyTorch) runs no code from the file:
+    only tensors, Parameters, numbers, strings, None, lists, tuples, dicts, OrderedDicts, sets,
+    torch.Size, dtypes and devices are rebuilt, plus the classes and functions declared safe with
+    `tinyattn.serialization.add_safe_globals` (a NumPy array, for one). weights_only=False is the
+    explicit opt-in for a file you trust: Python's own unpickler then imports and calls whatever the
+    file names, which can run any code, and rebuilds any object (a whole module saved with
+    torch.save(model) comes back as the tinyattn module of the same name). map_location: None (where the
     tensors were saved), a device or string ('cpu', 'cuda'), a dict {saved: target}, or a function
     (storage, location) -> storage or None, as in PyTorch. mmap=True maps a file's storages instead of
     reading them. max_bytes: this load's size limit (default: tinyattn.serialization.get_max_load_bytes()).
     A `.safetensors` path is read by `load_file`.
     """
-    if weights_only is False:
-        raise UnpicklingError("tinyattn.load(weights_only=False) would unpickle arbitrary objects, which runs code "
-                              "from the file; tinyattn never does. Load with weights_only=True (the default): it "
-                              "reads tensors, numbers, strings and containers")
-    if pickle_module is not None:
-        raise ValueError("tinyattn.load reads pickles with its own weights-only reader: leave pickle_module out")
+    if weights_only is None:
+        weights_only = True
+    if not isinstance(weights_only, bool):
+        raise TypeError(f"weights_only must be True, False or None, got {weights_only!r}")
+    if pickle_module is not None and (weights_only or pickle_module is not pickle):
+        raise ValueError("tinyattn.load reads pickles with its own weights-only reader (or, with "
+                         "weights_only=False, Python's pickle): leave pickle_module out")
     is_path = isinstance(f, (str, os.PathLike))
     where = repr(os.fspath(f)) if is_path else "the file object given to tinyattn.load"
     if map_location is not None and not isinstance(map_location, (str, dict, backend.Device)) and not callable(map_location):
@@ -269,7 +287,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         except OSError as error:
             raise CheckpointError(f"{where} cannot be opened ({error.strerror or error}): check the path") from None
         with file:
-            result, widened = _load(file, where, budget, map_location, pathlib.Path(f) if mmap else None)
+            result, widened = _load(file, where, budget, map_location, pathlib.Path(f) if mmap else None,
+                                    weights_only)
     else:
         if not hasattr(f, "read"):
             raise TypeError(f"tinyattn.load expects a path or a binary file object, got {type(f).__name__}")
@@ -279,12 +298,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
             if len(data) > limit:
                 budget.take(len(data), "the file")
             f = io.BytesIO(data)
-        result, widened = _load(f, where, budget, map_location, None)
+        result, widened = _load(f, where, budget, map_location, None, weights_only)
     checks.warn_widened(where, widened)
     return result
 
 
-def _load(file, where, budget, map_location, mmap_path):
+def _open_archive(file, where, budget):
+    """The checked zip archive of a torch.save file, the folder its records sit in, and its data.pkl."""
     head = file.read(4)
     file.seek(0)
     if head[:1] == b"\x80":
@@ -302,7 +322,11 @@ def _load(file, where, budget, map_location, mmap_path):
         raise CheckpointError(f"{where} is a TorchScript archive (torch.jit.save), which holds code: tinyattn "
                               "loads what torch.save writes; save the model's state_dict() instead")
     checks.check_members(archive, file.seek(0, io.SEEK_END), where)
-    data = checks.read_text_member(archive, f"{prefix}data.pkl", where, budget)
+    return archive, prefix, checks.read_text_member(archive, f"{prefix}data.pkl", where, budget)
+
+
+def _load(file, where, budget, map_location, mmap_path, weights_only=True):
+    archive, prefix, data = _open_archive(file, where, budget)
     byteorder = "little"
     if f"{prefix}byteorder" in archive.NameToInfo:
         byteorder = checks.read_text_member(archive, f"{prefix}byteorder", where, budget).decode("latin1")
@@ -312,6 +336,31 @@ def _load(file, where, budget, map_location, mmap_path):
     if mmap_path is not None:  # copy-on-write, as PyTorch maps it: writes stay in this process
         mapped = np.memmap(mmap_path, dtype=np.uint8, mode="c")
     loader = _Loader(archive, prefix, where, budget, map_location, byteorder, mapped)
-    result = Unpickler(data, where, loader.load_storage, loader.make_tensor, loader.make_parameter).load()
+    unpickler = Unpickler if weights_only else TrustedUnpickler
+    result = unpickler(data, where, loader.load_storage, loader.make_tensor, loader.make_parameter).load()
     return result, loader.widened
+
+
+def get_unsafe_globals_in_checkpoint(f):
+    """The globals a torch.save file names that a weights-only load does not allow by default (sorted
+    "module.name" strings): what add_safe_globals would need, or a sign to load with
+    weights_only=False only if you trust the file. The pickle is read, never run."""
+    is_path = isinstance(f, (str, os.PathLike))
+    where = repr(os.fspath(f)) if is_path else "the file object given to get_unsafe_globals_in_checkpoint"
+    budget = checks.Budget(where)
+    file = open(f, "rb") if is_path else f
+    try:
+        _, _, data = _open_archive(file, where, budget)
+    finally:
+        if is_path:
+            file.close()
+    names = set()
+    try:
+        for opcode, argument, _ in pickletools.genops(data):
+            if opcode.name == "GLOBAL":
+                module, name = argument.split(" ", 1)
+                names.add(f"{'builtins' if module == '__builtin__' else module}.{name}")
+    except ValueError as error:
+        raise UnpicklingError(f"{where}: the pickle is malformed ({error})") from None
+    return sorted(n for n in names if n not in ALLOWED and n not in DTYPES)
 

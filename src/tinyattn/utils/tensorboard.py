@@ -118,6 +118,7 @@ class SummaryWriter:
         self._writer(folder or self.log_dir).add_event(event)
 
     def get_logdir(self):
+        """The folder the event files are written to."""
         return self.log_dir
 
     def add_scalar(self, tag, scalar_value, global_step=None, walltime=None, new_style=False,
@@ -161,6 +162,7 @@ class SummaryWriter:
             writer.flush()
 
     def close(self):
+        """Writes what is pending and closes the event file."""
         for writer in self._writers.values():
             writer.flush()
             writer.close()

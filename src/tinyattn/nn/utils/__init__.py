@@ -1,5 +1,7 @@
 """`tinyattn.nn.utils`: gradient clipping, as `torch.nn.utils` does it, and `rnn` (padded and packed sequences)."""
 
+import warnings
+
 from ... import backend
 from ...autograd import no_grad
 from ...tensor import Tensor
@@ -53,7 +55,41 @@ def clip_grad_value_(parameters, clip_value):
         g.array[...] = backend.clip(g.array, -clip_value, clip_value)
         g._version[0] += 1
 
+
+
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
+    """The old name of clip_grad_norm_, with PyTorch's deprecation warning."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite)
+
+
+def parameters_to_vector(parameters):
+    """All the parameters' numbers in one 1-D tensor (each flattened, in order); differentiable."""
+    from ...functions import cat
+
+    return cat([p.reshape(-1) for p in parameters])
+
+
+@no_grad()
+def vector_to_parameters(vec, parameters):
+    """Copy consecutive pieces of the 1-D tensor `vec` into the parameters (the inverse of
+    parameters_to_vector)."""
+    if not isinstance(vec, Tensor) or vec.ndim != 1:
+        raise TypeError(f"expected a 1-D tensor, but got: {type(vec).__name__}"
+                        + (f" of shape {list(vec.shape)}" if isinstance(vec, Tensor) else ""))
+    parameters = list(parameters)
+    total = sum(p.numel() for p in parameters)
+    if total != vec.numel():
+        raise ValueError(f"vector_to_parameters: the vector has {vec.numel()} numbers, the parameters {total}")
+    start = 0
+    for p in parameters:
+        p.copy_(vec[start:start + p.numel()].reshape(p.shape))
+        start += p.numel()
+
+
 # a PyTorch name this module lacks says so (tinyattn/missing.py)
 from ... import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

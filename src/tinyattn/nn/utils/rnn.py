@@ -56,19 +56,24 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
         return type(self)(data, self.batch_sizes, move(self.sorted_indices), move(self.unsorted_indices))
 
     def cpu(self):
+        """The packed sequence with its data on the CPU."""
         return self.to("cpu")
 
     def cuda(self):
+        """The packed sequence with its data on a CUDA device."""
         return self.to("cuda")
 
     def float(self):
+        """The packed sequence with float32 data."""
         return self.to(dtypes.float32)
 
     def double(self):
+        """The packed sequence with float64 data."""
         return self.to(dtypes.float64)
 
     @property
     def is_cuda(self):
+        """Whether the data is on a CUDA device."""
         return self.data.is_cuda
 
 
@@ -211,3 +216,4 @@ def unpack_sequence(packed_sequences):
 from ... import missing as _missing  # noqa: E402
 
 __getattr__ = _missing.module_getattr(__name__)
+__dir__ = _missing.module_dir(__name__)  # its public names only

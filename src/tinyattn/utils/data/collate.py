@@ -109,7 +109,7 @@ def _check_same_keys(batch):
 
 
 def collate_tensor_fn(batch, *, collate_fn_map=None):
-    shapes = [tuple(t.shape) for t in batch]
+    shapes = [t.array.shape for t in batch]  # (the arrays' tuples: no Size made for each sample)
     for i, shape in enumerate(shapes):
         if shape != shapes[0]:
             raise ShapeError(f"default_collate: stack expects each tensor to be equal size, but sample 0 "

@@ -135,6 +135,7 @@ class DataLoader:
 
     @property
     def multiprocessing_context(self):
+        """The multiprocessing context of the worker processes (None: the default)."""
         return self._multiprocessing_context
 
     @multiprocessing_context.setter

@@ -71,6 +71,7 @@ class RandomSampler(Sampler):
     @property
     def num_samples(self):
         # the dataset's length is read every time: it may change
+        """How many indices one pass yields (the dataset's length unless given)."""
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):

@@ -1,0 +1,103 @@
+"""A Griffe extension for the reference (mkdocs.yml loads it): what a learner looking a method up needs.
+
+- Each Tensor method, and each function of tinyattn and nn.functional, that runs a differentiable
+  op gets a line linking to that op's class, where the reference shows its forward and backward side
+  by side: the ops page for `tinyattn/ops.py`, the nn.functional page for its fused ops
+  (`CrossEntropyOp`). The ops are read from the function's own source (`ops.Exp.apply(...)`,
+  `self._inplace(ops.Add, ...)`, `CrossEntropyOp.apply(...)`) or, where it names none, from the
+  source of the Tensor method or the function of tinyattn it calls (`def exp(input): return
+  input.exp()`), so the links follow the code as it changes.
+- A slot attribute (`Tensor.grad`, `.grad_fn`, `.array`, `.output_nr`) shows its docstring (from the
+  `__slots__` dict) and no value; Python's `<member 'grad' of 'Tensor' objects>` says nothing.
+"""
+
+import inspect
+import re
+import types
+
+import griffe
+
+OP_USED = re.compile(r"\bops\.([A-Z]\w*)\b")
+FUSED_OP_USED = re.compile(r"(?<![\w.])([A-Z]\w*Op)\.apply\b")
+METHOD_CALLED = re.compile(r"(?:\bself|\binput|\))\.(\w+)\(")
+FUNCTION_CALLED = re.compile(r"(?<![\w.])(\w+)\(")
+LINKED = {"tinyattn.tensor": "Tensor.", "tinyattn.functions": "", "tinyattn.nn.functional": ""}
+
+
+# operators on self, which run the Tensor methods of these names
+OPERATORS = [(re.compile(r"-self\b"), "__neg__"), (re.compile(r"\bself\s*\+"), "__add__"),
+             (re.compile(r"\bself\s*-\s"), "__sub__"), (re.compile(r"\bself\s*\*\*"), "__pow__"),
+             (re.compile(r"\bself\s*\*(?!\*)"), "__mul__"), (re.compile(r"\bself\["), "__getitem__"),
+             (re.compile(r"\bself\s*/(?!/)"), "__truediv__"), (re.compile(r"\s@\s"), "__matmul__")]
+
+
+def _source(function):
+    """The code of a function without its docstring and comments."""
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return ""
+    source = re.sub(r'"""(.|\n)*?"""', "", source)
+    return re.sub(r"#.*", "", source)
+
+
+def _named_ops(source):
+    """The op classes a source names: `ops.Exp` (tinyattn.ops) and `CrossEntropyOp.apply` (a fused op
+    of tinyattn.nn.functional), as their dotted paths."""
+    return ([f"tinyattn.ops.{name}" for name in OP_USED.findall(source)]
+            + [f"tinyattn.nn.functional.{name}" for name in FUSED_OP_USED.findall(source)])
+
+
+def _ops_run_by(function):
+    """The dotted paths of the op classes (autograd.Function subclasses) a function runs, in order."""
+    import importlib
+
+    from tinyattn import autograd
+    from tinyattn.tensor import Tensor
+
+    source = _source(function)
+    paths = _named_ops(source)
+    if not paths:  # one step down: x.view_as(y) runs what x.view runs, exp(x) what x.exp() runs
+        methods = [name for used, name in OPERATORS if used.search(source)] + METHOD_CALLED.findall(source)
+        if set(methods) - {"to"}:  # `input.to(dtype).softmax(dim)`: the op is softmax, not the cast
+            methods = [method for method in methods if method != "to"]
+        for method in methods:
+            paths += _named_ops(_source(getattr(Tensor, method, None)))
+        for called in FUNCTION_CALLED.findall(source):  # x.matmul(y) runs what matmul(x, y) runs
+            callee = getattr(function, "__globals__", {}).get(called)
+            if inspect.isfunction(callee) and callee.__module__.startswith("tinyattn"):
+                paths += _named_ops(_source(callee))
+    found = []
+    for path in paths:
+        module, name = path.rsplit(".", 1)
+        op = getattr(importlib.import_module(module), name, None)
+        if isinstance(op, type) and issubclass(op, autograd.Function) and path not in found:
+            found.append(path)
+    return found
+
+
+class OpLinks(griffe.Extension):
+    def on_function_instance(self, *, node, func, agent, **kwargs):
+        runtime = getattr(node, "obj", None)
+        prefix = LINKED.get(getattr(runtime, "__module__", None))
+        if prefix is None or not getattr(runtime, "__qualname__", "").startswith(prefix):
+            return  # the Tensor methods and the functions of tinyattn and nn.functional
+        paths = _ops_run_by(runtime)
+        if not paths:
+            return
+        links = ", ".join(f"[`{path.removeprefix('tinyattn.').removeprefix('nn.')}`][{path}]" for path in paths)
+        line = f"Forward and backward: {links}."
+        if func.docstring is None:
+            func.docstring = griffe.Docstring(line, parent=func)
+        else:
+            func.docstring.value = func.docstring.value.rstrip() + "\n\n" + line
+
+    def on_attribute_instance(self, *, node, attr, agent, **kwargs):
+        slot = getattr(node, "obj", None)
+        if isinstance(slot, types.MemberDescriptorType):
+            attr.value = None
+            doc = inspect.getdoc(slot)  # found in the class's __slots__ dict (the slot's own __doc__ is None)
+            if doc and attr.docstring is None:
+                attr.docstring = griffe.Docstring(doc, parent=attr)
+            attr.labels.discard("class-attribute")
+            attr.labels.add("instance-attribute")
