@@ -18,6 +18,10 @@ The backward of copying is adding back (`add_windows`, col2im): the gradient of 
 goes to the pixel it was copied from, `grad_padded[..., slice_ij] += grad_windows[ij]` for each
 offset; a pixel under several windows (stride < kernel) gets the sum of its shares.
 
+A transposed convolution (`ConvolutionTranspose`, the upsampling layer of DCGAN and U-Net) is a
+convolution's backward to its input run forward: col2im of the weight times the input. Its backward
+is a convolution.
+
 Pooling takes the same windows and reduces each instead of multiplying it with a weight: the max
 (the gradient goes to the element that was largest) or the mean (each element gets an equal share).
 The adaptive mean averages bands of rows, then bands of columns.
@@ -60,8 +64,8 @@ def windows(xp, padded, slices, axis):
 
 
 def add_windows(xp, pieces, padded_shape, slices):
-    """col2im, the backward of `windows`: an array of `padded_shape` where each piece (the gradient of
-    one kernel offset's elements) is added to the pixels it was copied from."""
+    """The backward of `windows`: an array of `padded_shape` where each piece (the gradient of one
+    kernel offset's elements) is added to the pixels it was copied from."""
     total = xp.zeros(padded_shape, dtype=pieces[0].dtype, **backend.creation_kwargs(xp))
     for piece, (rows, cols) in zip(pieces, slices):
         total[..., rows, cols] += piece
@@ -209,14 +213,15 @@ class ConvolutionTranspose(Op):
         xp = ctx.xp
         if grad.ndim == 3:
             grad = grad[:, :, None, :]
-        grad_cols = im2col(xp, grad, ctx.pads, ctx.slices, ctx.groups)
+        needs_x, needs_weight, needs_bias = ctx.needs_input_grad[:3]
+        grad_cols = im2col(xp, grad, ctx.pads, ctx.slices, ctx.groups) if needs_x or needs_weight else None
         gx = gw = gb = None
-        if ctx.needs_input_grad[0]:
+        if needs_x:
             gx = xp.reshape(from_rows(xp, backend.matmul(filters, grad_cols), grad.shape[0], ctx.in_size),
                             ctx.in_shape)
-        if ctx.needs_input_grad[1]:
+        if needs_weight:
             gw = xp.reshape(backend.matmul(x_rows, backend.matrix_transpose(grad_cols)), ctx.weight_shape)
-        if ctx.needs_input_grad[2]:
+        if needs_bias:
             gb = backend.sum_along(grad, (0, 2, 3))
         return gx, gw, gb, None, None, None, None, None
 
