@@ -250,7 +250,8 @@ class Function:
         # This runs for every op, so it walks the arguments once and keeps to plain loops; the common
         # case (a built-in op on NumPy arrays) takes no detour through helpers.
         """Runs forward and, when a gradient is needed, records the node that backward will call."""
-        node = Node(cls)
+        node = _new_node(Node)  # Node(cls), without the call of __init__
+        node.function = cls
         tensors, arrays, needs = [], [], []
         numpy_only, any_need = True, False
         for a in args:
@@ -343,6 +344,7 @@ class Function:
 
 
 _ndarray = backend.np.ndarray
+_new_node = object.__new__
 _as_array = backend.np.asarray
 _NUMPY_SCALARS = frozenset({backend.np.float32, backend.np.float64, backend.np.int64, backend.np.int32,
                             backend.np.bool_})

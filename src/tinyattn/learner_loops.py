@@ -206,12 +206,12 @@ def _numpy_pair(shape=(4, 4)):
     return rng.standard_normal(shape, dtype=np.float32), rng.standard_normal(shape, dtype=np.float32)
 
 
-def call_add(torch):
+def _call_add(torch):
     a, b = _pair(torch)
     return lambda: a + b
 
 
-def call_sum(torch):
+def _call_sum(torch):
     a, _ = _pair(torch)
     return lambda: a.sum()
 
@@ -224,7 +224,7 @@ def _mlp_layer(torch):
     return x, W, b
 
 
-def call_affine(torch):
+def _call_affine(torch):
     x, W, b = _mlp_layer(torch)
     return lambda: x @ W + b
 
@@ -236,17 +236,17 @@ def _embedding_table(torch):
     return C, ix
 
 
-def call_embedding_lookup(torch):
+def _call_embedding_lookup(torch):
     C, ix = _embedding_table(torch)
     return lambda: C[ix]
 
 
-def call_embedding_view(torch):
+def _call_embedding_view(torch):
     C, ix = _embedding_table(torch)
     return lambda: C[ix].view(-1, N_EMBD * BLOCK)
 
 
-def call_cross_entropy(torch):
+def _call_cross_entropy(torch):
     torch.manual_seed(0)
     logits = torch.randn((BATCH, VOCAB), requires_grad=True)
     targets = torch.randint(0, VOCAB, (BATCH,))
@@ -254,35 +254,35 @@ def call_cross_entropy(torch):
     return lambda: F.cross_entropy(logits, targets)
 
 
-def call_softmax(torch):
+def _call_softmax(torch):
     torch.manual_seed(0)
     x = torch.randn((8, 16, 64), requires_grad=True)
     F = torch.nn.functional
     return lambda: F.softmax(x, dim=-1)
 
 
-def call_layer_norm(torch):
+def _call_layer_norm(torch):
     torch.manual_seed(0)
     norm = torch.nn.LayerNorm(64)
     x = torch.randn((8, 16, 64), requires_grad=True)
     return lambda: norm(x)
 
 
-def call_linear(torch):
+def _call_linear(torch):
     torch.manual_seed(0)
     layer = torch.nn.Linear(N_EMBD * BLOCK, HIDDEN)
     x = torch.randn(BATCH, N_EMBD * BLOCK)
     return lambda: layer(x)
 
 
-def call_embedding(torch):
+def _call_embedding(torch):
     torch.manual_seed(0)
     layer = torch.nn.Embedding(VOCAB, N_EMBD)
     ix = torch.randint(0, VOCAB, (BATCH, BLOCK))
     return lambda: layer(ix)
 
 
-def call_module(torch):
+def _call_module(torch):
     """Module.__call__'s own cost: a module whose forward returns its input."""
     layer = torch.nn.Identity()
     x = torch.zeros(4, 4)
@@ -302,15 +302,15 @@ def _lstm(torch, bidirectional):
     return step
 
 
-def call_lstm(torch):
+def _call_lstm(torch):
     return _lstm(torch, False)
 
 
-def call_bilstm(torch):
+def _call_bilstm(torch):
     return _lstm(torch, True)
 
 
-def call_dropout(torch):
+def _call_dropout(torch):
     torch.manual_seed(0)
     x = torch.randn((BATCH, HIDDEN), requires_grad=True)
     F = torch.nn.functional
@@ -324,7 +324,7 @@ def _unary(name):
         function = getattr(torch, name)
         return lambda: function(x)
 
-    make.__name__ = f"call_{name}"
+    make.__name__ = f"_call_{name}"
     return make
 
 
@@ -342,35 +342,35 @@ def _indexed(torch):
     return torch.randn((BATCH, HIDDEN), requires_grad=True)
 
 
-def call_index_int(torch):
+def _call_index_int(torch):
     x = _indexed(torch)
     return lambda: x[3]
 
 
-def call_index_slice(torch):
+def _call_index_slice(torch):
     x = _indexed(torch)
     return lambda: x[2:10]
 
 
-def call_index_0d(torch):
+def _call_index_0d(torch):
     x = _indexed(torch)
     i = torch.tensor(3)
     return lambda: x[i]
 
 
-def call_index_tensor(torch):
+def _call_index_tensor(torch):
     x = _indexed(torch)
     ix = torch.randint(0, BATCH, (BATCH,))
     return lambda: x[ix]
 
 
-def call_index_mask(torch):
+def _call_index_mask(torch):
     x = _indexed(torch)
     mask = x.detach() > 0
     return lambda: x[mask]
 
 
-def call_backward(torch):
+def _call_backward(torch):
     """Forward and backward of a small expression (the autograd engine's own cost)."""
     a, b = _pair(torch, (BATCH, 64))
 
@@ -381,7 +381,7 @@ def call_backward(torch):
     return step
 
 
-def call_sgd_by_hand(torch):
+def _call_sgd_by_hand(torch):
     _, W, _ = _mlp_layer(torch)
 
     def step():
@@ -390,7 +390,7 @@ def call_sgd_by_hand(torch):
     return step
 
 
-def call_zero_grad(torch):
+def _call_zero_grad(torch):
     parameters = _gpt_parameters(torch)
     optimizer = torch.optim.SGD(parameters, lr=0.1)
     grads = [p.grad for p in parameters]
@@ -403,47 +403,47 @@ def call_zero_grad(torch):
     return step
 
 
-def call_sgd_step(torch):
+def _call_sgd_step(torch):
     parameters = _gpt_parameters(torch)
     optimizer = torch.optim.SGD(parameters, lr=1e-3, momentum=0.9)
     return optimizer.step
 
 
-def call_adamw_step(torch):
+def _call_adamw_step(torch):
     parameters = _gpt_parameters(torch)
     optimizer = torch.optim.AdamW(parameters, lr=1e-3)
     return optimizer.step
 
 
-def call_clip_grad_norm(torch):
+def _call_clip_grad_norm(torch):
     parameters = _gpt_parameters(torch)
     clip = torch.nn.utils.clip_grad_norm_
     return lambda: clip(parameters, 1e9)  # a norm far below the limit: the grads stay as they are
 
 
-def call_rand(torch):
+def _call_rand(torch):
     return lambda: torch.rand(BATCH)
 
 
-def call_randn(torch):
+def _call_randn(torch):
     return lambda: torch.randn(BATCH)
 
 
-def call_randn_2d(torch):
+def _call_randn_2d(torch):
     return lambda: torch.randn(BATCH, N_EMBD * BLOCK)
 
 
-def call_randint(torch):
+def _call_randint(torch):
     return lambda: torch.randint(0, VOCAB, (BATCH,))
 
 
-def call_multinomial(torch):
+def _call_multinomial(torch):
     torch.manual_seed(0)
     p = torch.rand(VOCAB)
     return lambda: torch.multinomial(p, 1, replacement=True)
 
 
-def call_data_loader(torch):
+def _call_data_loader(torch):
     """One batch of 32 from a shuffled DataLoader over a TensorDataset of (context, next) pairs."""
     torch.manual_seed(0)
     X, Y = _names_data(torch)
@@ -568,38 +568,38 @@ def _numpy_draws(kind):
 
 
 CALLS = [
-    ("a + b, 4x4", call_add, _numpy_add),
-    ("a.sum(), 4x4", call_sum, _numpy_sum),
-    ("x @ W + b (32,30)@(30,200)", call_affine, _numpy_affine),
-    ("C[ix], ix (32, 3)", call_embedding_lookup, _numpy_lookup),
-    ("C[ix].view(-1, 30)", call_embedding_view, _numpy_lookup_view),
-    ("F.cross_entropy (32, 27)", call_cross_entropy, _numpy_cross_entropy),
-    ("F.softmax (8, 16, 64)", call_softmax, _numpy_softmax),
-    ("nn.LayerNorm(64) (8,16,64)", call_layer_norm, _numpy_layer_norm),
-    ("nn.Linear(30, 200) (32,30)", call_linear, _numpy_affine),
-    ("nn.Embedding(27, 10) (32,3)", call_embedding, _numpy_lookup),
-    ("Module.__call__ (Identity)", call_module, None),
-    ("nn.LSTM fwd+bwd (8,4,16)", call_lstm, None),
-    ("bi-LSTM fwd+bwd (8,4,16)", call_bilstm, None),
-    ("F.dropout (32, 200)", call_dropout, None),
+    ("a + b, 4x4", _call_add, _numpy_add),
+    ("a.sum(), 4x4", _call_sum, _numpy_sum),
+    ("x @ W + b (32,30)@(30,200)", _call_affine, _numpy_affine),
+    ("C[ix], ix (32, 3)", _call_embedding_lookup, _numpy_lookup),
+    ("C[ix].view(-1, 30)", _call_embedding_view, _numpy_lookup_view),
+    ("F.cross_entropy (32, 27)", _call_cross_entropy, _numpy_cross_entropy),
+    ("F.softmax (8, 16, 64)", _call_softmax, _numpy_softmax),
+    ("nn.LayerNorm(64) (8,16,64)", _call_layer_norm, _numpy_layer_norm),
+    ("nn.Linear(30, 200) (32,30)", _call_linear, _numpy_affine),
+    ("nn.Embedding(27, 10) (32,3)", _call_embedding, _numpy_lookup),
+    ("Module.__call__ (Identity)", _call_module, None),
+    ("nn.LSTM fwd+bwd (8,4,16)", _call_lstm, None),
+    ("bi-LSTM fwd+bwd (8,4,16)", _call_bilstm, None),
+    ("F.dropout (32, 200)", _call_dropout, None),
     ("tanh (32, 200)", _unary("tanh"), _numpy_unary("tanh")),
     ("exp (32, 200)", _unary("exp"), _numpy_unary("exp")),
     ("log (32, 200)", _unary("log"), _numpy_unary("log")),
-    ("x[3]", call_index_int, _numpy_index(lambda x: 3)),
-    ("x[2:10]", call_index_slice, _numpy_index(lambda x: slice(2, 10))),
-    ("x[0-d tensor]", call_index_0d, _numpy_index(lambda x: np.array(3))),
-    ("x[index (32,)]", call_index_tensor, _numpy_index(lambda x: np.random.default_rng(0).integers(0, BATCH, BATCH))),
-    ("x[bool mask]", call_index_mask, _numpy_index(lambda x: x > 0)),
-    ("(a*b).tanh().sum() backward", call_backward, None),
-    ("W.data += -0.1 * W", call_sgd_by_hand, _numpy_sgd_by_hand),
-    ("zero_grad, GPT params", call_zero_grad, None),
-    ("SGD step, GPT params", call_sgd_step, None),
-    ("AdamW step, GPT params", call_adamw_step, None),
-    ("clip_grad_norm_, GPT", call_clip_grad_norm, None),
-    ("rand(32)", call_rand, _numpy_draws("rand")),
-    ("randn(32)", call_randn, _numpy_draws("randn")),
-    ("randn(32, 30)", call_randn_2d, _numpy_draws("randn_2d")),
-    ("randint(0, 27, (32,))", call_randint, _numpy_draws("randint")),
-    ("multinomial(27 probs, 1)", call_multinomial, None),
-    ("DataLoader batch of 32", call_data_loader, None),
+    ("x[3]", _call_index_int, _numpy_index(lambda x: 3)),
+    ("x[2:10]", _call_index_slice, _numpy_index(lambda x: slice(2, 10))),
+    ("x[0-d tensor]", _call_index_0d, _numpy_index(lambda x: np.array(3))),
+    ("x[index (32,)]", _call_index_tensor, _numpy_index(lambda x: np.random.default_rng(0).integers(0, BATCH, BATCH))),
+    ("x[bool mask]", _call_index_mask, _numpy_index(lambda x: x > 0)),
+    ("(a*b).tanh().sum() backward", _call_backward, None),
+    ("W.data += -0.1 * W", _call_sgd_by_hand, _numpy_sgd_by_hand),
+    ("zero_grad, GPT params", _call_zero_grad, None),
+    ("SGD step, GPT params", _call_sgd_step, None),
+    ("AdamW step, GPT params", _call_adamw_step, None),
+    ("clip_grad_norm_, GPT", _call_clip_grad_norm, None),
+    ("rand(32)", _call_rand, _numpy_draws("rand")),
+    ("randn(32)", _call_randn, _numpy_draws("randn")),
+    ("randn(32, 30)", _call_randn_2d, _numpy_draws("randn_2d")),
+    ("randint(0, 27, (32,))", _call_randint, _numpy_draws("randint")),
+    ("multinomial(27 probs, 1)", _call_multinomial, None),
+    ("DataLoader batch of 32", _call_data_loader, None),
 ]

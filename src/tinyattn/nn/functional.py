@@ -697,7 +697,8 @@ class CrossEntropyOp(Op):
             if ctx.reduction == "none":
                 return (probs - one_hot) * grad[:, None], None, None, None
             count = shifted.dtype.type(shifted.shape[0])
-            return (probs - one_hot) * (grad / np.maximum(count, 1) if ctx.reduction == "mean" else grad), None, None, None
+            scale = grad / np.maximum(count, 1) if ctx.reduction == "mean" else grad
+            return (probs - one_hot) * scale, None, None, None
         classes = xp.arange(probs.shape[1], **backend.creation_kwargs(xp))
         one_hot = xp.astype(classes[None, :] == target[:, None], probs.dtype)
         weight = xp.astype(valid, probs.dtype)[:, None]
