@@ -247,9 +247,9 @@ class Function:
 
     @classmethod
     def apply(cls, *args):
+        """Runs forward and, when a gradient is needed, records the node that backward will call."""
         # This runs for every op, so it walks the arguments once and keeps to plain loops; the common
         # case (a built-in op on NumPy arrays) takes no detour through helpers.
-        """Runs forward and, when a gradient is needed, records the node that backward will call."""
         node = _new_node(Node)  # Node(cls), without the call of __init__
         node.function = cls
         tensors, arrays, needs = [], [], []
