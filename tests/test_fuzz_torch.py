@@ -1393,6 +1393,46 @@ TRANSFORMER_OPTIONS = st.fixed_dictionaries({
 
 SEEDS = st.integers(0, 2**32 - 1)
 BETA = number(("int", "float"))
+def square_matrices(data, drawn):
+    """(..., n, n) with n from 0 to 3, sometimes a batch of them."""
+    n = data.draw(st.integers(0, 3), label="n")
+    return tuple(data.draw(st.lists(st.integers(1, 2), max_size=1), label="batch")) + (n, n)
+
+
+def distinct_along_dim(x, dim, *rest):
+    """The median's gradient goes to one of the elements equal to it: which one is PyTorch's choice, so
+    gradients are compared where the numbers along the dim differ."""
+    values = np.atleast_1d(x.values)
+    if not -values.ndim <= dim < values.ndim or values.shape[dim] == 0:
+        return True
+    rows = np.moveaxis(values, dim, -1).reshape(-1, values.shape[dim])
+    return all(len(set(row.tolist())) == len(row) for row in rows)
+
+
+def bool_beside_a_float_with_grad(y, x):
+    """atan2 of a bool and a float that requires grad: PyTorch's forward returns, its backward then
+    fails (it negates the bool tensor)."""
+    return "bool" in (y.values.dtype.name, x.values.dtype.name) and (y.grad or x.grad)
+
+
+def a_bool_0d(x, *rest):
+    """median of a 0-d or empty bool tensor: PyTorch returns a value, while it refuses the other bool
+    tensors ("median_cpu" not implemented for 'Bool')."""
+    return x.values.dtype == np.bool_ and (x.values.ndim == 0 or x.values.size == 0)
+
+
+def near_singular(x):
+    """An inverse of a (nearly) singular matrix: PyTorch's LU and NumPy's differ in what they find singular,
+    and the inverse's numbers there are too large to compare. det's gradient there: tinyattn gives the
+    cofactor matrix, PyTorch zeros at some singular matrices."""
+    values = x.values.astype(np.float64)
+    if values.size == 0:
+        return False
+    if not np.all(np.isfinite(values)):
+        return True
+    return bool(np.any(np.abs(np.linalg.det(values)) < 1e-3) or np.linalg.cond(values).max() > 1e4)
+
+
 X = T()  # any dtype, any shape (0-d and 0-size included)
 XF = T(FLOATS)
 Y = T(like=0)  # broadcasts with the first argument, mostly
@@ -1918,6 +1958,21 @@ TABLE = [
     # spread a NaN to different places of the gradients)
     module("SelfAttention_v1", st.tuples(st.integers(1, 3), st.integers(1, 3)), TOKENS(2)),
     module("SelfAttention_v2", st.tuples(st.integers(1, 3), st.integers(1, 3), st.booleans()), TOKENS(2)),
+    # --- the general names of introductory code (tinyattn/functions_more.py) ---
+    *[e for name in ("asin", "acos", "atan", "sinh", "cosh", "arcsin", "arccos", "arctan") for e in both(name, X)],
+    *both("atan2", X, Y, quirk=bool_beside_a_float_with_grad), *both("arctan2", X, Y, quirk=bool_beside_a_float_with_grad),
+    *[e for name in ("logical_and", "logical_or", "logical_xor") for e in both(name, X, Y)],
+    *both("bitwise_xor", X, Y),
+    *both("multiply", X, one_of(Y, NUMBER)),
+    *both("ravel", X),
+    *both("swapaxes", X, dim(), dim()), *both("swapdims", X, dim(), dim()),
+    *both("median", X, quirk=a_bool_0d),
+    *both("median", X, DIM, KEEPDIM, id="median(dim)", grad=distinct_along_dim, quirk=a_bool_0d),
+    *both("diag", X, Kw("diagonal", maybe(st.integers(-3, 3)))),
+    *both("dist", XF, YF, Kw("p", maybe(st.sampled_from([1, 2, 3]))), grad=False),
+    *both("lerp", XF, YF, st.floats(0.0, 1.0)),
+    *both("det", T(FLOATS, shape=square_matrices), grad=lambda x: not near_singular(x)),
+    *both("inverse", T(FLOATS, shape=square_matrices), quirk=near_singular),
     module("CausalAttention", st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 4), DROPOUT,
                                         st.booleans()), TOKENS(3), differs=longer_than_context),
     module("MultiHeadAttentionWrapper", st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 4), DROPOUT,
@@ -1985,6 +2040,25 @@ NOT_FUZZED = {
     **dict.fromkeys([f"tinyattn.{name}" for name in ("FloatTensor", "DoubleTensor", "LongTensor", "IntTensor",
                                                       "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor")],
                     "legacy constructors (sizes or data, not tensors): tests/test_dtypes_more.py against PyTorch's"),
+    **dict.fromkeys(["tinyattn.normal", "tinyattn.bernoulli", "Tensor.bernoulli", "Tensor.random_"],
+                    "random draws: tests/test_intro_names.py compares them with PyTorch's for the same seed"),
+    **dict.fromkeys(["tinyattn.set_default_dtype", "tinyattn.set_default_tensor_type", "tinyattn.set_default_device",
+                     "tinyattn.get_default_device", "tinyattn.use_deterministic_algorithms",
+                     "tinyattn.are_deterministic_algorithms_enabled",
+                     "tinyattn.is_deterministic_algorithms_warn_only_enabled"],
+                    "settings, no ops: tests/test_intro_names.py"),
+    **dict.fromkeys(["Tensor.squeeze_", "Tensor.unsqueeze_", "Tensor.resize_", "Tensor.resize", "Tensor.new"],
+                    "shape changes in place and the legacy constructor: tests/test_intro_names.py"),
+    **dict.fromkeys(["tinyattn.addcmul", "Tensor.addcmul", "tinyattn.addcdiv", "Tensor.addcdiv", "Tensor.addcmul_",
+                     "Tensor.addcdiv_", "tinyattn.cross", "Tensor.cross", "tinyattn.diagonal", "Tensor.diagonal",
+                     "tinyattn.index_add", "Tensor.index_add", "Tensor.index_add_", "tinyattn.sin_", "Tensor.sin_",
+                     "tinyattn.svd", "Tensor.svd", "tinyattn.cdist", "tinyattn.logspace", "tinyattn.meshgrid",
+                     "tinyattn.std_mean", "tinyattn.var_mean", "linalg.cross", "linalg.det", "linalg.inv",
+                     "linalg.matrix_norm", "linalg.norm", "linalg.solve", "linalg.svd", "linalg.svdvals",
+                     "nn.CosineSimilarity", "nn.GroupNorm", "nn.LazyLinear", "nn.PairwiseDistance",
+                     "nn.ParameterDict", "nn.ParameterList"],
+                    "compared with PyTorch (values and gradients) and gradient-checked by Hypothesis in "
+                    "tests/test_intro_names.py"),
     **dict.fromkeys(["tinyattn.autocast", "tinyattn.is_autocast_enabled", "tinyattn.compile",
                      "tinyattn.get_float32_matmul_precision", "tinyattn.set_float32_matmul_precision"],
                     "names accepted for compatibility, no ops: tests/test_compat.py against PyTorch's"),

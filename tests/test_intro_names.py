@@ -50,7 +50,7 @@ torch.cdist torch.logsumexp torch.softmax torch.log_softmax torch.histc torch.bi
 torch.round torch.sign torch.pow torch.lerp torch.inverse torch.det torch.svd torch.std_mean torch.var_mean
 torch.cross torch.trace torch.diagonal torch.repeat_interleave torch.square torch.rsqrt torch.erf torch.asin
 torch.acos torch.atan torch.atan2 torch.sinh torch.cosh torch.logical_and torch.multiply torch.bitwise_xor
-torch.use_deterministic_algorithms torch.set_default_tensor_type
+torch.use_deterministic_algorithms torch.set_default_tensor_type torch.set_default_device
 torch.linalg.norm torch.linalg.inv torch.linalg.solve torch.linalg.det torch.linalg.svd torch.linalg.matrix_norm
 torch.linalg.vector_norm torch.linalg.cross
 torch.testing.assert_close torch.autograd.grad torch.autograd.Function torch.autograd.gradcheck
@@ -539,6 +539,14 @@ def test_set_default_dtype_changes_new_tensors_and_layers(torch):
         tinyattn.set_default_dtype(tinyattn.float32)
 
 
+def test_the_default_device_is_the_cpu():
+    tinyattn.set_default_device("cpu")
+    tinyattn.set_default_device(None)
+    assert tinyattn.get_default_device() == tinyattn.device("cpu") and tinyattn.zeros(1).device.type == "cpu"
+    with pytest.raises(RuntimeError, match="give the device to each factory"):
+        tinyattn.set_default_device("cuda")
+
+
 def test_deterministic_algorithms_setting_reads_back():
     try:
         tinyattn.use_deterministic_algorithms(True)
@@ -664,3 +672,15 @@ def test_out_refuses_what_pytorch_refuses(torch):
         with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
             out = m.add(m.ones(2), 1, out=m.zeros(3))
         assert out.tolist() == [2.0, 2.0]
+
+
+def test_a_number_on_the_left_is_the_ops_second_input_as_in_pytorch(torch):
+    """2 * b and 1 + b are b.mul(2) and b.add(1) in PyTorch: the graph lists b's node first (the
+    autograd tutorial walks grad_fn.next_functions and prints them)."""
+    for m in (tinyattn, torch):
+        a = m.linspace(0.0, 3.0, steps=4, requires_grad=True)
+        b = m.sin(a)
+        c, d = 2 * b, 1 + b
+        assert [n.name() if n is not None else None for n, _ in c.grad_fn.next_functions] == [
+            "SinBackward0", None], m.__name__
+        assert [n is None for n, _ in d.grad_fn.next_functions] == [False, True]

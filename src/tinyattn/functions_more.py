@@ -22,6 +22,7 @@ from .autograd import grad_mode, no_grad
 from .errors import ShapeError
 from .functions import _from_host, _float_dtype, generator_or_default, linspace, tensor
 from .tensor import Size, Tensor, _check_not_bool, _dim, _floating, _shape_arg
+from .tensor import result_dtype as _result_dtype
 
 
 
@@ -61,6 +62,11 @@ def atan(input):
 def atan2(input, other):
     """The angle of the point (other, input), elementwise: atan2(y, x) in (-pi, pi]; broadcasts."""
     y, x = _same_float_operands(input, other, "atan2")
+    try:
+        np.broadcast_shapes(tuple(y.shape), tuple(x.shape))
+    except ValueError:
+        raise ShapeError(f"atan2: shapes {list(y.shape)} and {list(x.shape)} cannot be broadcast together (each "
+                         "dim, aligned from the right, must be equal or 1)") from None
     return ops_more.Atan2.apply(y, x)
 
 
@@ -83,8 +89,20 @@ def sin_(input):
 
 
 def lerp(input, end, weight):
-    """The linear interpolation input + weight * (end - input) (weight a number or a tensor)."""
-    return input + weight * (end - input)
+    """The linear interpolation from input to end by weight (a number or a tensor), computed as
+    PyTorch does: input + weight * (end - input) where |weight| < 0.5, else end - (end - input) *
+    (1 - weight), which lands exactly on end at weight 1."""
+    if not isinstance(end, Tensor) or end.dtype is not input.dtype:
+        raise TypeError(f"lerp: expected end of input's dtype {input.dtype}, got "
+                        f"{end.dtype if isinstance(end, Tensor) else type(end).__name__}: convert it with .to()")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"lerp needs floating point tensors, got {input.dtype}")
+    if isinstance(weight, Tensor):
+        near_start = weight.abs() < 0.5
+        return _functions.where(near_start, input + weight * (end - input), end - (end - input) * (1 - weight))
+    if abs(weight) < 0.5:
+        return input + weight * (end - input)
+    return end - (end - input) * (1 - weight)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
@@ -115,11 +133,11 @@ def _same_float_operands(a, b, name):
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError(f"{name} needs at least one tensor, got {type(a).__name__} and {type(b).__name__}")
     like = a if isinstance(a, Tensor) else b
-    a = a if isinstance(a, Tensor) else tensor(a, device=like.device)
-    b = b if isinstance(b, Tensor) else tensor(b, device=like.device)
-    dtype = dtypes.promote(a.dtype, b.dtype) if a.ndim and b.ndim else (a.dtype if a.ndim else b.dtype)
+    dtype = _result_dtype(a, b)  # PyTorch's promotion (a 0-d tensor or a number does not widen a tensor)
     if not dtype.is_floating_point:
         dtype = dtypes.default_float
+    a = a if isinstance(a, Tensor) else tensor(a, device=like.device)
+    b = b if isinstance(b, Tensor) else tensor(b, device=like.device)
     return a.to(dtype), b.to(dtype)
 
 
@@ -136,9 +154,7 @@ def median(input, dim=None, keepdim=False):
     dim it goes to the element at the returned index.
     """
     _check_not_bool(input, "median")
-    if dim is None:
-        if input.numel() == 0:
-            raise ValueError("median() of an empty tensor: PyTorch refuses it too; give a tensor with elements")
+    if dim is None:  # (of no elements: NaN, or the smallest integer, as PyTorch gives)
         return ops_more.MedianAll.apply(input)
     axis = _dim(dim, builtins.max(input.ndim, 1))
     x = input.reshape(1) if input.ndim == 0 else input
@@ -562,6 +578,21 @@ def set_default_tensor_type(t):
     set_default_dtype(_TENSOR_TYPES[name])
 
 
+def set_default_device(device):
+    """The device of new tensors made without device=. tinyattn makes them on the CPU, so "cpu" (and
+    None, which resets) is accepted; a GPU is refused with what to write instead, since tinyattn's
+    factories do not read a default device."""
+    if device is not None and backend.device(device).type != "cpu":
+        raise RuntimeError(f"set_default_device({device!r}): tinyattn makes new tensors on the CPU unless told "
+                           "otherwise; give the device to each factory (torch.zeros(3, device='cuda')) or move "
+                           "tensors and models with .to('cuda')")
+
+
+def get_default_device():
+    """The device of new tensors made without device=: the CPU."""
+    return backend.device("cpu")
+
+
 _deterministic = {"mode": False, "warn_only": False}
 
 
@@ -707,7 +738,7 @@ __all__ = [
     "addcmul", "addcdiv", "median", "std_mean", "var_mean", "dist", "cdist", "ravel", "swapaxes", "swapdims",
     "meshgrid", "diag", "diagonal", "inverse", "det", "svd", "cross", "index_add", "logical_and", "logical_or",
     "logical_xor", "bitwise_xor", "multiply", "normal", "bernoulli", "logspace", "set_default_dtype",
-    "set_default_tensor_type", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
-    "is_deterministic_algorithms_warn_only_enabled", "add", "sub", "mul", "div", "matmul", "mm", "bmm", "rand", "randn",
-    "max", "min",
+    "set_default_tensor_type", "set_default_device", "get_default_device", "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+    "add", "sub", "mul", "div", "matmul", "mm", "bmm", "rand", "randn", "max", "min",
 ]

@@ -88,7 +88,7 @@ def solve(A, B, *, left=True):
     from . import ops_more
 
     if not left:
-        return solve(A.mT, B.mT).mT
+        return solve(A.transpose(-2, -1), B.transpose(-2, -1)).transpose(-2, -1)
     functions_more._square_matrices(A, "linalg.solve")
     if not isinstance(B, Tensor) or B.dtype is not A.dtype:
         raise TypeError(f"linalg.solve: B must be a tensor of A's dtype {A.dtype}, got {B!r}")
@@ -108,7 +108,7 @@ def cross(input, other, *, dim=-1):
 def svd(A, full_matrices=True):
     """A = U diag(S) Vh, as (U, S, Vh), S descending. No gradient (refused for a tensor that requires it)."""
     U, S, V = functions_more.svd(A, some=not full_matrices)
-    return SvdResult(U, S, V.mT)
+    return SvdResult(U, S, V.transpose(-2, -1))
 
 
 def svdvals(A):

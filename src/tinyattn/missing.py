@@ -48,8 +48,6 @@ LEFT_OUT = {
     "torch.nn.init._calculate_fan_in_and_fan_out": "a private helper",
     "torch.nn.parallel.scatter": "splitting a batch across several GPUs",
     "torch.autograd.profiler": "PyTorch's profiler of its own kernels' timings",
-    "torch.set_default_device": "a default device for new tensors: tinyattn makes them on the CPU unless given "
-                                "device=",
     # names that today's PyTorch lacks too: the code that uses them stops on PyTorch as well
     "torch.set_deterministic": "not in PyTorch either: removed in PyTorch 1.9, now torch.use_deterministic_algorithms",
     "torch.functional.relu": "not in PyTorch either: torch.functional has none of torch.nn.functional's layers",

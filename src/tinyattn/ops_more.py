@@ -64,7 +64,8 @@ class Atan(Op):
 
 class Atan2(Op):
     """The angle of the point (x, y), atan2(y, x), in (-pi, pi]; d/dy = x / r^2, d/dx = -y / r^2
-    with r^2 = x^2 + y^2 (y and x broadcast)."""
+    with r^2 = x^2 + y^2 (y and x broadcast). At the origin, where the angle has no derivative, the
+    gradients are 0, as PyTorch makes them (1 / r^2 taken as 0 where it is infinite)."""
 
     @staticmethod
     def forward(ctx, y, x):
@@ -75,8 +76,9 @@ class Atan2(Op):
     def backward(ctx, grad):
         y, x = ctx.saved_tensors
         xp = ctx.xp
-        r2 = x * x + y * y
-        return unbroadcast(xp, grad * x / r2, y.shape), unbroadcast(xp, -grad * y / r2, x.shape)
+        reciprocal = 1 / (x * x + y * y)
+        reciprocal = xp.where(xp.isinf(reciprocal), 0, reciprocal)
+        return unbroadcast(xp, grad * x * reciprocal, y.shape), unbroadcast(xp, grad * -y * reciprocal, x.shape)
 
 
 class Sinh(Op):
@@ -120,7 +122,10 @@ class MedianAll(Op):
     def forward(ctx, x):
         xp = ctx.xp
         flat = xp.reshape(x, (-1,))
-        if bool(xp.any(xp.isnan(flat))):
+        floating = xp.isdtype(x.dtype, "real floating")
+        if flat.shape[0] == 0:  # no middle element: NaN (the smallest integer for integers), as PyTorch gives
+            value = xp.asarray(xp.nan if floating else xp.iinfo(x.dtype).min, dtype=x.dtype)
+        elif floating and bool(xp.any(xp.isnan(flat))):
             value = xp.asarray(xp.nan, dtype=x.dtype)
         else:
             value = xp.sort(flat)[(flat.shape[0] - 1) // 2]
@@ -132,7 +137,8 @@ class MedianAll(Op):
         x, value = ctx.saved_tensors
         xp = ctx.xp
         chosen = (x == value) | (xp.isnan(x) & xp.isnan(value))
-        return xp.where(chosen, grad / xp.sum(xp.astype(chosen, grad.dtype)), 0)
+        count = xp.sum(xp.astype(chosen, grad.dtype))
+        return xp.where(chosen, grad / xp.where(count > 0, count, 1), 0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,9 +244,23 @@ class Inverse(Op):
         return -backend.matmul(backend.matmul(inverse_t, grad), inverse_t)
 
 
+def _cofactors(a):
+    """The cofactor matrix C of each square matrix of a NumPy array: C[i, j] = (-1)^(i+j) det(A without
+    row i and column j). It is d det(A) / dA, for singular matrices too."""
+    n = a.shape[-1]
+    out = np.empty_like(a)
+    for i in range(n):
+        for j in range(n):
+            minor = np.delete(np.delete(a, i, axis=-2), j, axis=-1)
+            out[..., i, j] = (-1) ** (i + j) * np.linalg.det(minor) if n > 1 else 1
+    return out
+
+
 class Det(Op):
-    """The determinant of each square matrix; d det(A) / dA = det(A) A^-T (Jacobi's formula). That
-    form needs A invertible: the gradient at a singular matrix is refused with a clear error."""
+    """The determinant of each square matrix; d det(A) / dA = det(A) A^-T (Jacobi's formula) where A is
+    invertible, and the cofactor matrix of A (the same thing, written without the inverse) where it
+    is singular. (PyTorch's backward gives zeros at some singular matrices, [[1, 2], [2, 4]] among
+    them, where the cofactors are not zero.)"""
 
     @staticmethod
     def forward(ctx, a):
@@ -253,12 +273,16 @@ class Det(Op):
     def backward(ctx, grad):
         a, det = ctx.saved_tensors
         xp = ctx.xp
-        try:
-            inverse = xp.linalg.inv(a)
-        except _LinAlgError:
-            raise RuntimeError("the gradient of det at a singular matrix: tinyattn computes it as det(A) A^-T, "
-                               "which needs A invertible") from None
-        return (grad * det)[..., None, None] * _mT(xp, inverse)
+        if a.shape[-1] == 0:
+            return xp.zeros(a.shape, dtype=a.dtype, **backend.creation_kwargs(xp))
+        if bool(xp.all(det != 0)):
+            try:
+                return (grad * det)[..., None, None] * _mT(xp, xp.linalg.inv(a))
+            except _LinAlgError:
+                pass
+        # a singular matrix (rare, and small in teaching code): the cofactors, on the host
+        cofactors = backend.from_host(_cofactors(backend.to_host(a)), backend.device_of(a))
+        return grad[..., None, None] * cofactors
 
 
 class Solve(Op):

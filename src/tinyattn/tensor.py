@@ -632,8 +632,8 @@ class Tensor:
     def __add__(self, other):
         return _binary(ops.Add, self, other)
 
-    def __radd__(self, other):
-        return _binary(ops.Add, other, self)
+    def __radd__(self, other):  # 1 + x is x.add(1) in PyTorch: the tensor is the op's first input
+        return _binary(ops.Add, self, other)
 
     def __sub__(self, other):  # _promote refuses a bool operand, as PyTorch does
         return _binary(ops.Sub, self, other)
@@ -645,8 +645,8 @@ class Tensor:
         """self * other, elementwise, with broadcasting."""
         return _binary(ops.Mul, self, other)
 
-    def __rmul__(self, other):
-        return _binary(ops.Mul, other, self)
+    def __rmul__(self, other):  # 2 * x is x.mul(2): grad_fn.next_functions lists x first, as in PyTorch
+        return _binary(ops.Mul, self, other)
 
     def __truediv__(self, other):
         return _binary(ops.Div, self, other)
