@@ -2056,7 +2056,8 @@ NOT_FUZZED = {
                      "tinyattn.std_mean", "tinyattn.var_mean", "linalg.cross", "linalg.det", "linalg.inv",
                      "linalg.matrix_norm", "linalg.norm", "linalg.solve", "linalg.svd", "linalg.svdvals",
                      "nn.CosineSimilarity", "nn.GroupNorm", "nn.LazyLinear", "nn.PairwiseDistance",
-                     "nn.ParameterDict", "nn.ParameterList"],
+                     "nn.ParameterDict", "nn.ParameterList", "F.cosine_similarity", "F.group_norm",
+                     "F.pairwise_distance"],
                     "compared with PyTorch (values and gradients) and gradient-checked by Hypothesis in "
                     "tests/test_intro_names.py"),
     **dict.fromkeys(["tinyattn.autocast", "tinyattn.is_autocast_enabled", "tinyattn.compile",

@@ -77,7 +77,8 @@ def test_functions_pytorch_writes_in_python_refuse_the_numpy_names(torch, call):
 # Methods where PyTorch also takes axis= but tinyattn does not: those whose dim comes before a required
 # index tensor (x.gather(axis=0, index=i) would need dim to become optional), which the corpus of
 # teaching programs never calls with axis=.
-WITHOUT_AXIS = {"gather", "index_select", "scatter", "scatter_", "scatter_add", "scatter_add_"}
+WITHOUT_AXIS = {"gather", "index_select", "scatter", "scatter_", "scatter_add", "scatter_add_", "index_add",
+                "index_add_"}
 
 
 def test_every_method_with_a_dim_takes_axis_where_pytorch_does(torch):

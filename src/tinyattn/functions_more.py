@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from . import backend, dtypes, ops, ops_more
+from . import backend, dtypes, numpy_names, ops, ops_more
 from . import functions as _functions
 from .autograd import grad_mode, no_grad
 from .errors import ShapeError
@@ -145,8 +145,9 @@ def _same_float_operands(a, b, name):
 # reductions
 
 
-def median(input, dim=None, keepdim=False):
-    """The lower median: of all elements (a 0-d tensor), or along `dim` as (values, indices).
+def median(input, dim=None, keepdim=False, *, axis=None):
+    """The lower median: of all elements (a 0-d tensor), or along `dim` (or NumPy's `axis`) as
+    (values, indices).
 
     Of an even count it is the smaller of the two middle values, as in PyTorch (not their mean, as
     in NumPy). A NaN makes the median NaN (its index is the first NaN's). The gradient of the median
@@ -154,6 +155,7 @@ def median(input, dim=None, keepdim=False):
     dim it goes to the element at the returned index.
     """
     _check_not_bool(input, "median")
+    dim = numpy_names.dim_or_axis("median", dim, axis)
     if dim is None:  # (of no elements: NaN, or the smallest integer, as PyTorch gives)
         return ops_more.MedianAll.apply(input)
     axis = _dim(dim, builtins.max(input.ndim, 1))
@@ -272,14 +274,14 @@ def _become(tensor, result, name):
     return tensor
 
 
-def squeeze_(input, dim=None):
+def squeeze_(input, dim=None, *, axis=None):
     """squeeze in place: the tensor itself loses its size-1 dims (all, or `dim`)."""
-    return _become(input, input.squeeze(dim), "squeeze_")
+    return _become(input, input.squeeze(numpy_names.dim_or_axis("squeeze_", dim, axis)), "squeeze_")
 
 
-def unsqueeze_(input, dim):
+def unsqueeze_(input, dim=None, *, axis=None):
     """unsqueeze in place: the tensor itself gains a size-1 dim at `dim`."""
-    return _become(input, input.unsqueeze(dim), "unsqueeze_")
+    return _become(input, input.unsqueeze(numpy_names.required_dim("unsqueeze_", dim, axis)), "unsqueeze_")
 
 
 def resize_(input, *sizes):
@@ -384,9 +386,10 @@ def svd(input, some=True, compute_uv=True):
                        for a in (u, s, np.swapaxes(vh, -1, -2))))
 
 
-def cross(input, other, dim=None):
+def cross(input, other, dim=None, *, axis=None):
     """The cross product of 3-vectors along `dim` (the first dim of size 3 when not given, as
     torch.cross does today, with its warning): c_i = a_{i+1} b_{i+2} - a_{i+2} b_{i+1}."""
+    dim = numpy_names.dim_or_axis("cross", dim, axis)
     if dim is None:
         sizes = [d for d, n in enumerate(input.shape) if n == 3]
         if not sizes:
@@ -606,10 +609,12 @@ def use_deterministic_algorithms(mode, *, warn_only=False):
 
 
 def are_deterministic_algorithms_enabled():
+    """True after use_deterministic_algorithms(True)."""
     return _deterministic["mode"]
 
 
 def is_deterministic_algorithms_warn_only_enabled():
+    """True after use_deterministic_algorithms(True, warn_only=True)."""
     return _deterministic["mode"] and _deterministic["warn_only"]
 
 

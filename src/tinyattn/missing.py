@@ -249,16 +249,19 @@ def describe(name):
 
 def main(argv=None):
     """`tinyattn coverage NAME...`: exit status 0 when tinyattn has every name, 1 otherwise."""
-    import argparse
+    from .console import ArgumentParser
 
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="tinyattn coverage",
         description="Say whether tinyattn has a PyTorch name, and if not, whether it is left out on purpose "
                     "and why. A name may be written torch.nn.Conv2d, nn.Conv2d, F.relu, Tensor.add_, "
                     "Module.apply, or bare (median).",
         epilog=f"The measured coverage of teaching code is on {COVERAGE_PAGE}.")
-    parser.add_argument("names", nargs="+", metavar="NAME", help="a PyTorch name")
+    # "*" and a check of our own, so that a mistyped option is named before a missing NAME
+    parser.add_argument("names", nargs="*", metavar="NAME", help="a PyTorch name")
     args = parser.parse_args(argv)
+    if not args.names:
+        parser.error("give at least one NAME, as in: tinyattn coverage torch.median")
     all_there = True
     for text in args.names:
         for name in canonical_names(text):

@@ -266,6 +266,11 @@ class Det(Op):
     def forward(ctx, a):
         xp = ctx.xp
         det = xp.linalg.det(a)
+        # LAPACK stops at an exact zero pivot and NumPy then says 0, even where an inf or NaN in the
+        # matrix makes the product of the pivots 0 * inf: PyTorch's (and the arithmetic's) NaN
+        zero_with_non_finite = (det == 0) & ~xp.all(xp.isfinite(a), axis=(-2, -1))
+        if bool(xp.any(zero_with_non_finite)):
+            det = xp.where(zero_with_non_finite, xp.asarray(xp.nan, dtype=det.dtype), det)
         ctx.save_for_backward(a, det)
         return det
 
