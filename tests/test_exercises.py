@@ -479,8 +479,10 @@ def test_the_notebooks_hold_the_package_exercises_and_their_reports():
         cells = notebook["cells"]
         tag = "exercise" if version == "exercises" else "solution"
         sources = ["".join(c["source"]) for c in cells if tag in c.get("metadata", {}).get("tags", [])]
-        assert sources == [e.class_source(solution=version == "solutions").rstrip("\n") for e in EXERCISES]
+        assert sources == [e.class_source(solution=version == "solutions").rstrip("\n") for e in ALL]
+        statements = {"".join(c["source"]) for c in cells if c["cell_type"] == "markdown"}
+        assert all(e.markdown() in statements for e in ALL)
         printed = "".join("".join(o.get("text", "")) for c in cells if c["cell_type"] == "code"
                           for o in c.get("outputs", []))
-        for exercise in EXERCISES:
+        for exercise in ALL:
             assert f"{exercise.number:02d} {exercise.name}: {expected}" in printed

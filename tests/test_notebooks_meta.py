@@ -21,7 +21,8 @@ NAMES = [
     "05_gradient_check_solutions.ipynb",
     "06_bigram_to_gpt.ipynb",
 ]
-SKELETON = 'raise NotImplementedError("write the backward here")'
+SKELETON = 'raise NotImplementedError("write the backward here")'  # the backward track's skeletons
+TASK_SKELETON = 'raise NotImplementedError("write this here")'  # the engine and layer tracks'
 
 
 def _read(name):
@@ -76,19 +77,31 @@ def test_exercises_are_skeletons_and_solutions_are_not():
 
     skeletons = [c for c in exercises.cells if "exercise" in c.metadata.get("tags", [])]
     assert len(skeletons) == len(EXERCISES)
-    for cell in skeletons:
-        assert cell.source.count(SKELETON) == 1
-        assert "def backward(ctx" in cell.source
+    assert {exercise.track for exercise in EXERCISES} == {"backward", "engine", "layer"}
+    for cell, exercise in zip(skeletons, EXERCISES):
+        assert "# --- solution ---" not in cell.source, exercise.name
+        if exercise.track == "backward":  # a Function whose backward raises
+            assert cell.source.count(SKELETON) == 1, exercise.name
+            assert "def backward(ctx" in cell.source, exercise.name
+        else:  # the piece the checker runs, with a raise in place of each part to write
+            assert (f"def {exercise.class_name}(" in cell.source
+                    or f"class {exercise.class_name}:" in cell.source), exercise.name
+            assert cell.source.count(TASK_SKELETON) == cell.source.count("# your code:") >= 1, exercise.name
+            assert SKELETON not in cell.source, exercise.name
     assert not any("solution" in c.metadata.get("tags", []) for c in exercises.cells)
     # the checks ran and reported "not done yet" instead of failing
     printed = "".join(o.get("text", "") for c in exercises.cells if c.cell_type == "code" for o in c.outputs)
     assert printed.count(": not done yet") == len(EXERCISES)
+    for exercise in EXERCISES:
+        assert f"{exercise.number:02d} {exercise.name}: not done yet" in printed
 
     answers = [c for c in solutions.cells if "solution" in c.metadata.get("tags", [])]
     assert len(answers) == len(EXERCISES)
-    assert not any(SKELETON in c.source for c in solutions.cells)
+    assert not any(SKELETON in c.source or TASK_SKELETON in c.source for c in solutions.cells)
     printed = "".join(o.get("text", "") for c in solutions.cells if c.cell_type == "code" for o in c.outputs)
     assert printed.count(": pass (") == len(EXERCISES)
+    for exercise in EXERCISES:
+        assert f"{exercise.number:02d} {exercise.name}: pass (" in printed
     assert "Jacobian mismatch" in printed  # the cell that shows a failing report
     assert ": FAIL - " in printed  # the cells that show the checker's diagnoses
 

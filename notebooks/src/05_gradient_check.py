@@ -6,6 +6,8 @@
 # `tinyattn.autograd.Function` whose forward is given, and a checker tells you not only whether your
 # backward is right but, when it is not, **what the mistake is**: transposed, sign flipped, off by a
 # factor of 2 or 1/sqrt(d), a missing sum over broadcast dims, softmax without its cross terms, ...
+# Then you write the five parts of an autograd engine that call those backwards (exercises 18-22),
+# and a whole layer's backward by hand, every intermediate of an MLP with batch norm (exercise 23).
 #
 # Fill in the cells marked **Exercise** (each one raises `NotImplementedError` until you do), then
 # run the check cell below it. The same exercises, with the same checker, are on the command line:
@@ -16,8 +18,10 @@
 # %% [markdown] tags=["solutions-only"]
 # # 5. Gradient-check exercises: solutions
 #
-# The reference solutions to [05_gradient_check_exercises.ipynb](05_gradient_check_exercises.ipynb),
-# each run through the checker, then what the checker says about mistakes learners really make.
+# The reference solutions to [05_gradient_check_exercises.ipynb](05_gradient_check_exercises.ipynb)
+# (the backward of seventeen ops, the five parts of an autograd engine, an MLP with batch norm
+# backpropagated by hand), each run through the checker, then what the checker says about mistakes
+# learners really make.
 
 # %% [markdown]
 # ## How a gradient check works
@@ -310,6 +314,120 @@ exercises.check(AttentionHead, examples=EXAMPLES);
 # %%
 exercises.check(MultiHeadAttention, examples=EXAMPLES);
 
+# %% [markdown]
+# ## The engine track
+#
+# The backwards you wrote are called by an engine: it records every op in a graph during the
+# forward, then walks that graph from the loss back, running each op's backward and passing the
+# gradients along. Exercises 18-22 are the parts of that engine. Each is plugged into a small one,
+# `tinyattn.exercises.engine`, built like tinyattn's own on NumPy arrays with less of everything,
+# and the checker compares its gradients, with your part in it, against tinyattn's on the same graph
+# (the example, edge cases, random graphs), and names the classic mistakes.
+#
+# What you need of the small engine: `Var(array, requires_grad=False, name=None)` is a tensor
+# (`x.array`, `x.grad_fn`, the `Node` that made it, `None` for a leaf; `x.grad` after `backward`),
+# with the ops `+`, `-`, `*` (broadcasting), `.tanh()` and `.sum(dim)`. A `Node` is one recorded op:
+# `node.edges` (where each input's gradient goes), `node.inputs()` (the nodes its inputs came from),
+# `node.needs_input_grad`, `node.saved`. The checker plugs in one of your parts at a time, the
+# others being the reference ones, so each exercise can be done on its own.
+
+# %%
+import numpy as np
+
+from tinyattn.exercises.engine import BackwardError, Node, Var, grad_mode
+
+a = Var(np.array([[1.0, 2.0], [3.0, 4.0]]), requires_grad=True, name="a")
+w = Var(np.array([0.5, -0.5]), requires_grad=True, name="w")
+c = Var(np.array([[2.0], [3.0]]), name="c")  # a constant: no gradient
+out = (a * w).tanh() * a + c
+print(out.grad_fn, out.grad_fn.edges)  # the op that made out, and where its inputs' gradients go
+print(out.grad_fn.inputs())  # the nodes its inputs came from (c is not one)
+out.backward()  # the gradient of out.sum(), into the leaves
+print(w.grad, c.grad)
+
+# %% [markdown]
+# #: statement topological_order
+
+# %% tags=["exercise"]
+#: exercise topological_order
+
+# %% tags=["solution"]
+#: exercise topological_order
+
+# %%
+exercises.check(topological_order, examples=EXAMPLES);
+
+# %% [markdown]
+# #: statement accumulate
+
+# %% tags=["exercise"]
+#: exercise accumulate
+
+# %% tags=["solution"]
+#: exercise accumulate
+
+# %%
+exercises.check(accumulate, examples=EXAMPLES);
+
+# %% [markdown]
+# #: statement unbroadcast
+
+# %% tags=["exercise"]
+#: exercise unbroadcast
+
+# %% tags=["solution"]
+#: exercise unbroadcast
+
+# %%
+exercises.check(unbroadcast, examples=EXAMPLES);
+
+# %% [markdown]
+# #: statement saved
+
+# %% tags=["exercise"]
+#: exercise saved
+
+# %% tags=["solution"]
+#: exercise saved
+
+# %%
+exercises.check(Saved, examples=EXAMPLES);
+
+# %% [markdown]
+# #: statement apply
+
+# %% tags=["exercise"]
+#: exercise apply
+
+# %% tags=["solution"]
+#: exercise apply
+
+# %%
+exercises.check(apply, examples=EXAMPLES);
+
+# %% [markdown]
+# ## The layer track: backprop by hand
+#
+# Autograd hides the chain rule; writing it out once for a whole layer shows what it does. Exercise
+# 23 is a two-layer MLP with batch norm and a cross-entropy loss, written one op per line with every
+# intermediate named by `keep()`. You return the gradient of the loss with respect to each of them,
+# from the loss back, with tinyattn's ops and no `.backward()`. The checker runs the same forward
+# with autograd and compares your gradients with its own one by one, in the backward order: it
+# names the first wrong one and what it looks like (transposed, missing the sum over the batch, off
+# by 1/n, the path through a value used twice forgotten, ...).
+
+# %% [markdown]
+# #: statement mlp_batchnorm
+
+# %% tags=["exercise"]
+#: exercise mlp_batchnorm
+
+# %% tags=["solution"]
+#: exercise mlp_batchnorm
+
+# %%
+exercises.check(manual_backward, examples=EXAMPLES);
+
 # %% [markdown] tags=["solutions-only"]
 # ## What the checker says about mistakes
 #
@@ -321,7 +439,7 @@ import inspect
 
 
 def show(name, mistake):
-    """Print a planted mistake's backward, then what the checker says about it."""
+    """Print a planted mistake's code, then what the checker says about it."""
     exercise = exercises.get(name)
     planted = next(m for m in exercise.mistakes if m.name == mistake)
     print(inspect.getsource(planted.backward))
@@ -358,12 +476,27 @@ show("embedding", "assigned")
 # %% tags=["solutions-only"]
 show("cross_entropy", "no_max_shift")
 
+# %% [markdown] tags=["solutions-only"]
+# The engine track: a topological order taken breadth first, in the order the nodes are found. `v1`
+# comes before `v2`, which uses it, so `v1`'s backward runs before all its gradient has arrived.
+
+# %% tags=["solutions-only"]
+show("topological_order", "breadth_first")
+
+# %% [markdown] tags=["solutions-only"]
+# Backprop by hand: `h_pre` reaches the loss through `diff` and through the batch's `mean`; forget the
+# second path and the checker says so, with every gradient before it right.
+
+# %% tags=["solutions-only"]
+show("mlp_batchnorm", "mean_path_forgotten")
+
 # %% [markdown]
 # ## Going further
 #
 # - On the command line, `tinyattn exercises start DIR` writes the same exercises as files, one per
-#   exercise, and `tinyattn exercises check DIR` prints a table of them with the same diagnoses
-#   (`--solutions` writes the reference solutions, for teachers).
+#   exercise (`--track backward`, `engine` or `layer` for one track), and `tinyattn exercises check
+#   DIR` prints a table of them with the same diagnoses (`--solutions` writes the reference
+#   solutions, for teachers).
 # - `gradcheck` works on any function of tensors, not only on your own `Function`s: try
 #   `tinyattn.gradcheck(lambda x: F.gelu(x), (x,))`, or a whole module in float64
 #   (`module.double()`), with the parameters as inputs.

@@ -89,9 +89,19 @@ class Task:
 
     def file_source(self, solution=False, course=None):
         middle = ["", "You write:"] + ["    " + line for line in self.signature.splitlines()]
-        given = "".join(textwrap.dedent(inspect.getsource(item)) + "\n\n" for item in self.given)
-        return file_text(self, middle, self.imports, given + self.class_source(solution), solution, course,
-                         what="your code")
+        return file_text(self, middle, self.imports, self.given_source() + self.class_source(solution), solution,
+                         course, what="your code")
+
+    def given_source(self):
+        """The source of what the file gives above the piece (the functions in `given`), or ""."""
+        return "".join(textwrap.dedent(inspect.getsource(item)) + "\n\n" for item in self.given)
+
+    def markdown(self):
+        """The statement as a notebook's markdown cell: what to write, and the code given with it."""
+        given = f"Given:\n\n```python\n{self.given_source().rstrip()}\n```\n\n" if self.given else ""
+        return (f"## Exercise {self.number:02d}: {self.title}\n\n{self.statement}\n\nYou write:\n\n"
+                f"```\n{self.signature.rstrip()}\n```\n\n{given}"
+                f"Stuck? `exercises.hint(\"{self.name}\")` prints a hint.")
 
     def check(self, piece, examples=None, seed=None):
         """Check a learner's piece: a checker.Result (see `check` below)."""
