@@ -197,13 +197,17 @@ def map_rows(function, *arrays, align=ROW_ALIGN, one_blas_thread=False):
 
 # A fused op (GELU, softmax, an optimizer's update) makes a dozen passes or more over its temporaries.
 # Over an array larger than the caches (an attention-sized one is 25 MB) every pass goes out to main
-# memory; over a block of BLOCK_ELEMENTS elements (128 KB of float32 per array) the passes stay in the
-# core's cache. Below LARGE elements (4 MB of float32: a few such arrays fill a processor's last
+# memory; over a block of BLOCK_ELEMENTS elements (512 KB of float32 per array) the passes stay in the
+# processor's caches. Smaller blocks hold the threads up: each NumPy call of a block then does so little
+# that the threads keep waiting for Python's lock between calls (measured on a quiet 2-core AMD EPYC,
+# on two threads: GELU of an attention-sized array 66-97 ms in blocks of 32,768 elements, 25-36 ms in
+# blocks of 131,072; on one thread 46-76 and 42-53 ms; softmax and layer norm move the same way).
+# Below LARGE elements (4 MB of float32: a few such arrays fill a processor's last
 # cache) an array is computed whole, as the cache holds it anyway and blocks would only add their
 # calls and copies (measured: 1.2-1.6x slower on the GPT's arrays of 100,000-400,000 elements; on
 # attention-sized ones 0.5x for GELU and AdamW, 0.8x for softmax, and 1.3x for layer norm, whose few
 # passes do not pay for the calls on one thread; see map_blocks' whole_on_one_thread).
-BLOCK_ELEMENTS = 32768
+BLOCK_ELEMENTS = 131072
 LARGE = 2**20
 
 
