@@ -706,3 +706,23 @@ def test_pow_gradients_at_the_edges_are_pytorchs(torch, base, exponent):
         (a**b).sum().backward()
         grads.append([b.grad.tolist()] + ([a.grad.tolist()] if isinstance(base, list) else []))
     np.testing.assert_array_equal(np.array(grads[0], dtype=float), np.array(grads[1], dtype=float))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("exponent", [2, 3, -2, 3.0, -2.0, 2.5, -1])
+def test_a_tensor_to_a_number_has_pytorchs_bits(torch, dtype, exponent):
+    """x ** 3 is x * x * x in PyTorch and x ** -2 is 1 / (x * x), rounded twice, and the gradient is
+    grad * (b * x ** (b - 1)): the same bits here, so that a training loop follows the same path.
+    (Other exponents go to pow(), whose last bit PyTorch's vectorised pow can round otherwise.)"""
+    values = np.random.default_rng(3).normal(scale=3, size=4096).astype(dtype)
+    pytorch_x = torch.tensor(values, requires_grad=True)
+    our_x = tinyattn.tensor(values, requires_grad=True)
+    pytorch_y, our_y = pytorch_x**exponent, our_x**exponent
+    upstream = np.random.default_rng(4).normal(size=4096).astype(dtype)
+    pytorch_y.backward(torch.tensor(upstream))
+    our_y.backward(tinyattn.tensor(upstream))
+    if exponent in (2, 3, 3.0, -1):  # the gradient's x ** (b - 1) is then x, x * x or 1 / (x * x) as well
+        np.testing.assert_array_equal(our_x.grad.numpy(), pytorch_x.grad.numpy())
+    if exponent != 2.5:
+        np.testing.assert_array_equal(our_y.detach().numpy(), pytorch_y.detach().numpy())
+    np.testing.assert_allclose(our_x.grad.numpy(), pytorch_x.grad.numpy(), rtol=1e-5 if dtype == "float32" else 1e-12)

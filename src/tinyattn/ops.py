@@ -189,6 +189,17 @@ def _is_integer(x):
     return not backend.is_float(x) if hasattr(x, "dtype") else not isinstance(x, float)
 
 
+def power(a, b):
+    """a ** b, with PyTorch's two special cases of a float tensor to a number: a * a * a for b == 3 and
+    1 / (a * a) for b == -2, each rounded twice where pow() rounds once (so a last bit can differ)."""
+    if not hasattr(b, "shape") and hasattr(a, "shape") and backend.is_float(a):
+        if b == 3:
+            return a * a * a
+        if b == -2:
+            return 1 / (a * a)
+    return a**b
+
+
 class Pow(Op):
     """a ** b for a tensor base or exponent (or both)."""
 
@@ -205,7 +216,7 @@ class Pow(Op):
                                 "with .long() first")
             y = ctx.xp.astype(a**b, ctx.xp.bool)  # NumPy would give int8
         else:
-            y = a**b
+            y = power(a, b)
         ctx.save_for_backward(a, b, y)
         return y
 
@@ -219,7 +230,7 @@ class Pow(Op):
             if _is_zero(b):
                 ga = grad * 0
             else:
-                ga = grad * b * a ** (b - 1)
+                ga = grad * (b * power(a, b - 1))  # PyTorch's order of the products, for its bits
                 if hasattr(b, "shape"):
                     ga = xp.where(b == 0, 0, ga)
             ga = unbroadcast(xp, ga, shape_of(a))
