@@ -12,7 +12,7 @@ import pytest
 
 import tinyattn
 from tinyattn import autograd, backend
-from tinyattn.errors import BackwardError
+from tinyattn.errors import BackwardError, ShapeError
 
 
 def host(t):
@@ -826,3 +826,31 @@ def test_engine_internals_are_reachable_for_teaching():
     node = y.grad_fn
     assert isinstance(node, autograd.Node) and node.needs_input_grad == (True, False)
     assert node.saved and len(node.edges) == 2
+
+
+@pytest.mark.parametrize("value, error, words", [
+    (0.0, TypeError, "got a float: to clear it, set .grad = None"),
+    ("0", TypeError, "got a str"),
+    (lambda: tinyattn.zeros(4), ShapeError, "has shape [4], the tensor [3]"),
+    (lambda: tinyattn.zeros(3, dtype=tinyattn.float64), TypeError, "is tinyattn.float64, the tensor tinyattn.float32"),
+])
+def test_a_wrong_grad_is_refused_when_it_is_assigned(value, error, words):
+    """`a.grad = 0.` (a tutorial's way to zero it) fails where it is written, as in PyTorch, not later
+    inside backward() with an error about floats having no array."""
+    a = tinyattn.randn(3, requires_grad=True)
+    with pytest.raises(error) as caught:
+        a.grad = value() if callable(value) else value
+    assert words in str(caught.value)
+    assert a.grad is None  # nothing was assigned
+    a.grad = tinyattn.ones(3)  # a tensor of its shape and dtype, and None, are taken
+    (a * 2).sum().backward()
+    assert a.grad.tolist() == [3.0, 3.0, 3.0]
+    a.grad = None
+    assert a.grad is None
+
+
+def test_pytorch_refuses_the_same_grads(torch):
+    a = torch.randn(3, requires_grad=True)
+    for value in (0.0, torch.zeros(4), torch.zeros(3, dtype=torch.float64)):
+        with pytest.raises((TypeError, RuntimeError)):
+            a.grad = value

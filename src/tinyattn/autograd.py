@@ -612,11 +612,11 @@ class RemovableHandle:
 
 
 def _accumulate(tensor, g):
-    if tensor.grad is None:
+    if tensor._grad is None:
         # a copy: the same array may be the gradient of several tensors (as after an add)
-        tensor.grad = Tensor._wrap(backend.namespace(g).asarray(g, copy=True))
+        tensor._grad = Tensor._wrap(backend.namespace(g).asarray(g, copy=True))
     else:
-        tensor.grad.array += g
+        tensor._grad.array += g
 
 
 def _call_backward(node, grads):

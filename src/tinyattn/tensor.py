@@ -15,7 +15,7 @@ import weakref
 import numpy as np
 
 from . import backend, dtypes, missing, numpy_names, printing
-from .errors import BackwardError, ShapeError
+from .errors import BackwardError, DeviceError, ShapeError
 
 
 class Size(tuple):
@@ -192,7 +192,7 @@ class Tensor:
     # a dict, so that the public slots have docstrings (help(Tensor.grad), the reference)
     __slots__ = {"array": "The numbers: a NumPy array on the CPU, a CuPy array on a GPU.",
                  "_requires_grad": None,
-                 "grad": "The gradient that backward() accumulated into this leaf (None until then).",
+                 "_grad": None,
                  "grad_fn": "The graph node of the op that made this tensor (None for a leaf).",
                  "output_nr": "Which output of its grad_fn this tensor is (0 for most ops).",
                  "_version": None, "_base": None, "_view_version": None, "_view_steps": None, "_hooks": None,
@@ -235,7 +235,7 @@ class Tensor:
 
     def _fill_in(self, host_values, device):
         self.array = backend.from_host(host_values, device)
-        self.grad = None
+        self._grad = None
         self.grad_fn = None
         self.output_nr = 0
         self._version = [0]
@@ -251,7 +251,7 @@ class Tensor:
             array = np.asarray(array)
         t.array = array
         t._requires_grad = requires_grad
-        t.grad = None
+        t._grad = None
         t.grad_fn = grad_fn
         t.output_nr = output_nr
         t._version = [0]
@@ -339,6 +339,29 @@ class Tensor:
                 "without a graph"
             )
         self._requires_grad = bool(value)
+
+    @property
+    def grad(self):
+        """The gradient that backward() accumulated into this leaf (None until then)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        # checked here, as PyTorch checks it: a wrong value would only fail later, inside backward()
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"a tensor's .grad must be a tensor of its shape or None, got a "
+                                f"{type(value).__name__}: to clear it, set .grad = None (or call .grad.zero_())")
+            if value.shape != self.shape:
+                raise ShapeError(f"the .grad assigned has shape {list(value.shape)}, the tensor {list(self.shape)}: "
+                                 "a gradient has the shape of its tensor")
+            if value.dtype is not self.dtype:
+                raise TypeError(f"the .grad assigned is {value.dtype}, the tensor {self.dtype}: convert it "
+                                f"with .to({self.dtype})")
+            if value.device != self.device:
+                raise DeviceError(f"the .grad assigned is on {value.device}, the tensor on {self.device}: "
+                                  f"move it with .to({str(self.device)!r})")
+        self._grad = value
 
     def requires_grad_(self, requires_grad=True):
         """In place: sets `requires_grad` (on a leaf) and returns the tensor."""
