@@ -352,13 +352,14 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"a tensor's .grad must be a tensor of its shape or None, got a "
                                 f"{type(value).__name__}: to clear it, set .grad = None (or call .grad.zero_())")
-            if value.shape != self.shape:
+            if value.array.shape != self.array.shape:
                 raise ShapeError(f"the .grad assigned has shape {list(value.shape)}, the tensor {list(self.shape)}: "
                                  "a gradient has the shape of its tensor")
-            if value.dtype is not self.dtype:
+            if value.array.dtype != self.array.dtype:
                 raise TypeError(f"the .grad assigned is {value.dtype}, the tensor {self.dtype}: convert it "
                                 f"with .to({self.dtype})")
-            if value.device != self.device:
+            both_numpy = type(value.array) is np.ndarray and type(self.array) is np.ndarray  # (told at once)
+            if not both_numpy and value.device != self.device:
                 raise DeviceError(f"the .grad assigned is on {value.device}, the tensor on {self.device}: "
                                   f"move it with .to({str(self.device)!r})")
         self._grad = value
