@@ -201,3 +201,28 @@ def test_every_command_into_a_closed_pipe_stops_quietly(command, workspace):
         train_saved_before_it_stopped(workspace, err)
     else:
         assert err == ""
+
+
+def test_a_ctrl_c_in_a_garbage_collector_callback_still_stops_the_command():
+    """Python cannot raise an exception from a gc callback (Hypothesis keeps one, so `exercises check`
+    meets it): it hands the KeyboardInterrupt to sys.unraisablehook, which prints "Exception ignored
+    ... Traceback", and goes on. Inside a command the hook sends the Ctrl-C again to the main thread."""
+    import types
+
+    ignored = []
+    before = sys.unraisablehook
+    sys.unraisablehook = ignored.append  # what Python would print, kept here
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with cli.ctrl_c_never_lost():
+                sys.unraisablehook(types.SimpleNamespace(  # as Python calls it for a callback's exception
+                    exc_type=KeyboardInterrupt, exc_value=KeyboardInterrupt(), exc_traceback=None,
+                    err_msg="Exception ignored in", object=None))
+                for _ in range(1000):  # the interrupt arrives within a few milliseconds
+                    time.sleep(0.001)
+        assert ignored == []  # nothing was printed as ignored
+        with cli.ctrl_c_never_lost():  # any other exception goes to the hook as before
+            sys.unraisablehook(types.SimpleNamespace(exc_type=ValueError))
+        assert len(ignored) == 1
+    finally:
+        sys.unraisablehook = before

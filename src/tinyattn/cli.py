@@ -20,6 +20,8 @@ import importlib
 import os
 import pathlib
 import sys
+import threading
+import _thread
 
 from .checkpoint import CheckpointError
 from .console import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, add_threads_option, error_text, fit,
@@ -457,12 +459,42 @@ def _delegate(module_name, argv):
 def main(argv=None):
     """Run a `tinyattn` command; its exit status. The one place where a closed output ends a command."""
     try:
-        try:
-            return _run(argv)
-        finally:  # also after --help's SystemExit
-            sys.stdout.flush()  # a reader gone at the very end shows here, where it can still be handled
+        with ctrl_c_never_lost():
+            try:
+                return _run(argv)
+            finally:  # also after --help's SystemExit
+                sys.stdout.flush()  # a reader gone at the very end shows here, where it can still be handled
     except BrokenPipeError:
         return stdout_closed()
+
+
+@contextlib.contextmanager
+def ctrl_c_never_lost():
+    """A Ctrl-C that lands in code Python cannot raise from (a garbage collector's callback, such as
+    Hypothesis keeps, or a __del__) would be printed as "Exception ignored" with a traceback, and then
+    lost: the command would go on. Inside this block it is raised again in the main thread, where the
+    command stops as on any Ctrl-C, with one line."""
+    previous = sys.unraisablehook
+
+    def again_soon():
+        # a moment later, from another thread: raised at once, it would land in this hook, where it
+        # would be lost again (if it lands in another callback, the hook sees it and tries again)
+        threading.Timer(0.01, _thread.interrupt_main).start()
+
+    def hook(unraisable):
+        try:
+            if unraisable.exc_type is KeyboardInterrupt:
+                again_soon()
+            else:
+                previous(unraisable)
+        except KeyboardInterrupt:  # the one sent again arrived while this hook ran
+            again_soon()
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
 
 
 def _run(argv):
