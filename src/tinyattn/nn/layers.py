@@ -104,6 +104,15 @@ class Dropout(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
+def add_scale_and_shift(module, shape, affine, bias, device, dtype):
+    """A normalisation's learnt scale (`weight`, ones) and shift (`bias`, zeros) of `shape`, or None
+    for each that is turned off (affine=False turns off both)."""
+    module.register_parameter("weight", Parameter(functions.ones(shape, device=device, dtype=dtype))
+                              if affine else None)
+    module.register_parameter("bias", Parameter(functions.zeros(shape, device=device, dtype=dtype))
+                              if affine and bias else None)
+
+
 class LayerNorm(Module):
     """Normalises over the last dims (`normalized_shape`) to mean 0 and variance 1, then scales and shifts."""
 
@@ -113,15 +122,7 @@ class LayerNorm(Module):
         self.normalized_shape = shape
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(functions.ones(shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(functions.zeros(shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        add_scale_and_shift(self, shape, elementwise_affine, bias, device, dtype)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)

@@ -7,7 +7,7 @@ import numbers
 
 from .. import functions
 from . import functional_more, init
-from .layers import Linear
+from .layers import Linear, add_scale_and_shift
 from .module import Module, Parameter
 
 
@@ -108,15 +108,7 @@ class GroupNorm(Module):
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        if affine:
-            self.weight = Parameter(functions.ones(num_channels, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(functions.zeros(num_channels, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        add_scale_and_shift(self, num_channels, affine, bias, device, dtype)
 
     def forward(self, input):
         return functional_more.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
