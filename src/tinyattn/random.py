@@ -42,9 +42,11 @@ GPU (CuPy) split: PyTorch's CUDA generator (Philox) cannot be reproduced here, s
   every time, but not the ones the original went on to draw.
 """
 
+import contextlib
 import hashlib
 import math
 import os
+import struct
 from fractions import Fraction
 
 import numpy as np
@@ -60,6 +62,24 @@ _FLOAT32, _FLOAT64 = np.dtype(np.float32), np.dtype(np.float64)
 _CHUNK = 1 << 15  # large normals are made this many at a time, to stay in the CPU cache
 _LOOKAHEAD_MIN, _LOOKAHEAD_MAX = 256, 16384  # draws whose float32 normals are computed ahead
 _RANDPERM_LARGE = 0xFFFFFFFF // 20  # from this n on, PyTorch's randperm takes 64-bit draws
+
+# PyTorch's CPU generator state (CPUGeneratorImplState in ATen's CPUGeneratorImpl.cpp) as the bytes of
+# its C struct on a 64-bit little-endian machine, zeros in the padding:
+#   offset    0  int64    the initial seed
+#             8  int32    left: draws until the next twist, plus one (1: twist at the next draw)
+#            12  int32    seeded (1)
+#            16  uint64   next: the index of the next word of the state to draw
+#            24  uint64   the 624 words of the Mersenne Twister's state, each in the low 32 bits
+#          5016  float64  normal_x, then 5024 normal_y, then 5032 normal_rho: of these only normal_y
+#                         is used, the cached spare normal of float64 Box-Muller
+#          5040  int32    normal_is_valid: whether normal_y holds a cached normal
+#          5048  float32  the cached spare normal of float32 Box-Muller
+#          5052  bool     whether that float32 normal is valid
+STATE_SIZE = 5056
+_STATE_HEAD = struct.Struct("<qiiQ")  # seed, left, seeded, next
+_STATE_WORDS = slice(24, 24 + 624 * 8)
+_STATE_NORMAL = struct.Struct("<dddi")  # normal_x, normal_y, normal_rho, normal_is_valid (at 5016)
+_STATE_FLOAT_NORMAL = struct.Struct("<f?")  # (at 5048)
 
 
 def check_seed(seed):
@@ -123,6 +143,7 @@ class Generator:
             self._mt.state = {"bit_generator": "MT19937", "state": {"key": legacy[1], "pos": legacy[2]}}
         self._seed = seed
         self._cached_normal = None  # the spare normal of the last small Box-Muller, a float
+        self._cached_float_normal = None  # PyTorch's float32 spare (unused on the CPU; kept in the state)
         self._device_rng = None  # CuPy generator, created on first use from _device_seed
         self._device_seed = seed
         self._restart_count()
@@ -152,18 +173,62 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        """The host stream as a plain dict of NumPy arrays and numbers (np.savez-able, no pickle)."""
-        mt = self._mt.state["state"]
-        return {
-            "key": np.array(mt["key"], dtype=np.uint32),
-            "pos": int(mt["pos"]),
-            "seed": self._seed,
-            "has_cached_normal": self._cached_normal is not None,
-            "cached_normal": 0.0 if self._cached_normal is None else self._cached_normal,
-        }
+        """The generator's state as PyTorch's: a uint8 tensor of 5056 bytes, its CPU generator's C
+        struct (the Mersenne Twister's words and position, the seed and the cached normals), so a
+        state saved here resumes under PyTorch with the same stream, and the reverse. Without the
+        tensor layer loaded (never, through `import tinyattn`) the same bytes as a NumPy array."""
+        return _state_tensor(self.state_bytes())
 
     def set_state(self, state):
-        """Continue exactly where `get_state` was taken (also from arrays loaded by np.load)."""
+        """Continue exactly where `get_state` was taken: from its uint8 tensor (PyTorch's layout, so
+        also a state saved by PyTorch), or from the dict that earlier versions of tinyattn saved."""
+        if isinstance(state, dict):
+            self._set_legacy_state(state)
+        else:
+            self.set_state_bytes(_state_host_bytes(state))
+
+    def state_bytes(self):
+        """The state as a NumPy uint8 array in PyTorch's layout (what `get_state` wraps in a tensor)."""
+        mt = self._mt.state["state"]
+        key, pos = np.asarray(mt["key"], dtype=np.uint32), int(mt["pos"])
+        if pos < 624:  # the word at `pos` is drawn next, without a twist
+            left, next_word = 625 - pos, pos
+        else:  # the next draw twists first; PyTorch says so with left = 1, and next = 0 right after seeding
+            left, next_word = 1, 0 if np.array_equal(key, _seeded_key(self._seed)) else 624
+        out = bytearray(STATE_SIZE)
+        _STATE_HEAD.pack_into(out, 0, self._seed - (1 << 64) if self._seed >= 1 << 63 else self._seed,
+                              left, 1, next_word)
+        out[_STATE_WORDS] = key.astype("<u8").tobytes()
+        normal = self._cached_normal
+        _STATE_NORMAL.pack_into(out, 5016, 0.0, 0.0 if normal is None else normal, 0.0, normal is not None)
+        float_normal = self._cached_float_normal
+        _STATE_FLOAT_NORMAL.pack_into(out, 5048, 0.0 if float_normal is None else float_normal,
+                                      float_normal is not None)
+        return np.frombuffer(bytes(out), dtype=np.uint8).copy()
+
+    def set_state_bytes(self, data):
+        """Restore a state from its bytes in PyTorch's layout (a NumPy uint8 array or bytes)."""
+        data = bytes(np.ascontiguousarray(data, dtype=np.uint8)) if not isinstance(data, bytes) else data
+        if len(data) != STATE_SIZE:
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {STATE_SIZE} but found the input RNG state "
+                               f"size to be {len(data)}: pass a state from get_rng_state() (a uint8 tensor of "
+                               f"{STATE_SIZE} bytes, as PyTorch's torch.get_rng_state() gives too)")
+        seed, left, seeded, next_word = _STATE_HEAD.unpack_from(data, 0)
+        words = np.frombuffer(data[_STATE_WORDS], dtype="<u8")
+        _, normal, _, normal_is_valid = _STATE_NORMAL.unpack_from(data, 5016)
+        float_normal, float_normal_is_valid = _STATE_FLOAT_NORMAL.unpack_from(data, 5048)
+        # PyTorch checks seeded, 0 < left <= 624 and next <= 624; a stream it can reach also keeps
+        # next + left == 625 between twists, which is what a NumPy MT19937 (its `pos`) can hold
+        if not (seeded and 0 < left <= 624 and next_word <= 624 and (left == 1 or next_word + left == 625)):
+            raise RuntimeError(f"Invalid mt19937 state (seeded={seeded}, left={left}, next={next_word}): "
+                               "pass a state from get_rng_state()")
+        key = (words & 0xFFFFFFFF).astype(np.uint32)  # PyTorch keeps the low 32 bits of each word too
+        self._restore(key, 624 if left == 1 else next_word, seed & _U64,
+                      normal if normal_is_valid else None, float_normal if float_normal_is_valid else None)
+
+    def _set_legacy_state(self, state):
+        # {"key", "pos", "seed", "has_cached_normal", "cached_normal"}: what get_state gave before
+        # it gave PyTorch's layout (still read, for the checkpoints saved then)
         try:
             key = np.asarray(state["key"], dtype=np.uint32)
             pos = int(state["pos"])
@@ -174,9 +239,13 @@ class Generator:
             raise ValueError(f"not a generator state (use Generator.get_state()): {error!r}") from None
         if key.shape != (624,) or not 0 <= pos <= 624:
             raise ValueError("not a generator state: 'key' must hold 624 numbers and 'pos' be in [0, 624]")
+        self._restore(key, pos, seed, normal if has_normal else None, None)
+
+    def _restore(self, key, pos, seed, normal, float_normal):
         self._mt.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
         self._seed = seed
-        self._cached_normal = normal if has_normal else None
+        self._cached_normal = normal
+        self._cached_float_normal = float_normal
         self._restart_count()
         # the GPU stream's state cannot be saved: restart it from a seed that this state determines
         state_bytes = key.tobytes() + pos.to_bytes(2, "little") + (seed % 2**64).to_bytes(8, "little")
@@ -210,8 +279,9 @@ class Generator:
 
     # ---------------------------------------------------------------- distributions
 
-    def uniform(self, shape, dtype=np.float32, low=0.0, high=1.0):
-        """torch.rand / Tensor.uniform_(low, high)."""
+    def uniform(self, shape, dtype=np.float32, low=0.0, high=1.0, strides=None):
+        """torch.rand / Tensor.uniform_(low, high). With `strides` (a tensor's, in elements) the numbers
+        are where PyTorch's fill of a tensor of that layout puts them: in memory order (in_fill_order)."""
         shape, n = _shape_and_size(shape)
         dtype = _float_dtype(dtype, "uniform")
         if not low <= high:
@@ -224,16 +294,18 @@ class Generator:
                 x = fma32(x, high - low, low)
             else:
                 x = fma64(x, float(high) - float(low), float(low))
-        return x.reshape(shape)
+        return _placed(x, shape, strides)
 
-    def normal(self, shape, dtype=np.float32, mean=0.0, std=1.0):
-        """torch.randn / Tensor.normal_(mean, std)."""
+    def normal(self, shape, dtype=np.float32, mean=0.0, std=1.0, strides=None):
+        """torch.randn / Tensor.normal_(mean, std). With `strides` (a tensor's, in elements): the
+        numbers of PyTorch's fill of a tensor of that layout, which for a tensor that is not contiguous
+        (a transpose, a slice x[:, ::2]) draws one normal at a time, in memory order."""
         shape, n = _shape_and_size(shape)
         dtype = _float_dtype(dtype, "normal")
         if not std >= 0:
             raise ValueError(f"normal needs std >= 0, got std={std}")
-        if n < 16:
-            return self._normal_small(n, dtype, float(mean), float(std)).reshape(shape)
+        if n < 16 or (strides is not None and not is_contiguous(shape, strides)):
+            return _placed(self._normal_small(n, dtype, float(mean), float(std)), shape, strides)
         # PyTorch draws a uniform per element, then runs Box-Muller on each block of 16; when n is
         # not a multiple of 16 it draws n % 16 more, which the last block, drawn afresh, overwrites.
         full = n - n % 16
@@ -300,8 +372,9 @@ class Generator:
             return np.array([z * std + mean for z in normals], dtype)
         return np.array([_fma(z, std, mean) for z in normals], dtype)  # z * std + mean in float64, rounded once
 
-    def randint(self, low, high, shape):
-        """torch.randint(low, high, shape): int64 in [low, high).
+    def randint(self, low, high, shape, strides=None):
+        """torch.randint(low, high, shape): int64 in [low, high) (in memory order for a tensor of
+        layout `strides`, as for uniform).
 
         randint(0, 2**63, shape) equals `torch.empty(shape, dtype=torch.int64).random_()`.
         """
@@ -323,24 +396,25 @@ class Generator:
         values = draws % np.uint64(span)
         if low:
             values += np.uint64(low & _U64)
-        return values.view(np.int64).reshape(shape)
+        return _placed(values.view(np.int64), shape, strides)
 
-    def bernoulli(self, shape, p):
-        """Tensor.bernoulli_(p): True with probability p, one float64 uniform per element.
+    def bernoulli(self, shape, p, strides=None):
+        """Tensor.bernoulli_(p): True with probability p, one float64 uniform per element (in memory
+        order for a tensor of layout `strides`, as for uniform).
 
         Dropout(drop_p) keeps an element where bernoulli(shape, 1 - drop_p) is True, with 1 - drop_p
         computed as a Python float. PyTorch draws nothing for drop_p == 0, drop_p == 1 or in eval mode.
         """
         shape, n = _shape_and_size(shape)
         p = _check_probability(p)
-        return (self._uniform01(n, np.float64) < p).reshape(shape)
+        return _placed(self._uniform01(n, np.float64) < p, shape, strides)
 
-    def device_bernoulli(self, shape, p, xp):
+    def device_bernoulli(self, shape, p, xp, strides=None):
         """A bernoulli mask made by array namespace `xp`: on the GPU with CuPy's generator (fast,
         not PyTorch's numbers), otherwise `self.bernoulli` on the host."""
         name = getattr(xp, "__name__", "")
         if not (name.startswith("cupy") or name == "array_api_compat.cupy"):
-            return self.bernoulli(shape, p)
+            return self.bernoulli(shape, p, strides)
         p = _check_probability(p)
         if self._device_rng is None:
             import cupy  # only here: the package must import without CuPy
@@ -427,6 +501,135 @@ class Generator:
         """A seed for a new generator, drawn as PyTorch's samplers and DataLoader draw theirs:
         `int(torch.empty((), dtype=torch.int64).random_(generator=g))`, one 64-bit draw modulo 2**63."""
         return int(self.randint(0, 1 << 63, ()))
+
+
+def _seeded_key(seed):
+    """The Mersenne Twister's words right after manual_seed(seed), before its first twist."""
+    mt = np.random.MT19937(0)
+    if hasattr(mt, "_legacy_seeding"):
+        mt._legacy_seeding(seed & 0xFFFFFFFF)
+        return mt.state["state"]["key"]
+    return np.random.RandomState(seed & 0xFFFFFFFF).get_state()[1]
+
+
+# get_state and set_state speak in tensors, which this module knows nothing of: the tensor layer
+# (functions.py) installs its two converters with use_tensors() when it is imported.
+def _state_tensor(array):
+    return array
+
+
+def _state_host_bytes(state):
+    if not isinstance(state, np.ndarray) or state.dtype != np.uint8:
+        raise TypeError(f"expected a uint8 array of {STATE_SIZE} bytes from get_state(), got {type(state).__name__}")
+    return state
+
+
+def use_tensors(to_tensor, to_host_bytes):
+    """Make get_state return `to_tensor(uint8 array)`, and set_state read a state through
+    `to_host_bytes(state)` (which checks it is a uint8 tensor and returns its bytes as a NumPy array)."""
+    global _state_tensor, _state_host_bytes
+    _state_tensor, _state_host_bytes = to_tensor, to_host_bytes
+
+
+# ---------------------------------------------------------------- the order of a fill
+# PyTorch fills a tensor one element after another in the order its TensorIterator walks the tensor's
+# memory: for a transposed or permuted tensor that is not the order of its indices. A tensor's layout
+# is given here as its shape and strides (in elements, as Tensor.stride() counts them).
+
+
+def fill_order(shape, strides):
+    """The axes in the order PyTorch's CPU kernels step through them when they fill a tensor of this
+    layout, the fastest first: sorted by stride, as TensorIterator's reorder_dimensions sorts them
+    (an insertion sort from the last axis; a stride of 0, or equal strides of an axis not longer than
+    the other, leave two axes where they are)."""
+    perm = list(range(len(shape)))[::-1]  # row-major: the last axis fastest
+
+    def should_swap(a, b):  # 1: axis a moves slower than axis b; -1: faster; 0: cannot tell
+        if strides[a] == 0 or strides[b] == 0:
+            return 0
+        if strides[a] != strides[b]:
+            return 1 if strides[a] > strides[b] else -1
+        return 1 if shape[a] > shape[b] else 0
+
+    for i in range(1, len(perm)):
+        moving = i
+        for before in range(i - 1, -1, -1):
+            order = should_swap(perm[before], perm[moving])
+            if order > 0:
+                perm[before], perm[moving] = perm[moving], perm[before]
+                moving = before
+            elif order < 0:
+                break
+    return perm
+
+
+def is_contiguous(shape, strides):
+    """PyTorch's is_contiguous: row-major strides, axes of size 1 ignored (and always for 0 elements)."""
+    if 0 in shape:
+        return True
+    expected = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size != 1:
+            if stride != expected:
+                return False
+            expected *= size
+    return True
+
+
+def is_dense(shape, strides):
+    """PyTorch's is_non_overlapping_and_dense: the elements fill a block of memory without gaps or
+    overlap, in some order of the axes (a transpose or permutation of a contiguous tensor)."""
+    expected = 1
+    for stride, size in sorted((stride, size) for size, stride in zip(shape, strides) if size > 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def like_strides(shape, strides):
+    """The strides of `empty_like` of a tensor with this layout (PyTorch's preserve_format): the same
+    when it is dense (so a transpose gives a transpose), else row-major."""
+    if is_dense(shape, strides):
+        return tuple(strides)
+    return row_major_strides(shape)
+
+
+def row_major_strides(shape):
+    """The strides of a contiguous tensor of this shape."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def in_fill_order(values, shape, strides):
+    """`values` (flat, in the order they were drawn) put where PyTorch's fill of a tensor of this
+    layout writes them: an array of `shape` (a view with those strides' order, so a new tensor made
+    of it is laid out as PyTorch's would be)."""
+    outer_first = fill_order(shape, strides)[::-1]
+    drawn = np.asarray(values).reshape([shape[axis] for axis in outer_first])
+    return drawn.transpose(np.argsort(outer_first))
+
+
+def _placed(values, shape, strides):
+    """Numbers drawn one after another, as an array of `shape`: in index order, or where PyTorch's
+    fill of a tensor of layout `strides` puts them."""
+    if strides is not None and len(strides) != len(shape):
+        raise ValueError(f"strides {tuple(strides)} do not match shape {shape}: give one stride per dimension")
+    if fills_in_index_order(shape, strides):
+        return values.reshape(shape)
+    return in_fill_order(values, shape, strides)
+
+
+def fills_in_index_order(shape, strides):
+    """Whether PyTorch fills a tensor of this layout in the order of its indices (row-major), as
+    it fills a contiguous one (axes of size 1 do not change the order). True for strides None."""
+    if strides is None:
+        return True
+    order = [axis for axis in fill_order(shape, strides) if shape[axis] != 1]
+    return order == sorted(order, reverse=True)
 
 
 def _check_probability(p):
@@ -584,8 +787,20 @@ default_generator = Generator()
 
 
 def manual_seed(seed):
-    """Seed the default generator (and, through it, its CuPy stream); returns it, like torch."""
-    return default_generator.manual_seed(seed)
+    """Seed the default generator (and, through it, its CuPy stream); returns it, like torch.
+
+    The seed is `int(seed)`, as PyTorch takes it: 3.0, 3.7, True, "3" and a one-element tensor
+    are seeds too (3, 3, 1, 3, its number); it must lie in [-2**63, 2**64), negative seeds wrapping
+    around to seed + 2**64. (Generator.manual_seed, like PyTorch's, takes only an int.)
+    """
+    return default_generator.manual_seed(_int_seed(seed))
+
+
+def _int_seed(seed):
+    try:
+        return int(seed)
+    except (TypeError, ValueError) as error:  # int()'s own message, and what a seed may be
+        raise type(error)(f"{error}: manual_seed takes int(seed), e.g. manual_seed(123)") from None
 
 
 def seed():
@@ -599,13 +814,39 @@ def initial_seed():
 
 
 def get_rng_state():
-    """The default generator's state, to restore with `set_rng_state`."""
+    """The default generator's state: PyTorch's uint8 tensor of 5056 bytes (Generator.get_state),
+    to restore with `set_rng_state`, here or in PyTorch."""
     return default_generator.get_state()
 
 
-def set_rng_state(state):
-    """Restores the default generator to a state from `get_rng_state`."""
-    default_generator.set_state(state)
+def set_rng_state(new_state):
+    """Restores the default generator to a state from `get_rng_state` (or PyTorch's)."""
+    default_generator.set_state(new_state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type=None):
+    """A block whose random draws leave the default generator as they found it: on leaving (also
+    by an exception) its state is restored. `enabled=False` makes it do nothing.
+
+    The CPU stream is always forked. The GPU stream (CuPy's, for dropout masks on CUDA) cannot be
+    saved: with `devices=[]` it is left alone, otherwise it restarts from a seed that the restored
+    state determines (as set_rng_state restarts it), so a forked block leaves it repeatable, but
+    not where it was. `device_type="meta"` forks nothing, as in PyTorch.
+    """
+    if device_type == "meta" or not enabled:
+        yield
+        return
+    gpu_forked = devices is None or len(list(devices)) > 0
+    saved = default_generator.state_bytes()
+    try:
+        yield
+    finally:
+        gpu_stream = default_generator._device_rng, default_generator._device_seed
+        default_generator.set_state_bytes(saved)
+        if not gpu_forked:
+            default_generator._device_rng, default_generator._device_seed = gpu_stream
+
 
 # dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
 from . import missing as _missing  # noqa: E402
