@@ -589,19 +589,15 @@ def is_dense(shape, strides):
 
 def like_strides(shape, strides):
     """The strides of `empty_like` of a tensor with this layout (PyTorch's preserve_format): the same
-    when it is dense (so a transpose gives a transpose), else row-major."""
+    when it is dense (a transpose gives a transpose), else dense strides with its axes in the same
+    order of memory (PyTorch's infer_dense_strides, which sorts them as fill_order does)."""
     if is_dense(shape, strides):
         return tuple(strides)
-    return row_major_strides(shape)
-
-
-def row_major_strides(shape):
-    """The strides of a contiguous tensor of this shape."""
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
+    dense, step = [0] * len(shape), 1
+    for axis in fill_order(shape, strides):
+        dense[axis] = step
+        step *= max(shape[axis], 1)
+    return tuple(dense)
 
 
 def in_fill_order(values, shape, strides):
