@@ -22,6 +22,15 @@ The engine is MT19937 (the Mersenne Twister) seeded like C++'s `init_genrand(see
 - randint: `draw % (high - low) + low`, with a 64-bit draw (two raw draws) when the range is
   2**28 or more.
 
+Where the numbers go: PyTorch fills a tensor in the order of its memory (its TensorIterator sorts the
+axes by stride), so a transposed tensor gets its numbers transposed; and `normal_` of a tensor that
+is not contiguous takes the one-at-a-time path above whatever its size. The `strides=` argument of
+the methods below says which layout to fill (fill_order, in_fill_order); `like_strides` is the layout
+of PyTorch's empty_like, which rand_like, randn_like, randint_like and dropout draw into.
+
+The state (get_state / set_state) is PyTorch's: the bytes of its CPU generator's C struct, 5056 of
+them (see STATE_SIZE below), so that states move between the two libraries.
+
 Exactness: bit for bit with PyTorch on x86-64 CPUs with AVX2 or AVX-512 (PyTorch's kernels for
 them fuse multiply-adds and compute large float32 normals with Cephes polynomials; we replay both),
 except (1) float64 `normal` of 16 or more numbers, where NumPy's vectorised `log` can differ from the
