@@ -26,7 +26,7 @@ def generator_or_default(generator):
     return random.default_generator if generator is None else generator
 
 
-def layout_strides(tensor):
+def _layout_strides(tensor):
     """A tensor's strides in elements, read from its array: the layout PyTorch's random fills walk
     in memory order (see random.fill_order)."""
     array = tensor.array
@@ -34,12 +34,12 @@ def layout_strides(tensor):
     return tuple(stride // inner.itemsize for stride in inner.strides)
 
 
-def fill_strides(tensor):
+def _fill_strides(tensor):
     """The layout of a tensor about to be filled with random numbers in place, once it is known that
     it can be: PyTorch refuses an expanded tensor, or a leaf that requires grad, before it draws, so
     a refused fill leaves the generator where it was."""
     tensor._check_inplace(tensor.requires_grad and grad_mode.enabled)
-    return layout_strides(tensor)
+    return _layout_strides(tensor)
 
 
 def _leaf(array, requires_grad):
@@ -257,6 +257,18 @@ set_rng_state = random.set_rng_state
 Generator = random.Generator
 
 
+def _check_random_bounds(low, high, dtype):
+    """PyTorch's check of integers drawn into an integer or bool tensor (random_(from, to), randint_like):
+    from and to - 1 must be numbers of its dtype."""
+    if dtype.is_floating_point or low >= high:  # (an empty range is randint's own error)
+        return
+    smallest, largest = (0, 1) if dtype is dtypes.bool_ else (int(np.iinfo(dtype.name).min), int(np.iinfo(dtype.name).max))
+    for name, value in (("from", low), ("to - 1", high - 1)):
+        if not smallest <= value <= largest:
+            raise RuntimeError(f"{name} is out of bounds for {dtype.name}: a {dtype.name} tensor holds numbers in "
+                               f"[{smallest}, {largest}], so draw from a range within it (to is excluded)")
+
+
 def _rng_state_tensor(array):
     """A generator's state bytes as the uint8 tensor get_rng_state() gives (as PyTorch's ByteTensor)."""
     return _leaf(array, False)
@@ -308,7 +320,7 @@ def rand_like(input, dtype=None, device=None, requires_grad=False, *, generator=
     dt = _float_dtype(dtype or input.dtype)
     shape = tuple(input.shape)
     values = generator_or_default(generator).uniform(
-        shape, _NUMPY_DTYPES[dt.name], strides=random.like_strides(shape, layout_strides(input)))
+        shape, _NUMPY_DTYPES[dt.name], strides=random.like_strides(shape, _layout_strides(input)))
     return _from_host(values, dt, device or input.device, requires_grad)
 
 
@@ -317,7 +329,7 @@ def randn_like(input, dtype=None, device=None, requires_grad=False, *, generator
     dt = _float_dtype(dtype or input.dtype)
     shape = tuple(input.shape)
     values = generator_or_default(generator).normal(
-        shape, _NUMPY_DTYPES[dt.name], strides=random.like_strides(shape, layout_strides(input)))
+        shape, _NUMPY_DTYPES[dt.name], strides=random.like_strides(shape, _layout_strides(input)))
     return _from_host(values, dt, device or input.device, requires_grad)
 
 
@@ -326,9 +338,10 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=
     randint_like(x, high) or randint_like(x, low, high)."""
     if high is None:
         low, high = 0, low
+    _check_random_bounds(int(low), int(high), dtype or input.dtype)
     shape = tuple(input.shape)
     values = generator_or_default(generator).randint(
-        int(low), int(high), shape, strides=random.like_strides(shape, layout_strides(input)))
+        int(low), int(high), shape, strides=random.like_strides(shape, _layout_strides(input)))
     return _from_host(values, dtype or input.dtype, device or input.device, requires_grad)
 
 

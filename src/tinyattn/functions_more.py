@@ -530,7 +530,7 @@ def random_(input, from_=0, to=None, *, generator=None):
     random_(from_, to) in [from_, to) (PyTorch's randint stream), random_() in [0, 2**mantissa] for
     floats and [0, 2**63) for int64. Written `from` in PyTorch; tinyattn takes it positionally."""
     gen = generator_or_default(generator)
-    strides = _functions.fill_strides(input)  # (PyTorch fills in memory order)
+    strides = _functions._fill_strides(input)  # (PyTorch fills in memory order)
     if to is None and from_ != 0:
         from_, to = 0, from_
     if to is None:
@@ -543,6 +543,7 @@ def random_(input, from_=0, to=None, *, generator=None):
         else:
             raise TypeError(f"random_() without bounds is not available for {input.dtype} here: give random_(to)")
     else:
+        _functions._check_random_bounds(int(from_), int(to), input.dtype)
         values = gen.randint(int(from_), int(to), (input.numel(),))
     values = random.in_fill_order(values, tuple(input.shape), strides)
     return input._overwrite(values.astype(input.dtype.name), "Random")

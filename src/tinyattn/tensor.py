@@ -1592,13 +1592,13 @@ class Tensor:
         if not (math.isfinite(a) and math.isfinite(b) and a <= b):
             raise ValueError(f"uniform_ draws from [a, b), finite with a <= b, got a={a} and b={b}")
         values = functions.generator_or_default(generator).uniform(  # in memory order, as PyTorch fills
-            self.array.shape, np.dtype(self.dtype.name), a, b, strides=functions.fill_strides(self))
+            self.array.shape, np.dtype(self.dtype.name), a, b, strides=functions._fill_strides(self))
         return self._overwrite(values, "Uniform")
 
     def normal_(self, mean=0.0, std=1.0, generator=None):
         """In place: every element drawn from N(mean, std²) (PyTorch's stream for the same seed)."""
         values = functions.generator_or_default(generator).normal(  # in memory order, as PyTorch fills
-            self.array.shape, np.dtype(self.dtype.name), mean, std, strides=functions.fill_strides(self))
+            self.array.shape, np.dtype(self.dtype.name), mean, std, strides=functions._fill_strides(self))
         return self._overwrite(values, "Normal")
 
     def _overwrite(self, host_values, name):
@@ -1751,7 +1751,7 @@ class Tensor:
     def bernoulli_(self, p=0.5, generator=None):
         """In place: each element set to 1 with probability `p`, else 0 (PyTorch's stream)."""
         values = functions.generator_or_default(generator).bernoulli(  # in memory order, as PyTorch fills
-            self.array.shape, p, strides=functions.fill_strides(self))
+            self.array.shape, p, strides=functions._fill_strides(self))
         name = "BernoulliBackward1" if isinstance(p, Tensor) else "BernoulliBackward2"  # PyTorch's overloads
         return self._overwrite(values.astype(self.dtype.name), name)
 

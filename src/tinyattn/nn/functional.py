@@ -14,7 +14,7 @@ import numpy as np
 from .. import backend, dtypes, parallel, random
 from ..autograd import Function, no_grad
 from ..errors import ShapeError
-from ..functions import generator_or_default, layout_strides, tril, ones, tensor, where, zeros_like
+from ..functions import generator_or_default, _layout_strides, tril, ones, tensor, where, zeros_like
 from ..ops import Softmax, broadcast_shape, softmax_backward, softmax_forward, stable_sigmoid, unbroadcast
 from ..tensor import Tensor, _value_to_write
 
@@ -221,7 +221,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         raise TypeError(f"dropout needs a floating point tensor, got {input.dtype}: use input.float()")
     # PyTorch draws the mask into empty_like(input): laid out as a transposed or permuted input is
     shape = tuple(input.shape)
-    mask = dropout_mask(shape, p, input, random.like_strides(shape, layout_strides(input)))
+    mask = dropout_mask(shape, p, input, random.like_strides(shape, _layout_strides(input)))
     if inplace:  # written into input's memory and recorded in its graph, as in-place tensor ops are
         return input._inplace(DropoutOp, mask)
     return DropoutOp.apply(input, mask)
