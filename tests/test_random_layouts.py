@@ -101,6 +101,9 @@ FILLS = {
     "normal_()": lambda lib, x: x.normal_(),
     "normal_(0.5, 2)": lambda lib, x: x.normal_(0.5, 2.0),
     "bernoulli_(0.3)": lambda lib, x: x.bernoulli_(0.3),
+    # a tensor of probabilities: uniforms in its dtype (float32: one draw each), broadcast to x
+    "bernoulli_(p tensor)": lambda lib, x: x.bernoulli_(lib.linspace(0, 1, x.numel()).reshape(x.shape)),
+    "bernoulli_(p row, float64)": lambda lib, x: x.bernoulli_(lib.linspace(0, 1, x.shape[-1], dtype=lib.float64)),
     "random_(10)": lambda lib, x: x.random_(10),
     "random_(-5, 5)": lambda lib, x: x.random_(-5, 5),
     "random_()": lambda lib, x: x.random_(),

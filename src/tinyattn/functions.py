@@ -257,6 +257,21 @@ set_rng_state = random.set_rng_state
 Generator = random.Generator
 
 
+def _bernoulli_of_probabilities(generator, shape, strides, p):
+    """Tensor.bernoulli_(p) for a tensor p: one uniform per element in p's dtype (float32: one draw,
+    float64: two), in the memory order of the tensor filled (of layout `strides`); True where it is
+    below the element's probability, p broadcast to the tensor's shape."""
+    if not p.dtype.is_floating_point:
+        raise TypeError(f"bernoulli_ needs floating point probabilities, got a {p.dtype} tensor: use p.float()")
+    probs = backend.to_host(p.detach().array)
+    if len(probs.shape) > len(shape) or ops.broadcast_shape(probs.shape, shape) != tuple(shape):
+        raise ShapeError(f"bernoulli_: probabilities of shape {list(probs.shape)} do not broadcast to the "
+                         f"tensor's shape {list(shape)}")
+    if probs.size and not ((probs >= 0) & (probs <= 1)).all():
+        raise RuntimeError("bernoulli_ expects 0 <= p <= 1 for every element of p")
+    return generator.uniform(shape, probs.dtype, strides=strides) < probs
+
+
 def _check_random_bounds(low, high, dtype):
     """PyTorch's check of integers drawn into an integer or bool tensor (random_(from, to), randint_like):
     from and to - 1 must be numbers of its dtype."""

@@ -1749,9 +1749,13 @@ class Tensor:
         return functions.multinomial(self, num_samples, replacement, generator=generator)
 
     def bernoulli_(self, p=0.5, generator=None):
-        """In place: each element set to 1 with probability `p`, else 0 (PyTorch's stream)."""
-        values = functions.generator_or_default(generator).bernoulli(  # in memory order, as PyTorch fills
-            self.array.shape, p, strides=functions._fill_strides(self))
+        """In place: each element set to 1 with probability `p` (a number, or a tensor that broadcasts to
+        self: one probability per element), else 0 (PyTorch's stream)."""
+        strides, generator = functions._fill_strides(self), functions.generator_or_default(generator)
+        if isinstance(p, Tensor):
+            values = functions._bernoulli_of_probabilities(generator, self.array.shape, strides, p)
+        else:  # in memory order, as PyTorch fills
+            values = generator.bernoulli(self.array.shape, p, strides=strides)
         name = "BernoulliBackward1" if isinstance(p, Tensor) else "BernoulliBackward2"  # PyTorch's overloads
         return self._overwrite(values.astype(self.dtype.name), name)
 
