@@ -167,8 +167,9 @@ class Generator:
 
     def seed_device(self, seed):
         """Restart only the GPU stream (CuPy's generator, for dropout masks) from `seed`, as
-        torch.cuda.manual_seed seeds only the GPU's generator; the host stream goes on."""
-        self._device_seed = check_seed(seed)
+        torch.cuda.manual_seed seeds only the GPU's generator; the host stream goes on. Takes
+        int(seed), as torch.cuda.manual_seed does."""
+        self._device_seed = check_seed(_int_seed(seed))
         self._device_rng = None
 
     def seed(self):
@@ -184,8 +185,8 @@ class Generator:
     def get_state(self):
         """The generator's state as PyTorch's: a uint8 tensor of 5056 bytes, its CPU generator's C
         struct (the Mersenne Twister's words and position, the seed and the cached normals), so a
-        state saved here resumes under PyTorch with the same stream, and the reverse. Without the
-        tensor layer loaded (never, through `import tinyattn`) the same bytes as a NumPy array."""
+        state saved here resumes under PyTorch with the same stream, and the reverse. (The tensor
+        layer makes the tensor, see use_tensors; `state_bytes` gives the bytes as a NumPy array.)"""
         return _state_tensor(self.state_bytes())
 
     def set_state(self, state):
