@@ -482,3 +482,11 @@ def test_manual_seed_refuses_what_pytorch_refuses(torch, seed):
 def test_generator_manual_seed_takes_only_an_int_as_pytorchs():
     with pytest.raises(TypeError, match="seed must be an int"):
         tinyattn.Generator().manual_seed(3.0)
+
+
+def test_cuda_manual_seed_takes_int_of_the_seed_too():
+    g = trandom.default_generator
+    before = g.get_state()
+    tinyattn.cuda.manual_seed(5.0)
+    assert g._device_seed == 5 and g._device_rng is None  # the GPU stream restarts from 5 ...
+    np.testing.assert_array_equal(g.get_state().numpy(), before.numpy())  # ... and the CPU stream goes on
