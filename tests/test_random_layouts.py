@@ -490,3 +490,10 @@ def test_cuda_manual_seed_takes_int_of_the_seed_too():
     tinyattn.cuda.manual_seed(5.0)
     assert g._device_seed == 5 and g._device_rng is None  # the GPU stream restarts from 5 ...
     np.testing.assert_array_equal(g.get_state().numpy(), before.numpy())  # ... and the CPU stream goes on
+
+
+@pytest.mark.parametrize("creator", ["rand", "randn"])
+def test_out_of_another_dtype_is_refused_as_pytorch_refuses_it(torch, creator):
+    for lib in (torch, tinyattn):
+        with pytest.raises(RuntimeError, match="dtype Double does not match dtype of out parameter \\(Float\\)"):
+            getattr(lib, creator)(3, 4, out=lib.empty(4, 3).t(), dtype=lib.float64)

@@ -735,10 +735,12 @@ def randn(*size, generator=None, out=None, dtype=None, device=None, requires_gra
 
 def _fills_out(out, size, dtype):
     """Whether rand/randn(size, out=out) fill `out` where it is, as PyTorch does when out already has
-    the size and dtype: its numbers then go in out's memory order (a transposed out gets them
-    transposed). Otherwise out is resized and filled from a new tensor (_into)."""
-    return (isinstance(out, Tensor) and tuple(out.shape) == tuple(_shape_arg(size))
-            and (dtype is None or dtype is out.dtype) and out.dtype.is_floating_point)
+    the size: its numbers then go in out's memory order (a transposed out gets them transposed).
+    Otherwise out is resized and filled from a new tensor (_into)."""
+    if isinstance(out, Tensor) and dtype is not None and dtype is not out.dtype:
+        raise RuntimeError(f"dtype {_DTYPE_WORDS.get(dtype, dtype)} does not match dtype of out parameter "
+                           f"({_DTYPE_WORDS.get(out.dtype, out.dtype)}): leave dtype out, or give an out of that dtype")
+    return isinstance(out, Tensor) and tuple(out.shape) == tuple(_shape_arg(size)) and out.dtype.is_floating_point
 
 
 def _fill_out(out, fill, name, requires_grad):
