@@ -56,7 +56,6 @@ import hashlib
 import math
 import os
 import struct
-from fractions import Fraction
 
 import numpy as np
 
@@ -378,9 +377,10 @@ class Generator:
             normals += (radius * math.cos(theta), radius * math.sin(theta))
         if len(normals) > n:
             self._cached_normal = normals.pop()
-        if std == 1.0 or mean == 0.0:  # z * std is exact, or nothing is added to it: no fma needed
-            return np.array([z * std + mean for z in normals], dtype)
-        return np.array([_fma(z, std, mean) for z in normals], dtype)  # z * std + mean in float64, rounded once
+        z = np.array(normals, dtype=np.float64)
+        if std == 1.0 or mean == 0.0 or not (math.isfinite(std) and math.isfinite(mean)):
+            return (z * std + mean).astype(dtype)  # z * std is exact, or nothing is added to it: no fma needed
+        return fma64(z, std, mean).astype(dtype)  # z * std + mean in float64, rounded once
 
     def randint(self, low, high, shape, strides=None):
         """torch.randint(low, high, shape): int64 in [low, high) (in memory order for a tensor of
@@ -647,13 +647,6 @@ def _check_probability(p):
 
 # ---------------------------------------------------------------- fused multiply-add
 # PyTorch's kernels are compiled with FMA: a * b + c rounded once, not twice. NumPy has no fma.
-
-
-def _fma(a, b, c):
-    """Scalar float64 fma, exact through fractions (math.fma arrives only in Python 3.13)."""
-    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):  # inf and NaN have no fraction
-        return a * b + c
-    return float(Fraction(a) * Fraction(b) + Fraction(c))
 
 
 def fma32(a, b, c):
