@@ -100,6 +100,7 @@ FILLS = {
     "uniform_(-2, 3)": lambda lib, x: x.uniform_(-2.0, 3.0),
     "normal_()": lambda lib, x: x.normal_(),
     "normal_(0.5, 2)": lambda lib, x: x.normal_(0.5, 2.0),
+    "normal_(0, inf)": lambda lib, x: x.normal_(0.0, math.inf),  # infinities of the normals' signs
     "bernoulli_(0.3)": lambda lib, x: x.bernoulli_(0.3),
     # a tensor of probabilities: uniforms in its dtype (float32: one draw each), broadcast to x
     "bernoulli_(p tensor)": lambda lib, x: x.bernoulli_(lib.linspace(0, 1, x.numel()).reshape(x.shape)),

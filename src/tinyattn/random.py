@@ -667,6 +667,16 @@ def fma64(a, b, c):
     """float64 fma on arrays: the product's rounding error is recovered exactly (Dekker's split)
     and added back with the sum's. When that last addition lands exactly halfway between two
     float64 numbers, the bits it lost (tiny, but exact) decide the rounding, as one rounding would."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        plain = a * b + c
+    if np.isfinite(plain).all():
+        return _fma64_of_finite(a, b, c)
+    # an infinity or NaN (normal_(0, inf)) is the same fused or not; the exact steps would make NaN of it
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(np.isfinite(plain), _fma64_of_finite(a, b, c), plain)
+
+
+def _fma64_of_finite(a, b, c):
     p = a * b
     split = 134217729.0  # 2**27 + 1: a * split - (a * split - a) keeps the top 26 bits of a
     a_hi = a * split - (a * split - a)
