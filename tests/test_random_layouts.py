@@ -32,11 +32,11 @@ def ulps(got, want):
     assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype, got.shape, want.shape)
     ints = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}[got.dtype]
 
-    def ordered(a):  # float bits as integers that count up with the value (negative floats mirrored)
-        i = a.view(ints).astype(object if ints is np.int64 else np.int64)
-        return np.where(np.asarray(i) < 0, -(np.asarray(i) & ((1 << (8 * a.itemsize - 1)) - 1)), i)
+    def ordered(a):  # the float's bits as an integer that counts up with its value (negative ones mirrored)
+        bits = a.view(ints).astype(np.int64)
+        return np.where(bits < 0, np.iinfo(ints).min - bits, bits).astype(object)  # (object: exact differences)
 
-    return np.abs(np.asarray(ordered(got) - ordered(want), dtype=object)).astype(float)
+    return np.abs(ordered(got) - ordered(want)).astype(float)
 
 
 def assert_close_in_ulps(got, want, most=2):
