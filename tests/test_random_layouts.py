@@ -11,9 +11,7 @@ bytes. What is compared in ULPs: numbers made by arithmetic a CPU or C library m
 (Box-Muller's log1p/sin/cos, the fused multiply-add of a scaled uniform or normal).
 """
 
-import io
 import math
-import types
 
 import numpy as np
 import pytest
@@ -21,7 +19,6 @@ from hypothesis import given, strategies as st
 
 import tinyattn
 from tinyattn import checkpoint, functions, random as trandom
-from tinyattn.nn import functional as tF
 
 # ---------------------------------------------------------------- helpers
 
