@@ -495,3 +495,25 @@ def test_out_of_another_dtype_is_refused_as_pytorch_refuses_it(torch, creator):
     for lib in (torch, tinyattn):
         with pytest.raises(RuntimeError, match="dtype Double does not match dtype of out parameter \\(Float\\)"):
             getattr(lib, creator)(3, 4, out=lib.empty(4, 3).t(), dtype=lib.float64)
+
+
+DRAWS = {
+    "rand": lambda lib, n: lib.rand(n),
+    "randn": lambda lib, n: lib.randn(n),
+    "randn float64": lambda lib, n: lib.randn(n, dtype=lib.float64),
+    "randint": lambda lib, n: lib.randint(0, 7, (n,)),
+    "transposed normal_": lambda lib, n: lib.empty(n, 2).t().normal_(),
+    "dropout": lambda lib, n: lib.nn.functional.dropout(lib.ones(2, n).t(), 0.4),
+}
+
+
+@given(st.integers(0, 2**64 - 1), st.lists(st.tuples(st.sampled_from(sorted(DRAWS)), st.integers(0, 700)),
+                                            max_size=8))
+def test_the_state_after_any_draws_is_pytorchs(torch, seed, draws):
+    tinyattn.manual_seed(seed)
+    torch.manual_seed(seed)
+    for name, n in draws:
+        DRAWS[name](tinyattn, n), DRAWS[name](torch, n)
+        assert_same_state(torch, tinyattn.get_rng_state(), torch.get_rng_state())
+    tinyattn.set_rng_state(tinyattn.tensor(torch.get_rng_state().numpy()))  # and a state read back is the same
+    assert_same_state(torch, tinyattn.get_rng_state(), torch.get_rng_state())
