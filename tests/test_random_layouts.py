@@ -89,6 +89,9 @@ LAYOUTS = {
     "permuted and strided": lambda lib, dt: lib.empty(4, 6, 5, dtype=dt).permute(1, 2, 0)[::2, :, 1:],
     "transposed with a dim of 1": lambda lib, dt: lib.empty(1, 16, dtype=dt).t(),  # contiguous, as PyTorch counts
     "transposed 3-d": lambda lib, dt: lib.empty(3, 4, 5, dtype=dt).transpose(0, 2),
+    "transposed, unsqueezed": lambda lib, dt: lib.empty(8, 4, dtype=dt).t().unsqueeze(1),
+    "a diagonal": lambda lib, dt: lib.empty(5, 5, dtype=dt).diagonal(),
+    "a slice of a transposed 3-d": lambda lib, dt: lib.empty(6, 4, 3, dtype=dt).transpose(0, 2)[1],
 }
 
 # each fills a tensor in place, in library `lib`
