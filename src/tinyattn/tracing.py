@@ -630,12 +630,13 @@ class Trace(_Observer):
         self.tokens = [str(t) for t in tokens]
         return self
 
-    def to_html(self, path, title=None, **limits):
+    def to_html(self, path, title=None, **options):
         """Write the page that shows this trace in a browser: one HTML file that opens offline.
 
         The graph of the forward and backward pass, each op's values and gradients (when traced with
-        values=True), the attention heatmaps and a step control; see tinyattn.tracing_page.write_page
-        for `limits`. Returns the path written.
+        values=True), the attention heatmaps and a step control. `names=globals()` shows your tensors
+        under their variables' names; see tinyattn.tracing_page.write_page for the size limits and
+        the other options. Returns the path written.
         """
         from .tracing_page import write_page  # the page and its scripts are loaded only when asked for
 

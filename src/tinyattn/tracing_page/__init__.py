@@ -24,6 +24,7 @@ import pathlib
 
 import numpy as np
 
+from ..tensor import Tensor
 from ..tracing import TensorSummary, Trace, format_bytes, short_path
 
 __all__ = ["page_data", "write_page"]
@@ -126,9 +127,9 @@ def _attention(record, items, tokens_limit):
 
 
 def page_data(trace, title=None, table_limit=TABLE_LIMIT, heatmap_items=HEATMAP_ITEMS,
-              heatmap_tokens=HEATMAP_TOKENS, max_ops=MAX_OPS):
+              heatmap_tokens=HEATMAP_TOKENS, max_ops=MAX_OPS, problem=None, names=None):
     """What the page shows, as plain data (dicts, lists, numbers): the ops, leaves, tensors, source
-    lines and heatmaps of `trace`. See write_page for the limits."""
+    lines and heatmaps of `trace`. See write_page for the limits, `problem` and `names`."""
     if not isinstance(trace, Trace):
         raise TypeError(f"a page shows a tinyattn.trace(), got {type(trace).__name__}")
     for name, value in (("table_limit", table_limit), ("heatmap_items", heatmap_items),
@@ -160,6 +161,13 @@ def page_data(trace, title=None, table_limit=TABLE_LIMIT, heatmap_items=HEATMAP_
                 lines[n] = text.rstrip("\n")
         return index
 
+    own_names = {}  # leaf key -> the variable that holds it (names=globals())
+    if names:
+        by_id = {id(v): k for k, v in names.items() if isinstance(v, Tensor) and not k.startswith("_")}
+        for ref, key in list(trace._leaves.values()):
+            tensor = ref()
+            if tensor is not None and id(tensor) in by_id:
+                own_names[key] = by_id[id(tensor)]
     ops, leaves, leaf_index, attention = [], [], {}, []
     for r in records:
         op = {"step": r.step, "phase": r.phase, "op": r.op, "fn": r.function, "module": r.module,
@@ -178,6 +186,8 @@ def page_data(trace, title=None, table_limit=TABLE_LIMIT, heatmap_items=HEATMAP_
                     if key not in leaf_index:
                         leaf_index[key] = len(leaves)
                         named = name not in ("tensor", "parameter", "array")
+                        if not named and key in own_names:
+                            name = f"{own_names[key]} ({name})"
                         leaves.append({"id": key, "name": name, "shape": list(shape), "named": named,
                                        "module": _leaf_module(name, modules) if named else "", "users": [],
                                        "value": None, "grad": None, "gradParts": []})
@@ -224,7 +234,7 @@ def page_data(trace, title=None, table_limit=TABLE_LIMIT, heatmap_items=HEATMAP_
                    "forwardBytes": format_bytes(sum(r.nbytes for r in forward)),
                    "backwardBytes": format_bytes(sum(r.nbytes for r in backward))},
         "ops": ops, "leaves": leaves, "tensors": tensors.items, "files": files, "attention": attention,
-        "error": getattr(trace, "error", None),
+        "error": problem,
     }
 
 
@@ -234,16 +244,19 @@ def _script(text):
 
 
 def write_page(trace, path, title=None, table_limit=TABLE_LIMIT, heatmap_items=HEATMAP_ITEMS,
-               heatmap_tokens=HEATMAP_TOKENS, max_ops=MAX_OPS):
+               heatmap_tokens=HEATMAP_TOKENS, max_ops=MAX_OPS, problem=None, names=None):
     """Write the page of `trace` to `path` (one self-contained HTML file); returns the path.
 
     Limits: a tensor of at most `table_limit` numbers (1024) is shown as a table of its numbers, a
     larger one by its statistics and histogram; an attention-weights tensor is drawn for its first
     `heatmap_items` batch items (4) and up to `heatmap_tokens` query and key positions (128); a
     trace of more than `max_ops` ops (4000) shows its first ones. Values appear only for a trace
-    made with values=True, within its values_limit.
+    made with values=True, within its values_limit. `problem`: a line the page shows at its top in
+    red (what went wrong while the traced code ran: `tinyattn see` says where a script failed).
+    `names`: a namespace (`globals()`, `vars()`): the tensors no op made (inputs, parameters that
+    are no module's) are shown under the names that hold them there (`W1 (parameter)`).
     """
-    data = page_data(trace, title, table_limit, heatmap_items, heatmap_tokens, max_ops)
+    data = page_data(trace, title, table_limit, heatmap_items, heatmap_tokens, max_ops, problem, names)
     path = pathlib.Path(os.fspath(path))
     folder = path.resolve().parent
     if not folder.is_dir():
