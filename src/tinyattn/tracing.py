@@ -640,7 +640,7 @@ class Trace(_Observer):
         """
         from .tracing_page import write_page  # the page and its scripts are loaded only when asked for
 
-        return write_page(self, path, title=title, **limits)
+        return write_page(self, path, title=title, **options)
 
     def _parent(self, value):
         """("op", step) of the traced op that made a tensor or array, or ("leaf", key, name, shape)."""

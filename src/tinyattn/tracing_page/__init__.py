@@ -163,7 +163,11 @@ def page_data(trace, title=None, table_limit=TABLE_LIMIT, heatmap_items=HEATMAP_
 
     own_names = {}  # leaf key -> the variable that holds it (names=globals())
     if names:
-        by_id = {id(v): k for k, v in names.items() if isinstance(v, Tensor) and not k.startswith("_")}
+        by_id = {}
+        for k, v in names.items():
+            if isinstance(v, Tensor) and not k.startswith("_"):
+                by_id.setdefault(id(v), k)
+                by_id.setdefault(id(v.array), k)  # ops that take a raw array (an index) see that
         for ref, key in list(trace._leaves.values()):
             tensor = ref()
             if tensor is not None and id(tensor) in by_id:
