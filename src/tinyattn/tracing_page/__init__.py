@@ -195,6 +195,10 @@ def page_data(trace, title=None, table_limit=TABLE_LIMIT, heatmap_items=HEATMAP_
                         leaves.append({"id": key, "name": name, "shape": list(shape), "named": named,
                                        "module": _leaf_module(name, modules) if named else "", "users": [],
                                        "value": None, "grad": None, "gradParts": []})
+                    else:  # seen first before its module ran (an initialisation): the module's name now
+                        leaf = leaves[leaf_index[key]]
+                        if not leaf["named"] and name not in ("tensor", "parameter", "array"):
+                            leaf.update(name=name, named=True, module=_leaf_module(name, modules))
                     parents.append(key)
             op["parents"] = parents
             op["args"] = list(r.input_args)

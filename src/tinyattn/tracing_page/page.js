@@ -58,7 +58,7 @@ for (const o of D.ops) if (o.module) modules.add(o.module);
 for (const l of D.leaves) if (l.module) modules.add(l.module);
 for (const m of Array.from(modules)) { let p = parentModule(m); while (p) { modules.add(p); p = parentModule(p); } }
 const folded = new Set();
-if (forwardOps.length > 120) { // a large model starts folded below its top module
+if (forwardOps.length > 40) { // a larger model starts folded below its top module
   for (const m of modules) if (depth(m) >= 1) folded.add(m);
 }
 function foldedAncestor(module) { // the outermost folded module holding `module`, or null
@@ -356,7 +356,7 @@ function heatmaps(h, inDetails) {
   }
   const cut = (h.rows < h.allRows || h.cols < h.allCols) ? ` (the first ${h.rows} of ${h.allRows} positions)` : "";
   const more = h.items < h.batch ? `; batch items 0 to ${h.items - 1} of ${h.batch}` : "";
-  out += `<div class="hm-axis">rows: queries, columns: keys, each row sums to 1; hatched: masked (weight 0)${cut}${more}</div><div class="hm-grid">`;
+  out += `<div class="hm-axis">rows: queries, columns: keys, each row sums to 1; darker: more weight (the colour grows as its square root); hatched: masked (weight 0)${cut}${more}</div><div class="hm-grid">`;
   const per = h.rows * h.cols;
   for (let b = 0; b < h.items; b++) {
     for (let head = 0; head < h.heads; head++) {
@@ -369,7 +369,9 @@ function heatmaps(h, inDetails) {
         for (let c = 0; c < h.cols; c++) {
           const v = h.data[base + r * h.cols + c];
           const masked = h.blocked ? h.blocked[r * h.cols + c] === 1 : (v === 0 && c > r);
-          const bg = masked ? "" : ` style="background:rgba(31,78,150,${Math.max(0, Math.min(1, v)).toFixed(3)});color:${v > 0.55 ? "#fff" : "#123"}"`;
+          // the square root of the weight as the colour's strength: a weight of 1/64 still shows
+          const strength = Math.sqrt(Math.max(0, Math.min(1, v)));
+          const bg = masked ? "" : ` style="background:rgba(31,78,150,${strength.toFixed(3)});color:${strength > 0.6 ? "#fff" : "#123"}"`;
           out += `<td class="hm-cell${masked ? " masked" : ""}" data-v="${v}"${bg} title="${esc(tokenLabel(r))} \u2192 ${esc(tokenLabel(c))}: ${v}">${small ? "" : v.toFixed(2)}</td>`;
         }
         out += "</tr>";
@@ -380,7 +382,11 @@ function heatmaps(h, inDetails) {
   return out + "</div></div>";
 }
 
-function drawAttention() {
+let attentionDrawn = false;
+
+function drawAttention() { // when the tab is first opened: a large model's heatmaps are many cells
+  if (attentionDrawn) return;
+  attentionDrawn = true;
   const pane = document.getElementById("attention");
   if (!D.attention.length) {
     pane.innerHTML = `<p class="hint">No attention weights in this trace: the heatmaps show the outputs of softmax over (\u2026, tokens, tokens) ` +
@@ -522,13 +528,20 @@ function refresh() {
   for (const e of edgeElements) {
     e.classList.remove("active", "grad");
     e.firstChild.setAttribute("marker-end", "url(#arrow)");
+    e.firstChild.removeAttribute("marker-start");
   }
-  if (current !== null) {
+  if (current !== null) { // the inputs flowing into the op running now; in the backward, its gradients flowing back
     const o = opOf.get(current);
     const into = edgesInto.get(o.phase === "forward" ? o.step : o.fwd) || [];
     for (const e of into) {
-      e.classList.add(o.phase === "forward" ? "active" : "grad");
-      e.firstChild.setAttribute("marker-end", o.phase === "forward" ? "url(#arrow-active)" : "url(#arrow-grad)");
+      if (o.phase === "forward") {
+        e.classList.add("active");
+        e.firstChild.setAttribute("marker-end", "url(#arrow-active)");
+      } else {
+        e.classList.add("grad");
+        e.firstChild.removeAttribute("marker-end");
+        e.firstChild.setAttribute("marker-start", "url(#arrow-grad)");
+      }
     }
   }
   const slider = document.getElementById("slider");
@@ -566,6 +579,7 @@ function play() {
 }
 
 function showTab(name) {
+  if (name === "attention") drawAttention();
   document.querySelectorAll(".tab").forEach(t => t.classList.toggle("active", t.dataset.tab === name));
   document.getElementById("graph").classList.toggle("hidden", name !== "graph");
   document.getElementById("attention").classList.toggle("hidden", name !== "attention");
@@ -619,7 +633,6 @@ function start() {
     else if (e.key === " ") { play(); e.preventDefault(); }
   });
   draw();
-  drawAttention();
   refresh();
 }
 
