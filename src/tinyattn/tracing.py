@@ -564,7 +564,7 @@ class Trace(_Observer):
             line=site.line,
             code=site.code,
             parents=tuple(self._parent(a) for a in args if isinstance(a, Tensor) or _arrays([a])),
-            view=bool(getattr(function, "is_view", False)) and not getattr(node, "copied", False),
+            view=function.is_view and not getattr(node, "copied", False),
         )
         if self.keeps_values:
             self._keep_forward(record, node, args, outputs)
@@ -572,13 +572,14 @@ class Trace(_Observer):
         if getattr(node, "sequence", None) is not None:  # a recorded node: its backward may run
             self._by_node[node] = record
             _node_info[node] = (record.op, record.module, record.location)
-        made = list(outputs)
-        if site.target is not None:  # in place: the target tensor now holds this op's result
-            made.append(site.target)
-        for index, t in enumerate(made):  # the tensor, and its array for ops that receive the raw array (a mask)
-            index = min(index, len(outputs) - 1)  # the in-place target holds the (only) output
-            self._producers[id(t)] = (weakref.ref(t), step, index)
-            self._producers[id(t.array)] = (weakref.ref(t.array), step, index)
+        producers = self._producers
+        for index, t in enumerate(outputs):  # the tensor, and its array for ops that receive the raw array (a mask)
+            producers[id(t)] = (weakref.ref(t), step, index)
+            producers[id(t.array)] = (weakref.ref(t.array), step, index)
+        t = site.target
+        if t is not None:  # in place: the target tensor now holds this op's (only) result
+            producers[id(t)] = (weakref.ref(t), step, 0)
+            producers[id(t.array)] = (weakref.ref(t.array), step, 0)
 
     # --- values (trace(values=True)) ---
 
