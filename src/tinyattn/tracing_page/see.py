@@ -51,8 +51,9 @@ def build_parser():
         epilog="The script's own arguments go after --. A script that fails still gives the page of the ops "
         "that ran, with the error at the top (exit status 1).",
     )
-    parser.add_argument("script", help="the Python script to run (one training step, say)")
-    parser.add_argument("--html", metavar="PATH", required=True, help="the page to write")
+    # both needed; checked after the options, so that a misspelt option is what the error names
+    parser.add_argument("script", nargs="?", help="the Python script to run (one training step, say)")
+    parser.add_argument("--html", metavar="PATH", help="the page to write (needed)")
     parser.add_argument("--name", help="the name of the first module the script calls (default: its class name)")
     parser.add_argument("--values-limit", metavar="MiB", type=_megabytes, default=tracing.VALUES_LIMIT,
                         help=f"copies of values the trace keeps at most, in MiB (default "
@@ -98,7 +99,7 @@ def run_script(script, script_args, trace):
     except SystemExit as stop:
         if stop.code not in (None, 0):
             return module.__dict__, stop
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, BrokenPipeError):  # Ctrl-C, or the reader of the output gone: the command stops
         raise
     except Exception as error:  # the script's own failure (a SyntaxError too): reported, its page written
         return module.__dict__, error
@@ -115,7 +116,12 @@ def main(argv=None):
     if "--" in argv:
         cut = argv.index("--")
         argv, script_args = argv[:cut], argv[cut + 1:]
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)} (the script's own arguments go after --)")
+    if args.script is None or args.html is None:
+        parser.error("give the script and the page to write: tinyattn see SCRIPT.py --html PAGE.html")
     if not os.path.isfile(args.script):
         print(error_text(PROG, f"no script {args.script!r} (give the path of a Python file)"), file=sys.stderr)
         return EXIT_BAD_INPUT
