@@ -347,6 +347,34 @@ function tokenLabel(i) {
   return D.tokens && i < D.tokens.length ? D.tokens[i] : String(i);
 }
 
+const CELL = 5; // pixels per cell of a painted heatmap
+
+// the square root of the weight as the colour's strength: a weight of 1/64 still shows
+function shade(v) { return Math.sqrt(Math.max(0, Math.min(1, v))); }
+
+function isMasked(h, base, r, c) {
+  return h.blocked ? h.blocked[r * h.cols + c] === 1 : (h.data[base + r * h.cols + c] === 0 && c > r);
+}
+
+function paintHeatmaps(container) {
+  container.querySelectorAll("canvas.hm-canvas").forEach(canvas => {
+    const h = heatOf.get(+canvas.dataset.step), base = +canvas.dataset.base;
+    const ctx = canvas.getContext("2d");
+    for (let r = 0; r < h.rows; r++) {
+      for (let c = 0; c < h.cols; c++) {
+        const masked = isMasked(h, base, r, c);
+        ctx.fillStyle = masked ? ((r + c) % 2 ? "#d9dde4" : "#eceef2") :
+          `rgba(31,78,150,${shade(h.data[base + r * h.cols + c]).toFixed(3)})`;
+        ctx.fillRect(c * CELL, r * CELL, CELL, CELL);
+      }
+    }
+    canvas.addEventListener("mousemove", e => {
+      const c = Math.floor(e.offsetX / CELL), r = Math.floor(e.offsetY / CELL);
+      if (r < h.rows && c < h.cols) canvas.title = `${tokenLabel(r)} \u2192 ${tokenLabel(c)}: ${h.data[base + r * h.cols + c]}`;
+    });
+  });
+}
+
 function heatmaps(h, inDetails) {
   const o = opOf.get(h.step);
   const small = h.cols > 24;
@@ -361,16 +389,20 @@ function heatmaps(h, inDetails) {
   for (let b = 0; b < h.items; b++) {
     for (let head = 0; head < h.heads; head++) {
       const base = (b * h.heads + head) * per;
-      out += `<div class="hm${small ? " small" : ""}"><div class="hm-title">batch ${b} \u00B7 head ${head}</div><table><tr><th></th>`;
+      if (small) { // many cells: painted on a canvas (a table of thousands of cells is slow to lay out)
+        out += `<div class="hm small"><div class="hm-title">batch ${b} \u00B7 head ${head}</div>` +
+               `<canvas class="hm-canvas" data-step="${h.step}" data-base="${base}" width="${h.cols * CELL}" height="${h.rows * CELL}"></canvas></div>`;
+        continue;
+      }
+      out += `<div class="hm"><div class="hm-title">batch ${b} \u00B7 head ${head}</div><table><tr><th></th>`;
       for (let c = 0; c < h.cols; c++) out += `<th class="col" title="${esc(tokenLabel(c))}">${esc(tokenLabel(c))}</th>`;
       out += "</tr>";
       for (let r = 0; r < h.rows; r++) {
         out += `<tr><th title="${esc(tokenLabel(r))}">${esc(tokenLabel(r))}</th>`;
         for (let c = 0; c < h.cols; c++) {
           const v = h.data[base + r * h.cols + c];
-          const masked = h.blocked ? h.blocked[r * h.cols + c] === 1 : (v === 0 && c > r);
-          // the square root of the weight as the colour's strength: a weight of 1/64 still shows
-          const strength = Math.sqrt(Math.max(0, Math.min(1, v)));
+          const masked = isMasked(h, base, r, c);
+          const strength = shade(v);
           const bg = masked ? "" : ` style="background:rgba(31,78,150,${strength.toFixed(3)});color:${strength > 0.6 ? "#fff" : "#123"}"`;
           out += `<td class="hm-cell${masked ? " masked" : ""}" data-v="${v}"${bg} title="${esc(tokenLabel(r))} \u2192 ${esc(tokenLabel(c))}: ${v}">${small ? "" : v.toFixed(2)}</td>`;
         }
@@ -394,6 +426,7 @@ function drawAttention() { // when the tab is first opened: a large model's heat
     return;
   }
   pane.innerHTML = D.attention.map(h => heatmaps(h, false)).join("");
+  paintHeatmaps(pane);
   pane.querySelectorAll("a[data-select]").forEach(a => a.addEventListener("click", () => { showTab("graph"); select(+a.dataset.select); }));
 }
 
@@ -476,6 +509,7 @@ function showDetails() {
     }
   }
   box.innerHTML = out;
+  paintHeatmaps(box);
   box.scrollTop = 0;
   box.querySelectorAll("a[data-select]").forEach(a => a.addEventListener("click", () => select(+a.dataset.select)));
   box.querySelectorAll("a[data-leaf]").forEach(a => a.addEventListener("click", () => selectLeaf(a.dataset.leaf)));
