@@ -324,7 +324,8 @@ def write_html(path):
             run_cell(code, namespace)
     tr = traced_step(namespace)
     try:
-        written = tr.to_html(path, title="tinyattn demo: multi-head attention, forward and backward")
+        written = tr.to_html(path, title="tinyattn demo: multi-head attention, forward and backward",
+                             names=namespace)  # x, the input, under its name
     except OSError as error:
         print(error_text("tinyattn demo", f"cannot write {path!r}: {error.strerror or error}"), file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -91,6 +91,8 @@ function opLines(o) {
   return {name: "#" + o.step + " " + o.op, marks, shapes: shapes + "  " + o.dtype, src: where(o)};
 }
 
+let fitted = false;
+
 function draw() {
   const g = new dagre.graphlib.Graph({compound: true});
   g.setGraph({rankdir: "TB", nodesep: 18, ranksep: 40, edgesep: 8, marginx: 16, marginy: 16});
@@ -253,6 +255,11 @@ function draw() {
     }
   }
   host.appendChild(svg);
+  if (!fitted) { // the first drawing: zoomed out to the pane's width where that keeps the text readable
+    fitted = true;
+    const fit = (host.clientWidth - 16) / width;
+    if (fit < 1) setZoom(Math.max(0.6, fit));
+  }
 }
 
 function setZoom(z) {
@@ -404,7 +411,7 @@ function heatmaps(h, inDetails) {
           const masked = isMasked(h, base, r, c);
           const strength = shade(v);
           const bg = masked ? "" : ` style="background:rgba(31,78,150,${strength.toFixed(3)});color:${strength > 0.6 ? "#fff" : "#123"}"`;
-          out += `<td class="hm-cell${masked ? " masked" : ""}" data-v="${v}"${bg} title="${esc(tokenLabel(r))} \u2192 ${esc(tokenLabel(c))}: ${v}">${small ? "" : v.toFixed(2)}</td>`;
+          out += `<td class="hm-cell${masked ? " masked" : ""}" data-v="${v}"${bg} title="${esc(tokenLabel(r))} \u2192 ${esc(tokenLabel(c))}: ${v}">${masked ? "" : v.toFixed(2)}</td>`;
         }
         out += "</tr>";
       }
@@ -479,12 +486,12 @@ function showDetails() {
            (o.phase === "forward" && bwd ? ` \u00B7 its backward: <a data-select="${bwd.step}">\u2207 #${bwd.step}</a>` : "") +
            (o.phase === "backward" && fwd ? ` \u00B7 its forward: <a data-select="${fwd.step}">#${fwd.step}</a>` : "") + "</div>";
     out += "<h3>source</h3>" + sourceBlock(o);
+    if (o.phase === "forward" && heatOf.has(o.step)) out += "<h3>attention weights</h3>" + heatmaps(heatOf.get(o.step), true);
     if (fwd) {
       const fin = fwd.in.map((s, j) => `${j}`);
       if (o.phase === "forward") {
         out += "<h3>inputs</h3>" + fwd.in.map((s, j) => tensorView(fwd.vin[j], `input ${j} from ${parentName(fwd.parents[j])}`)).join("");
         out += "<h3>outputs</h3>" + fwd.out.map((s, i) => tensorView(fwd.vout[i], `output ${i}`)).join("");
-        if (heatOf.has(fwd.step)) out += "<h3>attention weights</h3>" + heatmaps(heatOf.get(fwd.step), true);
       }
       if (bwd) {
         out += `<h3>gradient arriving (\u2207 #${bwd.step})</h3>` + bwd.in.map((s, i) => tensorView(bwd.vin[i], `gradient of output ${i}`)).join("");
