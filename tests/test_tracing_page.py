@@ -416,10 +416,13 @@ def test_the_demo_page_in_a_browser(tmp_path):
                     "s.dispatchEvent(new Event('input'));", backward.step)
         state = browser.run("""return {caption: document.getElementById('caption').textContent,
             current: [...document.querySelectorAll('#graph .current')].map(e => e.dataset.step || e.dataset.id),
-            graded: document.querySelectorAll('#graph .node.graded').length};""")
+            graded: document.querySelectorAll('#graph .node.graded').length,
+            flowing: [...document.querySelectorAll('#graph .edge.grad')].map(e => e.dataset.from)};""")
         assert state["caption"].startswith(f"{backward.step} / {len(tr)}") and "backward" in state["caption"]
         assert str(backward.step) in state["current"]
         assert state["graded"] > 0
+        # the gradients flow back to the queries, keys and values, not to the mask
+        assert sorted(state["flowing"]) == sorted(f"f{p[1]}" for p in attention.parents[:3])
         browser.screenshot(shots / "backward-step.png")
 
         # the attention tab: a heatmap per batch item and head, rows and columns labelled with the words

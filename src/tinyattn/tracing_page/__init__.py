@@ -190,15 +190,16 @@ def page_data(trace, title=None, table_limit=TABLE_LIMIT, heatmap_items=HEATMAP_
                     if key not in leaf_index:
                         leaf_index[key] = len(leaves)
                         named = name not in ("tensor", "parameter", "array")
+                        param = named or name == "parameter"  # a module's parameter or buffer, or a leaf that requires grad
                         if not named and key in own_names:
                             name = f"{own_names[key]} ({name})"
-                        leaves.append({"id": key, "name": name, "shape": list(shape), "named": named,
+                        leaves.append({"id": key, "name": name, "shape": list(shape), "named": named, "param": param,
                                        "module": _leaf_module(name, modules) if named else "", "users": [],
                                        "value": None, "grad": None, "gradParts": []})
                     else:  # seen first before its module ran (an initialisation): the module's name now
                         leaf = leaves[leaf_index[key]]
                         if not leaf["named"] and name not in ("tensor", "parameter", "array"):
-                            leaf.update(name=name, named=True, module=_leaf_module(name, modules))
+                            leaf.update(name=name, named=True, param=True, module=_leaf_module(name, modules))
                     parents.append(key)
             op["parents"] = parents
             op["args"] = list(r.input_args)

@@ -147,13 +147,13 @@ function draw() {
   const edgeOps = new Map(); // "a->b" -> [forward steps whose inputs run along it]
   for (const o of forwardOps) {
     const to = shownAs("f" + o.step);
-    o.parents.forEach(p => {
+    o.parents.forEach((p, j) => {
       if (p === null) return;
       const from = shownAs(p);
       if (from === to || !g.hasNode(from) || !g.hasNode(to)) return;
       const key = from + "->" + to;
       if (!edgeKeys.has(key)) { edgeKeys.add(key); g.setEdge(from, to); edgeOps.set(key, []); }
-      edgeOps.get(key).push(o.step);
+      edgeOps.get(key).push([o.step, j]);
     });
   }
   dagre.layout(g);
@@ -192,9 +192,9 @@ function draw() {
     const eg = el("g", {class: "edge", "data-from": e.v, "data-to": e.w}, edgeLayer);
     el("path", {d, "marker-end": "url(#arrow)"}, eg);
     edgeElements.push(eg);
-    for (const step of edgeOps.get(e.v + "->" + e.w)) {
+    for (const [step, j] of edgeOps.get(e.v + "->" + e.w)) {
       if (!edgesInto.has(step)) edgesInto.set(step, []);
-      edgesInto.get(step).push(eg);
+      edgesInto.get(step).push([eg, j]);
     }
   }
   // boxes
@@ -235,7 +235,7 @@ function draw() {
     } else if (what.kind === "leaf") {
       const l = what.leaf;
       box.classList.add("leaf");
-      if (l.named) box.classList.add("param");
+      if (l.param) box.classList.add("param");
       box.setAttribute("data-leaf", l.id);
       el("rect", {class: "box", width: n.width, height: n.height}, box);
       text("name", 14, 17, l.name);
@@ -540,7 +540,11 @@ function refresh() {
     const o = opOf.get(step);
     if (o.phase === "backward" && o.fwd !== null) {
       graded.add(shownAs("f" + o.fwd));
-      for (const p of opOf.get(o.fwd).parents) if (p && leafOf.has(p)) graded.add(shownAs(p));
+      const f = opOf.get(o.fwd);
+      f.parents.forEach((p, j) => {
+        const position = f.args.length ? f.args[j] : j;
+        if (p && leafOf.has(p) && o.out[position] !== null && o.out[position] !== undefined) graded.add(shownAs(p));
+      });
     }
   }
   for (const [id, b] of boxes) {
@@ -573,8 +577,13 @@ function refresh() {
   }
   if (current !== null) { // the inputs flowing into the op running now; in the backward, its gradients flowing back
     const o = opOf.get(current);
-    const into = edgesInto.get(o.phase === "forward" ? o.step : o.fwd) || [];
-    for (const e of into) {
+    const f = opOf.get(o.phase === "forward" ? o.step : o.fwd);
+    const into = f ? edgesInto.get(f.step) || [] : [];
+    for (const [e, j] of into) {
+      if (o.phase === "backward") { // only along the inputs that get a gradient (not a mask's)
+        const position = f.args.length ? f.args[j] : j;
+        if (o.out[position] === null || o.out[position] === undefined) continue;
+      }
       if (o.phase === "forward") {
         e.classList.add("active");
         e.firstChild.setAttribute("marker-end", "url(#arrow-active)");
@@ -647,7 +656,7 @@ function start() {
     `<span class="key" style="background:var(--fwd)"></span>forward op: #step, output shapes, source` +
     `<span class="key" style="background:var(--bwd)"></span>its backward` +
     `<span class="key" style="background:var(--leaf)"></span>input` +
-    `<span class="key" style="background:var(--param)"></span>parameter or buffer` +
+    `<span class="key" style="background:var(--param)"></span>parameter (or buffer)` +
     `<span class="key" style="background:#fff;border:2px solid var(--current)"></span>running` +
     `<span class="key" style="background:var(--grad);border-radius:8px"></span>gradient arrived` +
     `<span class="key" style="background:repeating-linear-gradient(45deg,#eceef2 0 3px,#d9dde4 3px 6px)"></span>masked`;
