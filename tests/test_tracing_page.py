@@ -253,8 +253,8 @@ def test_demo_html(tmp_path):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert demo.main(["--html", str(tmp_path / "step.html")]) == 0
-    assert re.fullmatch(r"wrote .*step\.html \(\d+ KiB\): 17 forward and 15 backward ops of mha\(x\); open it in a "
-                        r"browser\n", out.getvalue())
+    assert re.fullmatch(r"wrote .*step\.html \(\d+ KiB\): 17 forward and 15 backward ops; open it in a browser\n",
+                        out.getvalue())
     text = (tmp_path / "step.html").read_text()
     assert '"tokens":["Your","journey","starts"]' in text and '"name":"x (tensor)"' in text
     err = io.StringIO()
@@ -298,6 +298,20 @@ def test_see_passes_arguments_and_labels(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "['args.py', '4', '--flag']" in result.stdout
     assert '"tokens":["a","b","c"]' in (tmp_path / "p.html").read_text()
+
+
+def test_see_shapes_only_and_tokens(tmp_path):
+    (tmp_path / "ok.py").write_text("import tinyattn\nx = tinyattn.ones(2, 3, requires_grad=True)\n"
+                                    "tinyattn.softmax(x @ x.T, dim=-1).sum().backward()\n")
+    result = run_see(["ok.py", "--html", "p.html", "--no-values", "--tokens", "to be"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "p.html").read_text()
+    assert '"values":false' in text and '"tensors":[]' in text and '"tokens":["to","be"]' in text
+    result = run_see(["ok.py", "--html", "p.html", "--values-limit", "0"], tmp_path)
+    data = json.loads((tmp_path / "p.html").read_text().split("const TRACE = ", 1)[1].split(";\n</script>", 1)[0])
+    assert data["valuesKept"] == "0 B" and all("summary" in t for t in data["tensors"])  # summaries only
+    result = run_see(["ok.py", "--html", "p.html", "--values-limit", "lots"], tmp_path)
+    assert result.returncode == 2 and "expected a number of MiB" in result.stderr
 
 
 def test_see_a_failing_script_gives_the_page_of_what_ran(tmp_path):

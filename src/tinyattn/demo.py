@@ -330,8 +330,8 @@ def write_html(path):
         print(error_text("tinyattn demo", f"cannot write {path!r}: {error.strerror or error}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     size = os.path.getsize(written)
-    print(f"wrote {path} ({size / 1024:.0f} KiB): {len(tr.forward)} forward and {len(tr.backward)} backward ops "
-          "of mha(x); open it in a browser")
+    print(f"wrote {path} ({size / 1024:.0f} KiB): {len(tr.forward)} forward and {len(tr.backward)} backward ops; "
+          "open it in a browser")
     return 0
 
 

@@ -656,7 +656,7 @@ function start() {
     `<span class="key" style="background:var(--fwd)"></span>forward op: #step, output shapes, source` +
     `<span class="key" style="background:var(--bwd)"></span>its backward` +
     `<span class="key" style="background:var(--leaf)"></span>input` +
-    `<span class="key" style="background:var(--param)"></span>parameter (or buffer)` +
+    `<span class="key" style="background:var(--param)"></span>parameter` +
     `<span class="key" style="background:#fff;border:2px solid var(--current)"></span>running` +
     `<span class="key" style="background:var(--grad);border-radius:8px"></span>gradient arrived` +
     `<span class="key" style="background:repeating-linear-gradient(45deg,#eceef2 0 3px,#d9dde4 3px 6px)"></span>masked`;
