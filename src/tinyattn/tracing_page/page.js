@@ -488,7 +488,6 @@ function showDetails() {
     out += "<h3>source</h3>" + sourceBlock(o);
     if (o.phase === "forward" && heatOf.has(o.step)) out += "<h3>attention weights</h3>" + heatmaps(heatOf.get(o.step), true);
     if (fwd) {
-      const fin = fwd.in.map((s, j) => `${j}`);
       if (o.phase === "forward") {
         out += "<h3>inputs</h3>" + fwd.in.map((s, j) => tensorView(fwd.vin[j], `input ${j} from ${parentName(fwd.parents[j])}`)).join("");
         out += "<h3>outputs</h3>" + fwd.out.map((s, i) => tensorView(fwd.vout[i], `output ${i}`)).join("");
@@ -502,11 +501,14 @@ function showDetails() {
       } else if (o.phase === "forward") {
         out += "<h3>gradient</h3><p class='hint'>no backward ran through this op in the trace</p>";
       }
-      if (o.phase === "backward" && !fin.length) out += "";
       if (fwd.saved.length) {
-        out += "<h3>saved for backward</h3><ul class='saved'>" + fwd.saved.map(s =>
-          s[0] === "input" ? `<li>input ${fwd.args.indexOf(s[1]) >= 0 ? fwd.args.indexOf(s[1]) : s[1]} ${fwd.args.indexOf(s[1]) >= 0 ? "(" + parentName(fwd.parents[fwd.args.indexOf(s[1])]) + ")" : ""}</li>` :
-          s[0] === "output" ? `<li>output ${s[1]}</li>` : `<li>an array of its own, ${shape(s[1])} ${esc(s[2])}</li>`).join("") + "</ul>";
+        const savedItem = s => {
+          if (s[0] === "output") return `output ${s[1]}`;
+          if (s[0] === "array") return `an array of its own, ${shape(s[1])} ${esc(s[2])}`;
+          const j = fwd.args.indexOf(s[1]); // s[1]: the position among the arguments
+          return j >= 0 ? `input ${j} (${parentName(fwd.parents[j])})` : `argument ${s[1]}`;
+        };
+        out += "<h3>saved for backward</h3><ul class='saved'>" + fwd.saved.map(s => `<li>${savedItem(s)}</li>`).join("") + "</ul>";
       } else if (o.phase === "forward" && D.values) {
         out += "<h3>saved for backward</h3><p class='hint'>nothing: its backward needs no values (or no gradient was needed)</p>";
       }
