@@ -28,7 +28,7 @@ function fmt(v, dtype) {
   if (v === Infinity) return "inf";
   if (v === -Infinity) return "-inf";
   if (dtype && !dtype.startsWith("float")) return String(v);
-  if (v === 0) return "0.";
+  if (v === 0) return (1 / v < 0 ? "-" : "") + "0.0000";
   const a = Math.abs(v);
   if (a >= 1e5 || a < 1e-3) return v.toExponential(3);
   return v.toFixed(4);
