@@ -315,7 +315,8 @@ def test_see_shapes_only_and_tokens(tmp_path):
 
 
 def test_see_a_failing_script_gives_the_page_of_what_ran(tmp_path):
-    (tmp_path / "bad.py").write_text("import tinyattn\nx = tinyattn.ones(3, 4)\ny = x * 2\nz = x @ tinyattn.ones(5, 2)\n")
+    (tmp_path / "bad.py").write_text("import tinyattn\nx = tinyattn.ones(3, 4)\ny = x * 2\n"
+                                     "z = x @ tinyattn.ones(5, 2)\n")
     result = run_see(["bad.py", "--html", "bad.html"], tmp_path)
     assert result.returncode == 1
     assert result.stderr.startswith("tinyattn see: error: bad.py failed at line 4: ShapeError: matmul: shapes [3, 4]")
@@ -442,7 +443,8 @@ def test_the_demo_page_in_a_browser(tmp_path):
         # the attention tab: a heatmap per batch item and head, rows and columns labelled with the words
         _click(browser, '.tab[data-tab="attention"]')
         heat = browser.run("""const h = document.querySelector('#attention .heatmaps');
-            return {cells: h.querySelectorAll('td.hm-cell').length, masked: h.querySelectorAll('td.hm-cell.masked').length,
+            return {cells: h.querySelectorAll('td.hm-cell').length,
+                    masked: h.querySelectorAll('td.hm-cell.masked').length,
                     maps: h.querySelectorAll('.hm').length, heads: +h.dataset.heads, rows: +h.dataset.rows,
                     cols: +h.dataset.cols, labels: [...h.querySelectorAll('.hm')[0].querySelectorAll('th')]
                     .map(th => th.textContent).filter(t => t)};""")
@@ -467,7 +469,8 @@ def test_a_learners_script_page_in_a_browser(tmp_path):
     with site_browser.browser() as browser:
         browser.set_window_size(1360, 820)
         browser.open((tmp_path / "mlp.html").as_uri())
-        sources = browser.run("return [...document.querySelectorAll('#graph .op-node text.src')].map(t => t.textContent);")
+        sources = browser.run("return [...document.querySelectorAll('#graph .op-node text.src')]"
+                              ".map(t => t.textContent);")
         emb, h, logits, loss = (f"char_mlp.py:{line_of(start)}" for start in ("emb =", "h =", "logits =", "loss ="))
         assert sources == [emb] + [h] * 4 + [logits] * 2 + [loss]
         _click(browser, '#graph .op-node[data-step="5"]')  # tanh

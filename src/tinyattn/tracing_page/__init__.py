@@ -190,7 +190,8 @@ def page_data(trace, title=None, table_limit=TABLE_LIMIT, heatmap_items=HEATMAP_
                     if key not in leaf_index:
                         leaf_index[key] = len(leaves)
                         named = name not in ("tensor", "parameter", "array")
-                        param = named or name == "parameter"  # a module's parameter or buffer, or a leaf that requires grad
+                        # a module's parameter or buffer, or a leaf that requires grad
+                        param = named or name == "parameter"
                         if not named and key in own_names:
                             name = f"{own_names[key]} ({name})"
                         leaves.append({"id": key, "name": name, "shape": list(shape), "named": named, "param": param,
