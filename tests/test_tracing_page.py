@@ -482,5 +482,18 @@ def test_a_learners_script_page_in_a_browser(tmp_path):
         browser.screenshot(shots / "char-mlp.png")
         errors = [m for m in browser.console() if m["level"] in ("SEVERE", "ERROR")]
         assert errors == []
+
+        # past the page's table limit: statistics and a histogram instead of the numbers
+        assert run_see(["char_mlp.py", "--html", "summary.html", "--table-limit", "256"], tmp_path).returncode == 0
+        browser.open((tmp_path / "summary.html").as_uri())
+        _click(browser, '#graph .op-node[data-step="5"]')
+        shown = browser.run("""const t = [...document.querySelectorAll('#details .tensor')]
+            .find(e => e.querySelector('.tensor-head').textContent.startsWith('output 0'));
+            return {stats: t.querySelector('.stats').textContent, bars: t.querySelectorAll('svg.hist rect').length,
+                    cells: t.querySelectorAll('td').length};""")
+        assert shown["bars"] == 24 and shown["cells"] == 0
+        assert re.match(r"min -?[\d.]+ +max [\d.]+ +mean -?[\d.]+ +std [\d.]+", shown["stats"].replace("\xa0", " "))
+        assert "512 numbers: more than the page's table limit of 256" in shown["stats"]
+        assert [m for m in browser.console() if m["level"] in ("SEVERE", "ERROR")] == []
     if shots == SCREENSHOTS:
         _smaller(shots)

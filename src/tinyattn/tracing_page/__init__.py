@@ -57,8 +57,8 @@ class _Tensors:
         index = self._index.get(id(value))
         if index is not None:
             return index
-        if isinstance(value, TensorSummary):
-            item = {"shape": list(value.shape), "dtype": value.dtype, "summary": _summary(value)}
+        if isinstance(value, TensorSummary):  # the trace kept no copy: past its values_limit
+            item = {"shape": list(value.shape), "dtype": value.dtype, "summary": _summary(value), "why": "trace"}
         else:
             item = {"shape": list(value.shape), "dtype": str(value.dtype)}
             if value.size <= self.table_limit:
@@ -70,7 +70,7 @@ class _Tensors:
                 else:
                     item["data"] = [_number(v) for v in flat.astype(np.float64)]
             else:
-                item["summary"] = _summary(TensorSummary.of(value))
+                item["summary"], item["why"] = _summary(TensorSummary.of(value)), "page"
         index = self._index[id(value)] = len(self.items)
         self.items.append(item)
         self._keep.append(value)

@@ -33,6 +33,10 @@ function fmt(v, dtype) {
   if (a >= 1e5 || a < 1e-3) return v.toExponential(3);
   return v.toFixed(4);
 }
+function bytes(n) {
+  if (n < 1024) return n + " B";
+  for (const unit of ["KiB", "MiB", "GiB"]) { n /= 1024; if (n < 1024 || unit === "GiB") return n.toFixed(1) + " " + unit; }
+}
 function basename(path) { return path.split("/").pop(); }
 function where(op) {
   if (op.file < 0) return "";
@@ -335,7 +339,9 @@ function summary(s, t) {
   let out = `<div class="stats">min <b>${fmt(s.min)}</b> &nbsp;max <b>${fmt(s.max)}</b> &nbsp;mean <b>${fmt(s.mean)}</b> &nbsp;std <b>${fmt(s.std)}</b><br>` +
             `zeros ${s.zeros}` + (s.nans ? ` &nbsp;<b style="color:#a61b1b">NaN ${s.nans}</b>` : "") +
             (s.infs ? ` &nbsp;<b style="color:#a61b1b">inf ${s.infs}</b>` : "") +
-            ` &nbsp;<span class="sub">(${t.shape.reduce((a, b) => a * b, 1)} numbers: more than the page's table limit of ${D.limits.table}, or past the trace's values_limit)</span></div>`;
+            ` &nbsp;<span class="sub">(${t.shape.reduce((a, b) => a * b, 1)} numbers: ` +
+            (t.why === "trace" ? `kept as a summary, past the trace's values_limit of ${D.valuesLimit})` :
+             `more than the page's table limit of ${D.limits.table})`) + "</span></div>";
   if (s.counts.length) {
     const W = 300, H = 70, most = Math.max(...s.counts), bw = W / s.counts.length;
     out += `<svg class="hist" width="${W}" height="${H + 14}">`;
@@ -482,7 +488,7 @@ function showDetails() {
     const fwd = o.phase === "forward" ? o : (o.fwd !== null ? opOf.get(o.fwd) : null);
     const bwd = o.phase === "forward" ? (o.bwd !== null ? opOf.get(o.bwd) : null) : o;
     out = `<h2>#${o.step} ${esc(o.op)}${o.phase === "backward" ? " (backward)" : ""} ${badges(o)}</h2>`;
-    out += `<div class="sub">${esc(o.fn)}${o.module ? " in module <b>" + esc(o.module) + "</b>" : ""} \u00B7 ${esc(o.dtype)} \u00B7 allocated ${o.bytes} B` +
+    out += `<div class="sub">${esc(o.fn)}${o.module ? " in module <b>" + esc(o.module) + "</b>" : ""} \u00B7 ${esc(o.dtype)} \u00B7 allocated ${bytes(o.bytes)}` +
            (o.phase === "forward" && bwd ? ` \u00B7 its backward: <a data-select="${bwd.step}">\u2207 #${bwd.step}</a>` : "") +
            (o.phase === "backward" && fwd ? ` \u00B7 its forward: <a data-select="${fwd.step}">#${fwd.step}</a>` : "") + "</div>";
     out += "<h3>source</h3>" + sourceBlock(o);
