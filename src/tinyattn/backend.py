@@ -771,3 +771,34 @@ def _erf_far(xp, x, precision):
     tail = _horner(_ERF_FAR[precision], t)
     tail *= xp.exp(-(a * a))
     return xp.copysign(1.0 - tail, x)
+
+
+def memory_block(array):
+    """The one block of memory that `array` is a view into: (a 1-D uint8 array over the whole block,
+    the byte offset of `array`'s first element in it).
+
+    The block is that of the array that owns the memory, at the end of the chain of `.base`: every
+    view of it (a transpose, a slice, an expand) finds the same block, as PyTorch's views find the
+    same storage. The owner's strides may be negative (a view of foreign memory), so the block starts
+    at the owner's lowest byte, not at its first element.
+    """
+    if is_cupy_array(array):
+        xp, kind = _ns.cuda, type(array)
+    else:
+        array = getattr(array, "_array", array)  # array_api_strict keeps a NumPy array inside
+        xp, kind = np, np.ndarray
+    owner = array
+    while isinstance(owner.base, kind):
+        owner = owner.base
+    if owner.size == 0:
+        nbytes, lowest = 0, data_pointer(owner)
+    else:
+        reach = [(n - 1) * s for n, s in zip(owner.shape, owner.strides)]
+        lowest = data_pointer(owner) + sum(r for r in reach if r < 0)
+        nbytes = sum(abs(r) for r in reach) + owner.itemsize
+    # the owner with each dim in increasing addresses: its first element is the block's first byte
+    forward = owner[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in owner.strides)]
+    if owner.ndim == 0:
+        forward = owner.reshape(1)
+    whole = xp.lib.stride_tricks.as_strided(forward, shape=(nbytes // owner.itemsize,), strides=(owner.itemsize,))
+    return whole.view(xp.uint8), data_pointer(array) - lowest

@@ -15,6 +15,7 @@ import weakref
 import numpy as np
 
 from . import backend, dtypes, missing, numpy_names, printing
+from . import storage as _storage
 from .errors import BackwardError, DeviceError, ShapeError
 
 
@@ -586,6 +587,75 @@ class Tensor:
     def is_contiguous(self):
         """Whether the elements lie in row-major order in memory."""
         return backend.is_contiguous(self.array)
+
+    # --- how the numbers lie in memory: a window (offset, strides) onto a storage that views share ---
+
+    def stride(self, dim=None):
+        """How many elements of the storage one step along each dim skips (a tuple), or along `dim`.
+
+        A (3, 4) tensor made at once has strides (4, 1); its transpose (1, 4): the same storage read
+        in another order. An expand()ed dim has stride 0: all its elements are one place in memory.
+        """
+        array = self.array
+        strides = list(_storage.storage_geometry(array)[2] if type(array) is not np.ndarray
+                       else (s // array.itemsize for s in array.strides))
+        for d in reversed(range(len(strides))):
+            if array.shape[d] == 1 and strides[d] == 0:
+                # a new dim of size 1 (x[None]): NumPy gives it stride 0, PyTorch the one unsqueeze gives
+                strides[d] = array.shape[d + 1] * strides[d + 1] if d + 1 < len(strides) else 1
+        if dim is None:
+            return tuple(strides)
+        if self.ndim == 0:
+            raise IndexError(f"stride({dim}) of a 0-d tensor: it has no dims (its stride() is ())")
+        return strides[_dim(dim, self.ndim)]
+
+    def storage_offset(self):
+        """Where the tensor's first element is in its storage, in elements (x[1].storage_offset() is
+        the length of a row of x)."""
+        return _storage.storage_geometry(self.array)[1]
+
+    def storage(self):
+        """The elements of the memory this tensor views, in its dtype (a `TypedStorage`): the same
+        storage for the tensor and its views; writing into it changes them. PyTorch warns once that
+        TypedStorage is deprecated; `untyped_storage()` is the bytes, without the warning."""
+        _storage.warn_typed_storage()
+        return _storage.TypedStorage(_storage.storage_geometry(self.array)[0], self.dtype)
+
+    def untyped_storage(self):
+        """The bytes of the memory this tensor views (an `UntypedStorage`), shared with its views."""
+        return _storage.UntypedStorage(_storage.storage_geometry(self.array)[0])
+
+    @property
+    def nbytes(self):
+        """The bytes the tensor's elements take: numel() * element_size()."""
+        return self.numel() * self.dtype.itemsize
+
+    @property
+    def itemsize(self):
+        """The bytes one element takes (4 for float32)."""
+        return self.dtype.itemsize
+
+    def select(self, dim, index):
+        """The slice at `index` along `dim`, without that dim: a view (x.select(0, i) is x[i])."""
+        dim = _dim(dim, self.ndim)
+        return self[(slice(None),) * dim + (_int_index(index),)]
+
+    def movedim(self, source, destination):
+        """A view with dim(s) `source` moved to `destination`, the others in their order."""
+        sources = [_dim(d, self.ndim) for d in ((source,) if isinstance(source, int) else source)]
+        targets = [_dim(d, self.ndim) for d in ((destination,) if isinstance(destination, int) else destination)]
+        if len(sources) != len(targets):
+            raise ValueError(f"movedim: Invalid source or destination dims: source ({list(sources)} dims) should "
+                             f"contain the same number of dims as destination ({list(targets)} dims)")
+        if len(set(sources)) != len(sources) or len(set(targets)) != len(targets):
+            raise ValueError("movedim: repeated dim in source or destination")
+        order = [None] * self.ndim
+        for s, t in zip(sources, targets):
+            order[t] = s
+        rest = iter(d for d in range(self.ndim) if d not in sources)
+        return self.permute(*[d if d is not None else next(rest) for d in order])
+
+    moveaxis = movedim
 
     def clone(self):
         """A copy with its own memory, recorded in the graph (the gradient flows back to self)."""

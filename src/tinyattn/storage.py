@@ -1,0 +1,188 @@
+"""How a tensor's numbers lie in memory: the storage that a tensor and all its views share.
+
+A tensor is a window onto a storage, a flat row of numbers: `storage_offset()` says where its first
+element is, `stride()` how many elements to step over for one step along each dim. A transpose, a
+slice or an expand makes a new window onto the same storage; `contiguous()` copies into a new one.
+
+`x.storage()` is PyTorch's TypedStorage (elements of the tensor's dtype; PyTorch warns once that
+it is deprecated, and so does this), `x.untyped_storage()` its UntypedStorage (bytes). Both print
+as PyTorch prints them, and writing into one changes every tensor that views it.
+"""
+
+import warnings
+
+from . import backend
+
+TYPED_STORAGE_DEPRECATED = (
+    "TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the only "
+    "storage class. This should only matter to you if you are using storages directly.  To access "
+    "UntypedStorage directly, use tensor.untyped_storage() instead of tensor.storage()"
+)
+_warned = False
+
+
+def warn_typed_storage(stacklevel=3):
+    """PyTorch's deprecation warning for TypedStorage, once per process, as PyTorch gives it."""
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(TYPED_STORAGE_DEPRECATED, UserWarning, stacklevel=stacklevel)
+
+
+class UntypedStorage:
+    """The bytes of a block of memory (PyTorch's `torch.UntypedStorage`): `x.untyped_storage()`."""
+
+    __slots__ = ("_bytes",)
+
+    def __init__(self, block):
+        self._bytes = block  # a 1-D uint8 array over the whole block (a view: writes reach the tensors)
+
+    def size(self):
+        """The number of bytes."""
+        return self._bytes.shape[0]
+
+    nbytes = size
+
+    def __len__(self):
+        return self.size()
+
+    def element_size(self):
+        """1: an untyped storage counts bytes."""
+        return 1
+
+    @property
+    def device(self):
+        """Where the bytes are."""
+        return backend.device_of(self._bytes)
+
+    def data_ptr(self):
+        """The address of the first byte: equal for the storages of a tensor and its views."""
+        return backend.data_pointer(self._bytes)
+
+    def __getitem__(self, index):
+        return int(backend.to_host(self._bytes[_element_index(index, self.size())]))
+
+    def __setitem__(self, index, value):
+        self._bytes[_element_index(index, self.size())] = value
+
+    def tolist(self):
+        """The bytes, as a list of ints."""
+        return backend.to_host(self._bytes).tolist()
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def __repr__(self):
+        values = "".join(f"\n {v}" for v in self.tolist())[1:]
+        return f"{values}\n[tinyattn.storage.UntypedStorage(device={self.device}) of size {self.size()}]"
+
+    __str__ = __repr__
+
+
+class TypedStorage:
+    """The elements of a block of memory, in one dtype (PyTorch's `torch.TypedStorage`): `x.storage()`.
+
+    Its elements are numbered as the tensor's `storage_offset()` and `stride()` count them.
+    """
+
+    __slots__ = ("_values", "dtype")
+
+    def __init__(self, block, dtype):
+        usable = block.shape[0] - block.shape[0] % dtype.itemsize
+        self._values = block[:usable].view(backend.array_dtype(backend.namespace(block), dtype))
+        self.dtype = dtype
+
+    def size(self):
+        """The number of elements."""
+        warn_typed_storage()
+        return self._values.shape[0]
+
+    def __len__(self):
+        warn_typed_storage()
+        return self._values.shape[0]
+
+    def nbytes(self):
+        """The number of bytes: size() * element_size()."""
+        warn_typed_storage()
+        return self._values.shape[0] * self.dtype.itemsize
+
+    def element_size(self):
+        """The bytes one element takes (4 for float32)."""
+        warn_typed_storage()
+        return self.dtype.itemsize
+
+    @property
+    def device(self):
+        """Where the elements are."""
+        return backend.device_of(self._values)
+
+    def data_ptr(self):
+        """The address of the first element: equal for the storages of a tensor and its views."""
+        warn_typed_storage()
+        return backend.data_pointer(self._values)
+
+    def untyped(self):
+        """The same memory as bytes (an UntypedStorage)."""
+        warn_typed_storage()
+        return UntypedStorage(self._values.view(backend.namespace(self._values).uint8))
+
+    def __getitem__(self, index):
+        warn_typed_storage()
+        if isinstance(index, slice):
+            raise RuntimeError("slices are only supported in UntypedStorage.__getitem__")
+        return _python_number(backend.to_host(self._values[_element_index(index, len(self._values))]))
+
+    def __setitem__(self, index, value):
+        warn_typed_storage()
+        if isinstance(index, slice):
+            self._values[index] = value
+        else:
+            self._values[_element_index(index, len(self._values))] = value
+
+    def fill_(self, value):
+        """Sets every element to `value` (every tensor viewing this storage sees it); returns self."""
+        warn_typed_storage()
+        self._values[...] = value
+        return self
+
+    def tolist(self):
+        """The elements, as a list of Python numbers."""
+        warn_typed_storage()
+        return backend.to_host(self._values).tolist()
+
+    def __iter__(self):
+        warn_typed_storage()
+        return iter(self.tolist())
+
+    def __repr__(self):
+        warn_typed_storage()
+        values = " " + "\n ".join(str(v) for v in self.tolist())
+        return (f"{values}\n[tinyattn.storage.TypedStorage(dtype={self.dtype}, device={self.device}) "
+                f"of size {len(self._values)}]")
+
+    __str__ = __repr__
+
+
+def _element_index(index, size):
+    """`index` as a place in a storage of `size` elements (negative ones count from the end)."""
+    if isinstance(index, bool) or not hasattr(index, "__index__"):
+        raise RuntimeError(f"can't index a storage with {type(index)}: use an int")
+    index = index.__index__()
+    if not -size <= index < size:
+        raise IndexError(f"index {index} out of range for storage of size {size}")
+    return index + size if index < 0 else index
+
+
+def _python_number(value):
+    """One element as PyTorch's storage gives it: a Python bool, int or float."""
+    return value.item()
+
+
+def storage_geometry(array):
+    """(the block's uint8 array, the offset of `array` in it in elements, its strides in elements)."""
+    block, offset_bytes = backend.memory_block(array)
+    itemsize = array.dtype.itemsize
+    return block, offset_bytes // itemsize, tuple(s // itemsize for s in getattr(array, "_array", array).strides)
+
+
+__all__ = ["TypedStorage", "UntypedStorage"]
