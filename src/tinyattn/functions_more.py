@@ -9,14 +9,13 @@ rest are built from existing differentiable ops, so their gradients come from th
 """
 
 import builtins
-import collections
 import math
 import numbers
 import warnings
 
 import numpy as np
 
-from . import backend, dtypes, numpy_names, ops, ops_more
+from . import backend, dtypes, numpy_names, ops, ops_more, return_types
 from . import functions as _functions
 from .autograd import grad_mode, no_grad
 from .errors import ShapeError
@@ -28,12 +27,7 @@ from .tensor import result_dtype as _result_dtype
 
 def _return_type(name, fields):
     """A named tuple that prints as PyTorch prints its return types: one field a line."""
-    base = collections.namedtuple(name, fields)
-
-    def __repr__(self):
-        return f"tinyattn.return_types.{name}(\n" + ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self)) + ")"
-
-    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__str__": __repr__})
+    return return_types.named_result(name, fields)
 
 
 MedianResult = _return_type("median", ["values", "indices"])
@@ -674,6 +668,16 @@ def div(input, other, *, rounding_mode=None, out=None):
     return result if out is None else _into(out, result, "div")
 
 
+def true_divide(input, other, *, out=None):
+    """input / other, always a true division (an integer tensor gives floats): div without rounding_mode."""
+    return div(input, other, out=out)
+
+
+def true_divide_(input, other):
+    """In place: input /= other (input must be of a floating dtype to hold the quotient)."""
+    return input.div_(other)
+
+
 def matmul(input, other, *, out=None):
     """The matrix product, with broadcasting batches (as the @ operator)."""
     result = _functions.matmul(input, other)
@@ -732,7 +736,7 @@ TENSOR_METHODS = [
     "addcmul", "addcdiv", "addcmul_", "addcdiv_", "median", "dist", "ravel", "swapaxes", "swapdims",
     "squeeze_", "unsqueeze_", "resize_", "resize", "new", "diag", "diagonal", "inverse", "det", "svd", "cross",
     "index_add", "index_add_", "logical_and", "logical_or", "logical_xor", "bitwise_xor", "multiply",
-    "bernoulli", "random_",
+    "bernoulli", "random_", "true_divide", "true_divide_",
 ]
 for _name in TENSOR_METHODS:
     setattr(Tensor, _name, globals()[_name])
@@ -745,5 +749,5 @@ __all__ = [
     "logical_xor", "bitwise_xor", "multiply", "normal", "bernoulli", "logspace", "set_default_dtype",
     "set_default_tensor_type", "set_default_device", "get_default_device", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
-    "add", "sub", "mul", "div", "matmul", "mm", "bmm", "rand", "randn", "max", "min",
+    "add", "sub", "mul", "div", "true_divide", "matmul", "mm", "bmm", "rand", "randn", "max", "min",
 ]

@@ -6,7 +6,6 @@ receives `.grad` when `backward()` reaches it. The methods below mirror PyTorch'
 differentiable one runs an op from `tinyattn.ops`.
 """
 
-import collections
 import math
 import numbers
 import warnings
@@ -14,7 +13,7 @@ import weakref
 
 import numpy as np
 
-from . import backend, dtypes, missing, numpy_names, printing
+from . import backend, dtypes, missing, numpy_names, printing, return_types
 from . import storage as _storage
 from .errors import BackwardError, DeviceError, ShapeError
 
@@ -40,10 +39,21 @@ class Size(tuple):
         return math.prod(self)
 
 
-MaxResult = collections.namedtuple("max", ["values", "indices"])
-MinResult = collections.namedtuple("min", ["values", "indices"])
-TopkResult = collections.namedtuple("topk", ["values", "indices"])
-SortResult = collections.namedtuple("sort", ["values", "indices"])
+NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+    "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+    "you access the leaf Tensor instead."
+)
+SEQUENCE_KEY = (
+    "Using a non-tuple sequence for multidimensional indexing is deprecated: PyTorch will read it as a tensor "
+    "index, x[torch.tensor(seq)], which will result either in an error or a different result; use x[tuple(seq)] "
+    "instead of x[seq]"
+)
+MaxResult = return_types.named_result("max", ["values", "indices"])
+MinResult = return_types.named_result("min", ["values", "indices"])
+TopkResult = return_types.named_result("topk", ["values", "indices"])
+SortResult = return_types.named_result("sort", ["values", "indices"])
 
 _NUMPY_SCALARS = {np.float32, np.float64, np.int32, np.int64, np.bool_, np.uint8, np.int8, np.int16}
 
@@ -344,11 +354,17 @@ class Tensor:
     @property
     def grad(self):
         """The gradient that backward() accumulated into this leaf (None until then)."""
+        if self.grad_fn is not None and not self.retains_grad:
+            # backward() fills .grad of leaves only: a common slip, which PyTorch points out
+            warnings.warn(NON_LEAF_GRAD, UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
     def grad(self, value):
         # checked here, as PyTorch checks it: a wrong value would only fail later, inside backward()
+        if value is self:  # backward() would then add the gradient into the tensor itself
+            raise RuntimeError("can't assign a tensor as its own grad: assign a separate tensor "
+                               "(w.grad = w.detach().clone()), or None")
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"a tensor's .grad must be a tensor of its shape or None, got a "
@@ -364,6 +380,16 @@ class Tensor:
                 raise DeviceError(f"the .grad assigned is on {value.device}, the tensor on {self.device}: "
                                   f"move it with .to({str(self.device)!r})")
         self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None  # `del w.grad` clears it, as in PyTorch
+
+    @property
+    def retains_grad(self):
+        """Whether retain_grad() was called on this non-leaf tensor (backward() then fills its .grad)."""
+        node = self.grad_fn
+        return node is not None and any(ref() is self for _, ref in node.retained or ())
 
     def requires_grad_(self, requires_grad=True):
         """In place: sets `requires_grad` (on a leaf) and returns the tensor."""
@@ -656,6 +682,14 @@ class Tensor:
         return self.permute(*[d if d is not None else next(rest) for d in order])
 
     moveaxis = movedim
+
+    def __contains__(self, element):
+        """`value in x`: whether some element of x equals `value` (a number, or a tensor compared with
+        x by broadcasting, as `(value == x).any()`); `True in x.isnan()` asks whether x has a NaN."""
+        if not isinstance(element, (Tensor, numbers.Number, np.generic)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                               f"{type(element)}.")
+        return bool((element == self).any())
 
     def clone(self):
         """A copy with its own memory, recorded in the graph (the gradient flows back to self)."""
@@ -1478,6 +1512,8 @@ class Tensor:
     # --- indexing and masking ---
 
     def __getitem__(self, key):
+        if type(key) is list:
+            key = _sequence_as_tuple(key)
         array = self.array
         if type(array) is np.ndarray:
             simple = _simple_key(key, array.shape)
@@ -1495,6 +1531,8 @@ class Tensor:
         return result if order is None else ops.Permute.apply(result, order)
 
     def __setitem__(self, key, value):
+        if type(key) is list:
+            key = _sequence_as_tuple(key)
         if self._setitem_simple(key, value):
             return
         key = _array_key(key, self)
@@ -2931,6 +2969,19 @@ def _dims_indexed(part):
     if hasattr(part, "dtype") and not _is_index_array(part):  # a boolean mask
         return part.ndim
     return 1
+
+
+def _sequence_as_tuple(key):
+    """A short list key that holds a list, a tensor, a slice, None or Ellipsis, as PyTorch reads it (and
+    NumPy did before 1.23): a tuple of indices, one per dim, with PyTorch's deprecation warning.
+    Any other list (x[[0, 2]]) is one index array for the first dim."""
+    if len(key) < 32:
+        for item in key:
+            if (isinstance(item, (Tensor, np.ndarray, slice, list, tuple, range, str)) or item is None
+                    or item is Ellipsis):
+                warnings.warn(SEQUENCE_KEY, UserWarning, stacklevel=3)
+                return tuple(key)
+    return key
 
 
 def _int_index(value):
