@@ -181,8 +181,9 @@ def _python_number(value):
 def storage_geometry(array):
     """(the block's uint8 array, the offset of `array` in it in elements, its strides in elements)."""
     block, offset_bytes = backend.memory_block(array)
-    itemsize = array.dtype.itemsize
-    return block, offset_bytes // itemsize, tuple(s // itemsize for s in getattr(array, "_array", array).strides)
+    inner = getattr(array, "_array", array)  # array_api_strict keeps a NumPy array inside
+    itemsize = inner.dtype.itemsize
+    return block, offset_bytes // itemsize, tuple(s // itemsize for s in inner.strides)
 
 
 __all__ = ["TypedStorage", "UntypedStorage"]

@@ -1,0 +1,361 @@
+"""How a tensor is stored: stride(), storage_offset(), storage() and untyped_storage() over views,
+against PyTorch where it is installed; and the small PyTorch behaviours learners meet beside them
+(true_divide, `in`, a nested list key, .grad's checks and warning, load_state_dict's result, the
+printing of return types)."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+import tinyattn
+from tinyattn import backend, nn
+
+# each view as both libraries spell it (m is tinyattn or torch)
+VIEWS = {
+    "transpose": lambda m: m.arange(12.).reshape(3, 4).t(),
+    "transpose 3-d": lambda m: m.arange(24.).view(2, 3, 4).transpose(0, 2),
+    "mT": lambda m: m.arange(24.).view(2, 3, 4).mT,
+    "slice with steps": lambda m: m.arange(24.).reshape(4, 6)[1::2, ::3],
+    "slice of a transpose": lambda m: m.arange(24.).reshape(4, 6).t()[1:, 2:5],
+    "narrow": lambda m: m.arange(24.).reshape(4, 6).narrow(1, 2, 3),
+    "expand": lambda m: m.arange(3.).reshape(3, 1).expand(3, 4),
+    "expand new dims": lambda m: m.arange(3.).expand(2, 3),
+    "expand to size 1": lambda m: m.arange(3.).expand(1, 3),
+    "view": lambda m: m.arange(24.).view(2, 3, 4),
+    "view of a narrowed block": lambda m: m.arange(24.).view(4, 6)[1:3].view(12),
+    "reshape of a transpose (a copy)": lambda m: m.arange(12.).reshape(3, 4).t().reshape(2, 6),
+    "permute": lambda m: m.arange(24.).view(2, 3, 4).permute(2, 0, 1),
+    "select": lambda m: m.arange(24.).view(2, 3, 4).select(1, 2),
+    "select from the end": lambda m: m.arange(24.).view(2, 3, 4).select(-1, -1),
+    "an index": lambda m: m.arange(24.).view(2, 3, 4)[1],
+    "one element": lambda m: m.arange(12.).view(3, 4)[1, 2],
+    "ellipsis": lambda m: m.arange(24.).view(2, 3, 4)[..., 1],
+    "unsqueeze 0": lambda m: m.arange(12.).view(3, 4).unsqueeze(0),
+    "unsqueeze 1": lambda m: m.arange(12.).view(3, 4).unsqueeze(1),
+    "unsqueeze at the end": lambda m: m.arange(12.).view(3, 4).unsqueeze(2),
+    "unsqueeze of a transpose": lambda m: m.arange(12.).view(3, 4).t().unsqueeze(1),
+    "None": lambda m: m.arange(12.).view(3, 4)[:, None],
+    "None before a transpose": lambda m: m.arange(12.).view(3, 4).t()[None],
+    "squeeze": lambda m: m.arange(12.).view(3, 1, 4).squeeze(1),
+    "chunk": lambda m: m.arange(12.).view(3, 4).chunk(2, 1)[1],
+    "split": lambda m: m.arange(12.).view(3, 4).split(1, 0)[2],
+    "unbind": lambda m: m.arange(12.).view(3, 4).unbind(1)[2],
+    "size-1 slice": lambda m: m.arange(12.).view(3, 4)[:, 1:2],
+    "flatten of a slice (a copy)": lambda m: m.arange(12.).view(3, 4)[:, :2].flatten(),
+    "contiguous of a transpose": lambda m: m.arange(12.).view(3, 4).t().contiguous(),
+    "movedim": lambda m: m.arange(24.).view(2, 3, 4).movedim(0, 2),
+    "movedim of two": lambda m: m.arange(24.).view(2, 3, 4).movedim((0, 1), (2, 0)),
+    "swapaxes": lambda m: m.arange(24.).view(2, 3, 4).swapaxes(0, 1),
+    "detach of a slice": lambda m: m.arange(12.).view(3, 4)[1:].detach(),
+    "ints": lambda m: m.arange(12).view(3, 4)[1:, ::2],
+    "bools": lambda m: (m.arange(12).view(3, 4) > 5).t(),
+    "float64": lambda m: m.arange(12, dtype=m.float64).view(3, 4)[:, 1],
+}
+
+
+def _layout(t):
+    """What a learner reads of a tensor's layout, in either library."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # TypedStorage's deprecation warning
+        storage = t.storage()
+        return {"shape": tuple(t.shape), "stride": t.stride(), "strides by dim": [t.stride(d) for d in range(t.ndim)],
+                "storage_offset": t.storage_offset(), "is_contiguous": t.is_contiguous(),
+                "storage": storage.tolist(), "len(storage)": len(storage), "nbytes": storage.nbytes(),
+                "element_size": storage.element_size(), "untyped nbytes": t.untyped_storage().nbytes(),
+                "start in storage": t.data_ptr() - storage.data_ptr(),
+                "untyped start": t.untyped_storage().data_ptr() - storage.data_ptr(),
+                "values": t.tolist()}
+
+
+@pytest.mark.parametrize("name", VIEWS)
+def test_layout_of_views_as_pytorch(torch, name):
+    ours, theirs = _layout(VIEWS[name](tinyattn)), _layout(VIEWS[name](torch))
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("name", ["transpose", "slice with steps", "narrow", "select", "expand", "permute", "bools"])
+def test_layout_on_array_api_strict(name):
+    """The same layout when the arrays are not NumPy's (array_api_strict stands in for CuPy here)."""
+    plain = _layout(VIEWS[name](tinyattn))
+    backend.use_array_api_strict(True)
+    try:
+        strict = VIEWS[name](tinyattn)
+        assert type(strict.array) is not np.ndarray
+        assert _layout(strict) == plain
+    finally:
+        backend.use_array_api_strict(False)
+
+
+def test_views_share_one_storage():
+    x = tinyattn.arange(12.).view(3, 4)
+    views = [x.t(), x[1:], x[:, ::2], x.select(1, 3), x.view(12), x.unsqueeze(0), x.expand(2, 3, 4), x.detach()]
+    pointers = {v.untyped_storage().data_ptr() for v in views}
+    assert pointers == {x.untyped_storage().data_ptr()}
+    assert x.contiguous().data_ptr() == x.data_ptr()  # already contiguous: itself
+    copy = x.t().contiguous()
+    assert copy.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    assert x[1:].data_ptr() - x.data_ptr() == 4 * x.element_size()
+
+
+def test_writing_into_a_storage_changes_every_view():
+    points = tinyattn.tensor([[4.0, 1.0], [5.0, 3.0], [2.0, 1.0]])
+    points_t = points.t()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        storage = points_t.storage()
+        storage[0] = 2.0
+        storage[-1] = 7.0
+        assert storage[5] == 7.0 and storage[-6] == 2.0
+        with pytest.raises(IndexError):
+            storage[6]
+        with pytest.raises(RuntimeError, match="slices"):
+            storage[1:3]
+        assert type(storage[0]) is float
+    assert points.tolist() == [[2.0, 1.0], [5.0, 3.0], [2.0, 7.0]]
+    assert points_t.tolist() == [[2.0, 5.0, 2.0], [1.0, 3.0, 7.0]]
+    untyped = points.untyped_storage()
+    untyped[0], untyped[1], untyped[2], untyped[3] = 0, 0, 0x80, 0x3F  # 1.0 in float32, little-endian
+    assert points[0, 0].item() == 1.0
+    assert len(untyped) == 24 and untyped.element_size() == 1 and untyped[3] == 0x3F
+
+
+def test_storage_of_a_negative_stride_owner_and_of_foreign_memory():
+    """NumPy memory that tinyattn did not allocate: the block is all the owner covers, from its lowest byte."""
+    data = np.arange(10, dtype=np.float32)[::-1]
+    t = tinyattn.from_numpy(np.ascontiguousarray(data))
+    assert t.stride() == (1,) and t.storage_offset() == 0
+    block, offset = backend.memory_block(data[2:5])  # 7, 6, 5: the first of them is element 7 of the block
+    assert offset == 7 * 4 and block.view(np.float32).tolist() == list(range(10))
+    # an owner with a negative stride (as_strided's result does not point back to its source array)
+    backwards = np.lib.stride_tricks.as_strided(np.arange(10, dtype=np.float32)[9:], shape=(10,), strides=(-4,))
+    block, offset = backend.memory_block(backwards[1:])
+    assert offset == 8 * 4 and block.view(np.float32).tolist() == list(range(10))
+    frozen = np.frombuffer(bytes(range(16)), dtype=np.uint8)[4:12]
+    block, offset = backend.memory_block(frozen)
+    assert offset == 4 and block.tolist() == list(range(16))
+
+
+def test_typed_storage_warns_once_as_pytorch():
+    from tinyattn import storage as storage_module
+
+    storage_module._warned = False
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = tinyattn.ones(2).storage()
+        s.tolist(), len(s), str(s)
+        tinyattn.ones(2).untyped_storage().tolist()
+    assert len(caught) == 1 and caught[0].category is UserWarning
+    assert "TypedStorage is deprecated" in str(caught[0].message) and caught[0].filename == __file__
+
+
+def test_storage_prints_as_pytorch(torch):
+    """The printed storages, with tinyattn's names where PyTorch prints torch's (as for dtypes)."""
+    def printed(m, make):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            text = str(make(m))
+        return text.replace("tinyattn.", "torch.")
+
+    makes = [lambda m: m.tensor([[4.0, 1.0], [5.0, 3.0], [2.0, 1.0]]).t().storage(),
+             lambda m: m.tensor([[4.0, 1.0], [5.0, 3.0]]).untyped_storage(),
+             lambda m: m.tensor([1, -2], dtype=m.int32).storage(),
+             lambda m: m.tensor([True, False]).storage(),
+             lambda m: m.tensor([], dtype=m.int64).storage(),
+             lambda m: m.tensor([0.1, 1e20], dtype=m.float64)[1:].storage()]
+    for make in makes:
+        assert printed(tinyattn, make) == printed(torch, make)
+
+
+def test_stride_errors_and_small_names():
+    x = tinyattn.zeros(2, 3)
+    assert x.stride(-1) == 1 and x.stride(0) == 3
+    with pytest.raises(IndexError):
+        x.stride(2)
+    with pytest.raises(IndexError):
+        tinyattn.tensor(1.0).stride(0)
+    assert tinyattn.tensor(1.0).stride() == ()
+    assert x.nbytes == 24 and x.itemsize == 4
+    with pytest.raises(ValueError, match="repeated"):
+        tinyattn.zeros(2, 3, 4).movedim((0, 0), (1, 2))
+
+
+def test_the_storage_chapter_of_a_book_runs_as_in_pytorch(torch):
+    """The walk through storage of a well-known book's chapter on tensors, line by line."""
+    def walk(m):
+        seen = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            points = m.tensor([[4.0, 1.0], [5.0, 3.0], [2.0, 1.0]])
+            seen.append(str(points.storage()))
+            points_storage = points.storage()
+            seen += [points_storage[0], points.storage()[1]]
+            points_storage[0] = 2.0
+            seen.append(points.tolist())
+            second_point = points[1]
+            seen += [second_point.storage_offset(), tuple(second_point.size()), second_point.stride()]
+            second_point[0] = 10.0
+            seen.append(points.tolist())
+            points_t = points.t()
+            seen.append(points_t.tolist())
+            seen.append(points.untyped_storage().data_ptr() == points_t.untyped_storage().data_ptr())
+            seen += [points.stride(), points_t.stride(), points.is_contiguous(), points_t.is_contiguous()]
+            some_t = m.ones(3, 4, 5)
+            transpose_t = some_t.transpose(0, 2)
+            seen += [some_t.stride(), transpose_t.stride(), tuple(transpose_t.shape)]
+            points_t_cont = points_t.contiguous()
+            seen += [points_t_cont.stride(), str(points_t_cont.storage()), points_t_cont.is_contiguous()]
+        return [s.replace("tinyattn.", "torch.") if isinstance(s, str) else s for s in seen]
+
+    assert walk(tinyattn) == walk(torch)
+
+
+# --- the small behaviours beside them ---
+
+
+def test_true_divide_as_pytorch(torch):
+    for m in (tinyattn, torch):
+        assert m.true_divide(m.tensor([1, 2]), 2).tolist() == [0.5, 1.0]
+        assert m.tensor([3]).true_divide(m.tensor([2])).dtype == m.float32
+        x = m.tensor([1.0, 2.0])
+        assert x.true_divide_(2) is x and x.tolist() == [0.5, 1.0]
+        with pytest.raises((RuntimeError, TypeError)):  # an integer tensor cannot hold the quotient
+            m.tensor([1, 2]).true_divide_(2)
+    out = tinyattn.empty(2)
+    tinyattn.true_divide(tinyattn.tensor([1, 2]), 4, out=out)
+    assert out.tolist() == [0.25, 0.5]
+
+
+def test_contains_as_pytorch(torch):
+    def answers(m):
+        n = m.tensor([1.0, float("nan")])
+        grid = m.tensor([[1.0, 2.0], [3.0, 4.0]])
+        found = [True in m.isnan(n), False in m.isnan(n), 2.0 in n, 1 in n, m.tensor(1.0) in n,
+                 m.tensor([1.0, 7.0]) in n, grid in n, m.tensor([1.0, 2.0]) in grid, 2 in grid,
+                 1.5 in m.tensor([1, 2]), True in m.tensor([1, 0]), float("nan") in n]
+        for odd in ("a", None, [1.0]):
+            with pytest.raises(RuntimeError, match="only supports Tensor or scalar"):
+                odd in n
+        with pytest.raises(Exception):
+            m.tensor([1.0, 2.0, 3.0]) in n  # shapes that do not broadcast
+        return found
+
+    assert answers(tinyattn) == answers(torch)
+
+
+NESTED_KEYS = [[[0, 1], [2, 3]], [[0, 1]], [[0, 1], 2], [[0, 1], slice(None)], [0, [1, 2]], [[[0, 1], [2, 3]]],
+               [None, [1]], [[True, False, True, False]], [[1, 2]], [1, 2], [Ellipsis, [0, 5]]]
+
+
+@pytest.mark.parametrize("key", NESTED_KEYS, ids=repr)
+def test_a_list_key_is_read_as_pytorch_reads_it(torch, key):
+    def read(m):
+        x = m.arange(24).view(4, 6)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            picked = x[key]
+            y = m.zeros(4, 6, dtype=m.int64)
+            y[key] = 1
+        warned = [(w.category, str(w.message)[:70]) for w in caught]  # (PyTorch's names its next versions)
+        return tuple(picked.shape), picked.tolist(), y.tolist(), warned
+
+    assert read(tinyattn) == read(torch)
+
+
+def test_a_too_long_nested_list_key_still_fails_as_in_pytorch(torch):
+    for m in (tinyattn, torch):
+        with pytest.raises(IndexError), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            m.arange(24).view(4, 6)[[[0, 1], [2, 3], [1, 1]]]
+
+
+def test_grad_checks_as_pytorch(torch):
+    for m in (tinyattn, torch):
+        w = m.ones(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="own grad"):
+            w.grad = w
+        assert w.grad is None
+        w.grad = m.zeros(3)
+        del w.grad
+        assert w.grad is None
+        del w.grad  # twice: still None, no error
+        assert w.grad is None
+
+
+def test_an_expanded_grad_as_pytorch(torch):
+    for m in (tinyattn, torch):
+        w = m.ones(3, requires_grad=True)
+        w.grad = m.ones(1).expand(3)
+        with pytest.raises(RuntimeError, match="single memory location"):
+            (w * 2).sum().backward()
+        w = m.ones(3, requires_grad=True)
+        g = m.zeros(3).expand(3)  # the same shape: no element shared, so backward adds into it
+        w.grad = g
+        (w * 2).sum().backward()
+        assert w.grad is g and w.grad.tolist() == [2.0, 2.0, 2.0]
+    w = tinyattn.ones(2, requires_grad=True)
+    frozen = np.zeros(2, dtype=np.float32)
+    frozen.flags.writeable = False
+    w.grad = tinyattn.from_numpy(frozen)
+    (w * 3).sum().backward()
+    assert w.grad.tolist() == [3.0, 3.0] and frozen.tolist() == [0.0, 0.0]
+
+
+def test_grad_of_a_non_leaf_warns_as_pytorch(torch):
+    def warnings_seen(m):
+        x = m.ones(2, requires_grad=True)
+        y = x * 2
+        z = x * 3
+        z.retain_grad()
+        (y.sum() + z.sum()).backward()
+        counts = []
+        for read in (lambda: y.grad, lambda: z.grad, lambda: x.grad, lambda: (m.ones(2) * 2).grad,
+                     lambda: y.detach().grad):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                read()
+            counts.append([(w.category, "not a leaf" in str(w.message), "retain_grad()" in str(w.message))
+                           for w in caught])
+        return counts, y.retains_grad, z.retains_grad, x.retains_grad, z.grad.tolist()
+
+    assert warnings_seen(tinyattn) == warnings_seen(torch)
+
+
+def test_load_state_dict_result_prints_as_pytorch(torch):
+    def results(m):
+        layer = m.nn.Linear(2, 2)
+        matched = layer.load_state_dict(layer.state_dict())
+        partial = layer.load_state_dict({"weight": layer.weight.detach(), "extra": m.zeros(1)}, strict=False)
+        missing, unexpected = partial
+        return (str(matched), repr(matched), repr(partial), str(partial), missing, unexpected,
+                partial.missing_keys, matched == ([], []), partial._fields)
+
+    assert results(tinyattn) == results(torch)
+    assert isinstance(nn.Linear(1, 1).load_state_dict(nn.Linear(1, 1).state_dict()), tuple)
+
+
+RETURN_TYPES = {
+    "max": lambda m, x: m.max(x, 1),
+    "min": lambda m, x: x.min(dim=0, keepdim=True),
+    "topk": lambda m, x: m.topk(x, 2),
+    "sort": lambda m, x: x.sort(1, descending=True),
+    "median": lambda m, x: m.median(x, 1),
+    "svd": lambda m, x: m.svd(m.eye(2)),
+    "linalg_svd": lambda m, x: m.linalg.svd(m.eye(2)),
+    "histogram": lambda m, x: m.histogram(m.tensor([1.0, 2.0, 1.0]), bins=2),
+}
+
+
+@pytest.mark.parametrize("name", RETURN_TYPES)
+def test_return_types_print_as_pytorch(torch, name):
+    """One field a line, as PyTorch prints them, under tinyattn's name (as dtypes print)."""
+    x = [[1.0, 5.0, 2.0], [4.0, 3.0, 6.0]]
+    ours = RETURN_TYPES[name](tinyattn, tinyattn.tensor(x))
+    theirs = RETURN_TYPES[name](torch, torch.tensor(x))
+    assert repr(ours).replace("tinyattn.", "torch.") == repr(theirs)
+    assert str(ours) == repr(ours) and type(ours).__name__ == type(theirs).__name__
+    assert len(ours) == len(theirs) and all(hasattr(theirs, field) for field in ours._fields)
+    again = pickle.loads(pickle.dumps(ours))
+    assert type(again) is type(ours) and repr(again) == repr(ours)
+    assert getattr(tinyattn.return_types, name) is type(ours)
