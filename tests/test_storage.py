@@ -359,3 +359,41 @@ def test_return_types_print_as_pytorch(torch, name):
     again = pickle.loads(pickle.dumps(ours))
     assert type(again) is type(ours) and repr(again) == repr(ours)
     assert getattr(tinyattn.return_types, name) is type(ours)
+
+
+# results that are views of their input in PyTorch, and results that are copies: a write through a view
+# reaches the input, a write into a copy must not (NumPy's flip and a reshape that repeats nothing are views)
+RESULTS = {
+    "flip": lambda m, x: x.flip(0), "fliplr": lambda m, x: x.fliplr(), "flipud": lambda m, x: x.flipud(),
+    "roll": lambda m, x: x.roll(1, 0), "t": lambda m, x: x.t(), "mT": lambda m, x: x.mT,
+    "reshape": lambda m, x: x.reshape(6), "view": lambda m, x: x.view(3, 2), "flatten": lambda m, x: x.flatten(),
+    "ravel": lambda m, x: x.ravel(), "unsqueeze": lambda m, x: x.unsqueeze(0), "contiguous": lambda m, x: x.contiguous(),
+    "clone": lambda m, x: x.clone(), "detach": lambda m, x: x.detach(), "data": lambda m, x: x.data,
+    "expand": lambda m, x: x[:1].expand(4, 3), "repeat all ones": lambda m, x: x.repeat(1, 1),
+    "repeat of a size-1 dim": lambda m, x: x[:1].repeat(2, 1), "repeat with a new dim": lambda m, x: x.repeat(1, 1, 1),
+    "split": lambda m, x: x.split(1)[1], "chunk": lambda m, x: x.chunk(2, 1)[1], "unbind": lambda m, x: x.unbind(1)[1],
+    "narrow": lambda m, x: x.narrow(1, 1, 2), "select": lambda m, x: x.select(1, 1), "permute": lambda m, x: x.permute(1, 0),
+    "movedim": lambda m, x: x.movedim(0, 1), "tril": lambda m, x: x.tril(), "to the same dtype": lambda m, x: x.to(m.float32),
+    "view_as": lambda m, x: x.view_as(x), "index": lambda m, x: x[1], "slice": lambda m, x: x[:, ::2],
+    "None": lambda m, x: x[None], "bool mask": lambda m, x: x[x > 2], "int list": lambda m, x: x[[0, 1]],
+    "sort": lambda m, x: x.sort(1).values, "masked_fill": lambda m, x: x.masked_fill(x > 1, 0),
+    "stack": lambda m, x: m.stack([x])[0], "from_numpy": lambda m, x: m.from_numpy(x.numpy()),
+    "as_tensor": lambda m, x: m.as_tensor(x), "pos": lambda m, x: +x, "mul 1": lambda m, x: x * 1,
+    "requires_grad_": lambda m, x: x.requires_grad_(False), "expand to its shape": lambda m, x: x.expand(2, 3),
+    "Identity": lambda m, x: m.nn.Identity()(x), "dropout in eval": lambda m, x: m.nn.functional.dropout(x, 0.5, False),
+}
+
+
+@pytest.mark.parametrize("name", RESULTS)
+def test_results_share_storage_exactly_where_pytorch_s_do(torch, name):
+    def shared_and_written(m):
+        x = m.arange(6.0).view(2, 3)
+        result = RESULTS[name](m, x)
+        shares = result.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+        if 0 not in result.stride():  # (an expand()ed view is read-only here: see the differences page)
+            result[(0,) * result.ndim] = -1.0
+        return shares, x.tolist()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert shared_and_written(tinyattn) == shared_and_written(torch)

@@ -1427,7 +1427,10 @@ class Tensor:
         expanded = x.reshape(tuple(d for n in x.shape for d in (1, n))).expand(
             tuple(d for r, n in zip(sizes, x.shape) for d in (r, n))
         )
-        return expanded.reshape(tuple(r * n for r, n in zip(sizes, x.shape)))
+        tiled = expanded.reshape(tuple(r * n for r, n in zip(sizes, x.shape)))
+        # a copy with its own memory, as PyTorch's: with every repeat 1 the reshape is a view of self,
+        # and where only size-1 dims repeat it is a read-only view whose repeated dims have stride 0
+        return tiled.clone() if math.prod(sizes) == 1 else tiled.contiguous()
 
     def split(self, split_size, dim=0):
         """Pieces of split_size along dim (the last one shorter), or of the sizes in a list; views.
