@@ -397,3 +397,121 @@ def test_results_share_storage_exactly_where_pytorch_s_do(torch, name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         assert shared_and_written(tinyattn) == shared_and_written(torch)
+
+
+# --- as_strided and unfold: views made from a geometry ---
+
+from hypothesis import assume, given, strategies as st  # noqa: E402
+
+
+@st.composite
+def geometries(draw):
+    """A storage length, and sizes, strides and an offset that fit in it (overlapping ones included)."""
+    ndim = draw(st.integers(1, 3))
+    size = tuple(draw(st.integers(0, 3)) for _ in range(ndim))
+    stride = tuple(draw(st.integers(0, 4)) for _ in range(ndim))
+    offset = draw(st.integers(0, 3))
+    length = draw(st.integers(1, 14))
+    needed = 0 if 0 in size else offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1
+    assume(needed <= length)
+    return length, size, stride, offset
+
+
+@given(geometries(), st.booleans())
+def test_as_strided_gradient(geometry, from_a_transpose):
+    length, size, stride, offset = geometry
+    x = tinyattn.tensor(np.linspace(-1.0, 1.0, length), dtype=tinyattn.float64, requires_grad=True)
+    if from_a_transpose and length % 2 == 0:  # the same storage, reached through a view
+        assert tinyattn.gradcheck(lambda t: t.view(2, -1).t().as_strided(size, stride, offset), (x,))
+    else:
+        assert tinyattn.gradcheck(lambda t: (t * 1).as_strided(size, stride, offset), (x,))
+
+
+@given(geometries())
+def test_as_strided_as_pytorch(geometry):
+    torch = pytest.importorskip("torch")
+    length, size, stride, offset = geometry
+    values = np.linspace(-1.0, 1.0, length)
+    weights = np.arange(1.0, 1.0 + max(1, int(np.prod(size)))).reshape(-1)[: int(np.prod(size))].reshape(size)
+    results = []
+    for m in (tinyattn, torch):
+        x = m.tensor(values, requires_grad=True)
+        view = m.as_strided(x * 1, size, stride, offset)
+        (view * m.tensor(weights)).sum().backward()
+        results.append((view.tolist(), view.stride(), view.storage_offset(), view.is_contiguous(), x.grad.tolist()))
+    assert results[0][:4] == results[1][:4]
+    np.testing.assert_allclose(results[0][4], results[1][4], rtol=1e-12)
+
+
+def test_as_strided_refuses_what_pytorch_refuses(torch):
+    for m in (tinyattn, torch):
+        x = m.arange(6.0)
+        for bad, message in [(((3, 3), (1, 2)), "out of bounds for storage of size 24"),
+                             (((2,), (-1,)), "Negative strides"), (((2,), (1,), -1), "invalid storage offset"),
+                             (((2, 2), (1,)), "mismatch in length of strides and shape")]:
+            with pytest.raises(RuntimeError, match=message):
+                m.as_strided(x, *bad)
+        assert m.as_strided(x, (0, 5), (1, 1), 100).shape == (0, 5)
+        y = x[2:]
+        assert y.as_strided((2,), (1,)).tolist() == [2.0, 3.0]  # the offset: y's own
+        assert y.as_strided((2,), (1,), 0).tolist() == [0.0, 1.0]  # given: counted from the storage's start
+
+
+def test_as_strided_views_share_the_storage_and_record_in_place_changes(torch):
+    def run(m):
+        w = m.arange(6.0, requires_grad=True)
+        h = w * 1
+        v = h[1:].as_strided((2, 2), (1, 2))
+        seen = [v.tolist(), v.storage_offset(), v.untyped_storage().data_ptr() == h.untyped_storage().data_ptr()]
+        v.t()[0].zero_()  # through a view of the view: recorded on h
+        (h * m.arange(6.0)).sum().backward()
+        seen += [h.tolist(), w.grad.tolist()]
+        w = m.arange(6.0, requires_grad=True)
+        h = w * 1
+        windows = h.unfold(0, 2, 2)
+        h.mul_(2)  # the root changed after the view was taken: the view sees it, and so does its gradient
+        (windows * m.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])).sum().backward()
+        return seen + [windows.tolist(), w.grad.tolist()]
+
+    assert run(tinyattn) == run(torch)
+
+
+UNFOLDS = [((8,), 0, 3, 2), ((8,), 0, 8, 1), ((3, 4), 1, 2, 1), ((3, 4), 0, 2, 1), ((2, 3, 4), -1, 3, 3), ((), 0, 1, 1)]
+
+
+@pytest.mark.parametrize("shape, dim, size, step", UNFOLDS)
+def test_unfold_as_pytorch(torch, shape, dim, size, step):
+    def run(m, transpose):
+        x = m.arange(float(np.prod(shape))).reshape(shape)
+        if transpose and x.ndim >= 2:
+            x = x.transpose(0, 1)
+        u = x.unfold(dim, size, step)
+        return tuple(u.shape), u.stride(), u.storage_offset(), u.tolist()
+
+    for transpose in (False, True):
+        assert run(tinyattn, transpose) == run(torch, transpose)
+
+
+def test_unfold_refuses_as_pytorch(torch):
+    for m in (tinyattn, torch):
+        with pytest.raises(RuntimeError, match="maximum size"):
+            m.arange(4.0).unfold(0, 5, 1)
+        with pytest.raises(RuntimeError, match="step"):
+            m.arange(4.0).unfold(0, 2, 0)
+
+
+@given(st.integers(1, 3), st.integers(1, 3))
+def test_unfold_gradient(size, step):
+    x = tinyattn.tensor(np.linspace(-1.0, 1.0, 12).reshape(3, 4), dtype=tinyattn.float64, requires_grad=True)
+    assert tinyattn.gradcheck(lambda t: (t * 1).unfold(1, size, step), (x,))
+    assert tinyattn.gradcheck(lambda t: (t * 1).t().unfold(0, size, step), (x,))
+
+
+def test_as_strided_with_grad_of_a_part_of_a_storage_is_refused_with_a_way_out():
+    """Its in-place changes could not be recorded on the root: refused, not wrong."""
+    part = tinyattn.arange(6.0)[1:].detach().requires_grad_()
+    with pytest.raises(RuntimeError, match="clone"):
+        part.as_strided((2,), (1,))
+    assert part.clone().as_strided((2,), (1,)).tolist() == [1.0, 2.0]
+    with tinyattn.no_grad():
+        assert part.as_strided((2,), (1,)).tolist() == [1.0, 2.0]

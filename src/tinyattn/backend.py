@@ -788,8 +788,14 @@ def memory_block(array):
         array = getattr(array, "_array", array)  # array_api_strict keeps a NumPy array inside
         xp, kind = np, np.ndarray
     owner = array
-    while isinstance(owner.base, kind):
-        owner = owner.base
+    while True:
+        base = owner.base
+        if isinstance(base, kind):
+            owner = base
+        elif isinstance(getattr(base, "base", None), kind):  # NumPy's as_strided: a wrapper around its source
+            owner = base.base
+        else:
+            break
     if owner.size == 0:
         nbytes, lowest = 0, data_pointer(owner)
     else:
@@ -802,3 +808,19 @@ def memory_block(array):
         forward = owner.reshape(1)
     whole = xp.lib.stride_tricks.as_strided(forward, shape=(nbytes // owner.itemsize,), strides=(owner.itemsize,))
     return whole.view(xp.uint8), data_pointer(array) - lowest
+
+
+def strided_view(array, shape, strides, offset):
+    """A view of the memory block `array` lies in (see memory_block): `shape` elements, `strides` and
+    `offset` counted in elements of `array`'s dtype from the block's start. The caller checks that
+    the view stays inside the block."""
+    block, _ = memory_block(array)
+    inner = getattr(array, "_array", array)  # array_api_strict keeps a NumPy array inside
+    itemsize = inner.dtype.itemsize
+    xp = _ns.cuda if is_cupy_array(array) else np
+    tail = block[offset * itemsize:]
+    start = tail[:tail.shape[0] - tail.shape[0] % itemsize].view(inner.dtype)  # whole elements from `offset` on
+    view = xp.lib.stride_tricks.as_strided(start, shape=tuple(shape), strides=tuple(s * itemsize for s in strides))
+    if inner is not array:
+        return type(array)._new(view, device=array.device)
+    return view

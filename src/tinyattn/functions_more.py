@@ -668,6 +668,11 @@ def div(input, other, *, rounding_mode=None, out=None):
     return result if out is None else _into(out, result, "div")
 
 
+def as_strided(input, size, stride, storage_offset=None):
+    """A view of input's storage with these sizes, strides and offset, in elements (Tensor.as_strided)."""
+    return input.as_strided(size, stride, storage_offset)
+
+
 def true_divide(input, other, *, out=None):
     """input / other, always a true division (an integer tensor gives floats): div without rounding_mode."""
     return div(input, other, out=out)
@@ -749,5 +754,5 @@ __all__ = [
     "logical_xor", "bitwise_xor", "multiply", "normal", "bernoulli", "logspace", "set_default_dtype",
     "set_default_tensor_type", "set_default_device", "get_default_device", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
-    "add", "sub", "mul", "div", "true_divide", "matmul", "mm", "bmm", "rand", "randn", "max", "min",
+    "add", "sub", "mul", "div", "true_divide", "as_strided", "matmul", "mm", "bmm", "rand", "randn", "max", "min",
 ]

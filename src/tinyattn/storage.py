@@ -187,3 +187,86 @@ def storage_geometry(array):
 
 
 __all__ = ["TypedStorage", "UntypedStorage"]
+
+
+# --- as_strided: a view made from sizes, strides and an offset (ops' layer: imported after Tensor) ---
+
+from .ops import Op  # noqa: E402  (ops needs Tensor; this module is imported after it)
+
+
+def check_fits(size, stride, offset, storage_size, itemsize):
+    """PyTorch's checks of a view made from its geometry: as many strides as sizes, none negative,
+    and every element inside the storage."""
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape: sizes {list(size)}, strides {list(stride)}")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "
+                           f"{list(stride)}")
+    if any(n < 0 for n in size):
+        raise RuntimeError(f"as_strided: sizes cannot be negative, got {list(size)}")
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    needed = 0 if 0 in size else offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1
+    if needed > storage_size:
+        raise RuntimeError(
+            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and itemsize "
+            f"{itemsize} requiring a storage size of {needed * itemsize} are out of bounds for storage of size "
+            f"{storage_size * itemsize}"
+        )
+
+
+def places(xp, size, stride, offset):
+    """The place in the storage of each element of a view: offset + the sum over dims of index * stride."""
+    kwargs = backend.creation_kwargs(xp)
+    result = xp.full(tuple(size), offset, dtype=xp.int64, **kwargs)
+    for d, (n, s) in enumerate(zip(size, stride)):
+        steps = xp.arange(n, dtype=xp.int64, **kwargs) * s
+        result = result + xp.reshape(steps, tuple(n if i == d else 1 for i in range(len(size))))
+    return result
+
+
+class AsStrided(Op):
+    """A view of the input's storage: the elements at offset + sum(index * stride).
+
+    The offset is counted from the input's first element (`shift`), so that taking the view again
+    from an array laid out as the input's root gives the same elements. Backward: each output
+    element's gradient is added at its place in the storage, and the input reads its own places
+    back (a place that several input elements share splits its gradient among them, as PyTorch does).
+    """
+
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x, size, stride, shift):
+        _, x_offset, x_strides = storage_geometry(x)
+        ctx.x_geometry = (tuple(x.shape), x_strides, x_offset)
+        ctx.geometry = (size, stride, x_offset + shift)
+        return backend.strided_view(x, size, stride, x_offset + shift)
+
+    @staticmethod
+    def backward(ctx, grad):
+        xp = ctx.xp
+        inputs, outputs = places(xp, *ctx.x_geometry), places(xp, *ctx.geometry)
+        low = min(ctx.x_geometry[2], ctx.geometry[2])  # (strides are not negative: no place lies below an offset)
+        high = max(offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1
+                   for size, stride, offset in (ctx.x_geometry, ctx.geometry))
+        storage = xp.zeros(high - low, dtype=grad.dtype, **backend.creation_kwargs(xp))
+        storage = backend.scatter_add(storage, xp.reshape(outputs - low, (-1,)), xp.reshape(grad, (-1,)))
+        gx = xp.take(storage, xp.reshape(inputs - low, (-1,)))
+        if _overlaps(ctx.x_geometry):
+            counts = backend.scatter_add(xp.zeros(high - low, dtype=grad.dtype, **backend.creation_kwargs(xp)),
+                                         xp.reshape(inputs - low, (-1,)), xp.ones(gx.shape, dtype=grad.dtype))
+            gx = gx / xp.take(counts, xp.reshape(inputs - low, (-1,)))
+        return xp.reshape(gx, ctx.x_geometry[0]), None, None, None
+
+
+def _overlaps(geometry):
+    """Whether two elements of a view with this geometry can be one place in the storage."""
+    size, stride, _ = geometry
+    dims = sorted((s, n) for n, s in zip(size, stride) if n > 1)
+    reach = 0  # the farthest place the smaller strides reach
+    for s, n in dims:
+        if s <= reach:
+            return True
+        reach += (n - 1) * s
+    return False

@@ -14,7 +14,6 @@ import weakref
 import numpy as np
 
 from . import backend, dtypes, missing, numpy_names, printing, return_types
-from . import storage as _storage
 from .errors import BackwardError, DeviceError, ShapeError
 
 
@@ -682,6 +681,39 @@ class Tensor:
         return self.permute(*[d if d is not None else next(rest) for d in order])
 
     moveaxis = movedim
+
+    def as_strided(self, size, stride, storage_offset=None):
+        """A view of this tensor's storage with the sizes, strides and offset given (in elements; the
+        offset is this tensor's own unless given). Every element must lie inside the storage."""
+        size, stride = tuple(_int_index(n) for n in size), tuple(_int_index(s) for s in stride)
+        _, own_offset, _ = _storage.storage_geometry(self.array)
+        offset = own_offset if storage_offset is None else _int_index(storage_offset)
+        block_size = _storage.storage_geometry(self.array)[0].shape[0] // self.dtype.itemsize
+        _storage.check_fits(size, stride, offset, block_size, self.dtype.itemsize)
+        root = self if self._base is None else self._base
+        if autograd.grad_mode.enabled and self.requires_grad and not (
+                backend.is_contiguous(root.array) and root.storage_offset() == 0 and root.numel() == block_size):
+            raise RuntimeError("as_strided of a tensor that requires grad needs that tensor's root to own its whole "
+                               "storage in order (a fresh tensor, not a slice, detach() or from_numpy view): take "
+                               "it from a .clone() of the tensor")
+        return _storage.AsStrided.apply(self, size, stride, offset - own_offset)
+
+    def unfold(self, dimension, size, step):
+        """A view of every slice of length `size` along `dimension`, `step` apart, as a new last dim
+        (sliding windows: torch.arange(8.).unfold(0, 3, 2) has rows [0, 1, 2], [2, 3, 4], [4, 5, 6])."""
+        dim = _dim(dimension, max(self.ndim, 1))
+        length = self.array.shape[dim] if self.ndim else 1
+        if size > length:
+            raise RuntimeError(f"maximum size for tensor at dimension {dim} is {length} but size is {size}")
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        if self.ndim == 0:  # a 0-d tensor: its one element as a window of size 1
+            return self.as_strided((size,), (1,))
+        strides, shape = self.stride(), list(self.array.shape)
+        shape[dim] = (length - size) // step + 1
+        new_strides = list(strides)
+        new_strides[dim] = strides[dim] * step
+        return self.as_strided(shape + [size], new_strides + [strides[dim]])
 
     def __contains__(self, element):
         """`value in x`: whether some element of x equals `value` (a number, or a tensor compared with
@@ -3020,6 +3052,7 @@ def where(condition, input, other):
 
 
 from . import autograd, counting, functions, ops  # noqa: E402  (these modules use Tensor)
+from . import storage as _storage  # noqa: E402  (as_strided is an op)
 
 # in-place arithmetic that `Tensor._inplace_direct` runs as one NumPy call when there is no graph
 _INPLACE_UFUNCS = {ops.Add: np.add, ops.Sub: np.subtract, ops.Mul: np.multiply, ops.Div: np.true_divide}
