@@ -515,3 +515,30 @@ def test_as_strided_with_grad_of_a_part_of_a_storage_is_refused_with_a_way_out()
     assert part.clone().as_strided((2,), (1,)).tolist() == [1.0, 2.0]
     with tinyattn.no_grad():
         assert part.as_strided((2,), (1,)).tolist() == [1.0, 2.0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["transpose", "slice with steps", "narrow", "select", "expand", "permute",
+                                  "None before a transpose", "bools"])
+def test_layout_on_a_gpu(name):
+    """The same layout, storages and as_strided views on CuPy arrays as on NumPy's."""
+    if not tinyattn.cuda.is_available():
+        pytest.skip("needs CuPy and a CUDA GPU")
+
+    def on(device):
+        real = tinyattn.set_default_device
+        real(device)
+        try:
+            return VIEWS[name](tinyattn)
+        finally:
+            real("cpu")
+
+    assert _layout(on("cuda")) == _layout(on("cpu"))
+    x = tinyattn.arange(6.0, device="cuda")
+    assert x.as_strided((2, 2), (1, 2), 1).tolist() == [[1.0, 3.0], [2.0, 4.0]]
+    assert x.unfold(0, 2, 2).t().storage_offset() == 0 and x[1:].storage_offset() == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        storage = x.t().storage()
+        storage[0] = 5.0
+    assert x[0].item() == 5.0 and "dtype=tinyattn.float32, device=cuda" in str(storage).splitlines()[-1]

@@ -783,10 +783,10 @@ def memory_block(array):
     at the owner's lowest byte, not at its first element.
     """
     if is_cupy_array(array):
-        xp, kind = _ns.cuda, type(array)
+        kind = type(array)
     else:
         array = getattr(array, "_array", array)  # array_api_strict keeps a NumPy array inside
-        xp, kind = np, np.ndarray
+        kind = np.ndarray
     owner = array
     while True:
         base = owner.base
@@ -806,8 +806,17 @@ def memory_block(array):
     forward = owner[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in owner.strides)]
     if owner.ndim == 0:
         forward = owner.reshape(1)
-    whole = xp.lib.stride_tricks.as_strided(forward, shape=(nbytes // owner.itemsize,), strides=(owner.itemsize,))
-    return whole.view(xp.uint8), data_pointer(array) - lowest
+    whole = _as_strided(forward, (nbytes // owner.itemsize,), (owner.itemsize,))
+    return whole.view("uint8"), data_pointer(array) - lowest
+
+
+def _as_strided(array, shape, strides):
+    """A view of `array`'s memory with this shape and these strides (in bytes), NumPy's or CuPy's."""
+    if is_cupy_array(array):
+        import cupy  # (array_api_compat's cupy namespace has no `lib`)
+
+        return cupy.lib.stride_tricks.as_strided(array, shape=shape, strides=strides)
+    return np.lib.stride_tricks.as_strided(array, shape=shape, strides=strides)
 
 
 def strided_view(array, shape, strides, offset):
@@ -817,10 +826,9 @@ def strided_view(array, shape, strides, offset):
     block, _ = memory_block(array)
     inner = getattr(array, "_array", array)  # array_api_strict keeps a NumPy array inside
     itemsize = inner.dtype.itemsize
-    xp = _ns.cuda if is_cupy_array(array) else np
     tail = block[offset * itemsize:]
     start = tail[:tail.shape[0] - tail.shape[0] % itemsize].view(inner.dtype)  # whole elements from `offset` on
-    view = xp.lib.stride_tricks.as_strided(start, shape=tuple(shape), strides=tuple(s * itemsize for s in strides))
+    view = _as_strided(start, tuple(shape), tuple(s * itemsize for s in strides))
     if inner is not array:
         return type(array)._new(view, device=array.device)
     return view
