@@ -615,12 +615,14 @@ class Tensor:
 
     # --- how the numbers lie in memory: a window (offset, strides) onto a storage that views share ---
 
-    def stride(self, dim=None):
+    def stride(self, dim=None, *, axis=None):
         """How many elements of the storage one step along each dim skips (a tuple), or along `dim`.
 
         A (3, 4) tensor made at once has strides (4, 1); its transpose (1, 4): the same storage read
         in another order. An expand()ed dim has stride 0: all its elements are one place in memory.
         """
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("stride", dim, axis)
         array = self.array
         strides = list(_storage.storage_geometry(array)[2] if type(array) is not np.ndarray
                        else (s // array.itemsize for s in array.strides))
@@ -660,20 +662,28 @@ class Tensor:
         """The bytes one element takes (4 for float32)."""
         return self.dtype.itemsize
 
-    def select(self, dim, index):
+    def select(self, dim=None, index=None, *, axis=None):
         """The slice at `index` along `dim`, without that dim: a view (x.select(0, i) is x[i])."""
-        dim = _dim(dim, self.ndim)
+        dim = _dim(numpy_names.required_dim("select", dim, axis), self.ndim)
+        if index is None:
+            raise TypeError("select() missing 1 required argument: 'index'")
         return self[(slice(None),) * dim + (_int_index(index),)]
 
     def movedim(self, source, destination):
         """A view with dim(s) `source` moved to `destination`, the others in their order."""
-        sources = [_dim(d, self.ndim) for d in ((source,) if isinstance(source, int) else source)]
-        targets = [_dim(d, self.ndim) for d in ((destination,) if isinstance(destination, int) else destination)]
+        if isinstance(source, int) != isinstance(destination, int):
+            raise TypeError(f"movedim() takes two ints or two tuples of ints, got {type(source).__name__} and "
+                            f"{type(destination).__name__}")
+        wrap = max(self.ndim, 1)  # a 0-d tensor takes dim 0 (and -1), as in PyTorch
+        sources = [_dim(d, wrap) for d in ((source,) if isinstance(source, int) else source)]
+        targets = [_dim(d, wrap) for d in ((destination,) if isinstance(destination, int) else destination)]
         if len(sources) != len(targets):
             raise ValueError(f"movedim: Invalid source or destination dims: source ({list(sources)} dims) should "
                              f"contain the same number of dims as destination ({list(targets)} dims)")
         if len(set(sources)) != len(sources) or len(set(targets)) != len(targets):
             raise ValueError("movedim: repeated dim in source or destination")
+        if self.ndim == 0:
+            return self.view(())
         order = [None] * self.ndim
         for s, t in zip(sources, targets):
             order[t] = s
