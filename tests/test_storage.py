@@ -52,6 +52,13 @@ VIEWS = {
     "ints": lambda m: m.arange(12).view(3, 4)[1:, ::2],
     "bools": lambda m: (m.arange(12).view(3, 4) > 5).t(),
     "float64": lambda m: m.arange(12, dtype=m.float64).view(3, 4)[:, 1],
+    "diagonal": lambda m: m.arange(12.).view(3, 4).diagonal(),
+    "diagonal above": lambda m: m.arange(12.).view(3, 4).diagonal(1),
+    "diagonal below of a transpose": lambda m: m.arange(12.).view(3, 4).t().diagonal(-1),
+    "diagonal of dims 0 and 2": lambda m: m.arange(24.).view(2, 3, 4).diagonal(0, 0, 2),
+    "diagonal past the matrix": lambda m: m.arange(12.).view(3, 4).diagonal(5),
+    "unfold": lambda m: m.arange(12.).view(3, 4).unfold(1, 2, 1),
+    "as_strided": lambda m: m.arange(12.).as_strided((3, 3), (1, 3), 2),
 }
 
 
@@ -64,7 +71,8 @@ def _layout(t):
                 "storage_offset": t.storage_offset(), "is_contiguous": t.is_contiguous(),
                 "storage": storage.tolist(), "len(storage)": len(storage), "nbytes": storage.nbytes(),
                 "element_size": storage.element_size(), "untyped nbytes": t.untyped_storage().nbytes(),
-                "start in storage": t.data_ptr() - storage.data_ptr(),
+                # (an empty tensor has no first element: PyTorch's data_ptr() is then 0)
+                "start in storage": t.data_ptr() - storage.data_ptr() if t.numel() else None,
                 "untyped start": t.untyped_storage().data_ptr() - storage.data_ptr(),
                 "values": t.tolist()}
 
@@ -373,7 +381,8 @@ RESULTS = {
     "repeat of a size-1 dim": lambda m, x: x[:1].repeat(2, 1), "repeat with a new dim": lambda m, x: x.repeat(1, 1, 1),
     "split": lambda m, x: x.split(1)[1], "chunk": lambda m, x: x.chunk(2, 1)[1], "unbind": lambda m, x: x.unbind(1)[1],
     "narrow": lambda m, x: x.narrow(1, 1, 2), "select": lambda m, x: x.select(1, 1), "permute": lambda m, x: x.permute(1, 0),
-    "movedim": lambda m, x: x.movedim(0, 1), "tril": lambda m, x: x.tril(), "to the same dtype": lambda m, x: x.to(m.float32),
+    "movedim": lambda m, x: x.movedim(0, 1), "tril": lambda m, x: x.tril(), "diagonal": lambda m, x: x.diagonal(),
+    "diagonal of a transpose": lambda m, x: x.t().diagonal(-1), "unfold": lambda m, x: x.unfold(1, 2, 1), "to the same dtype": lambda m, x: x.to(m.float32),
     "view_as": lambda m, x: x.view_as(x), "index": lambda m, x: x[1], "slice": lambda m, x: x[:, ::2],
     "None": lambda m, x: x[None], "bool mask": lambda m, x: x[x > 2], "int list": lambda m, x: x[[0, 1]],
     "sort": lambda m, x: x.sort(1).values, "masked_fill": lambda m, x: x.masked_fill(x > 1, 0),
@@ -542,3 +551,24 @@ def test_layout_on_a_gpu(name):
         storage = x.t().storage()
         storage[0] = 5.0
     assert x[0].item() == 5.0 and "dtype=tinyattn.float32, device=cuda" in str(storage).splitlines()[-1]
+
+
+def test_writing_into_a_diagonal_changes_the_matrix_as_in_pytorch(torch):
+    def run(m):
+        x = m.ones(3, 4)
+        x.diagonal().fill_(0.0)
+        x.diagonal(1).mul_(5.0)
+        w = m.arange(12.0, requires_grad=True)
+        h = w * 1
+        h.view(3, 4).t().diagonal(-1).mul_(5.0)  # recorded on h: the gradient sees it
+        (h * m.arange(12.0)).sum().backward()
+        return x.tolist(), h.tolist(), w.grad.tolist()
+
+    assert run(tinyattn) == run(torch)
+
+
+@given(st.integers(-4, 4), st.sampled_from([(0, 1), (1, 0), (0, 2), (2, 1), (-1, -3)]), st.booleans())
+def test_diagonal_gradient(offset, dims, from_a_transpose):
+    x = tinyattn.tensor(np.linspace(-1.0, 1.0, 24).reshape(2, 3, 4), dtype=tinyattn.float64, requires_grad=True)
+    source = (lambda t: t.transpose(0, 2)) if from_a_transpose else (lambda t: t * 1)
+    assert tinyattn.gradcheck(lambda t: source(t).diagonal(offset, *dims), (x,))

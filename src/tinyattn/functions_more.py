@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from . import backend, dtypes, numpy_names, ops, ops_more, return_types
+from . import backend, dtypes, numpy_names, ops, ops_more, return_types, storage
 from . import functions as _functions
 from .autograd import grad_mode, no_grad
 from .errors import ShapeError
@@ -331,15 +331,12 @@ def diag(input, diagonal=0):
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
-    """The diagonal `offset` of the matrices in dims dim1 and dim2, as the last dim of the result
-    (a copy here; PyTorch gives a view)."""
+    """The diagonal `offset` of the matrices in dims dim1 and dim2, as the last dim of the result: a
+    view, as in PyTorch (x.diagonal().zero_() clears x's diagonal)."""
     a, b = _dim(dim1, input.ndim), _dim(dim2, input.ndim)
     if a == b:
         raise ValueError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    rest = [d for d in range(input.ndim) if d not in (a, b)]
-    moved = input.permute(*rest, a, b)
-    rows, cols = ops_more._diagonal_places(np, (input.shape[a], input.shape[b]), int(offset))
-    return moved[(Ellipsis, tensor(rows, device=input.device), tensor(cols, device=input.device))]
+    return storage.Diagonal.apply(input, int(offset), a, b)
 
 
 def _square_matrices(input, name):

@@ -270,3 +270,37 @@ def _overlaps(geometry):
             return True
         reach += (n - 1) * s
     return False
+
+
+class Diagonal(Op):
+    """The diagonal `offset` of the matrices in dims a and b, as the last dim: a view whose stride is
+    the sum of the two dims' strides (one step down and one step right). Backward: zeros of the
+    input's shape with the gradient on that diagonal."""
+
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x, offset, a, b):
+        ctx.in_shape, ctx.where = x.shape, (offset, a, b)
+        return _diagonal_view(x, offset, a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        xp = ctx.xp
+        full = xp.zeros(ctx.in_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
+        _diagonal_view(full, *ctx.where)[...] = grad
+        return full, None, None, None
+
+
+def _diagonal_view(x, offset, a, b):
+    """The diagonal `offset` of dims a and b of array x, as a view of x's memory (from x's strides,
+    so it is the same diagonal whatever x's layout)."""
+    _, start, strides = storage_geometry(x)
+    rows, cols = x.shape[a], x.shape[b]
+    skip_rows, skip_cols = max(-offset, 0), max(offset, 0)
+    length = max(min(rows - skip_rows, cols - skip_cols), 0)
+    if length:
+        start += skip_rows * strides[a] + skip_cols * strides[b]
+    rest = [d for d in range(x.ndim) if d not in (a, b)]
+    shape = tuple(x.shape[d] for d in rest) + (length,)
+    return backend.strided_view(x, shape, tuple(strides[d] for d in rest) + (strides[a] + strides[b],), start)
