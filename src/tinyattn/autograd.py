@@ -615,6 +615,9 @@ def _accumulate(tensor, g):
     if tensor._grad is None:
         # a copy: the same array may be the gradient of several tensors (as after an add)
         tensor._grad = Tensor._wrap(backend.namespace(g).asarray(g, copy=True))
+    elif type(tensor._grad.array) is _ndarray and tensor._grad.array.flags.writeable \
+            and 0 not in tensor._grad.array.strides:
+        tensor._grad.array += g  # (the common case, told at once)
     elif backend.shares_elements(tensor._grad.array):  # an expand()ed tensor assigned as .grad
         raise RuntimeError(
             f"backward() cannot add into this .grad of shape {list(tensor._grad.shape)}: more than one of its "
