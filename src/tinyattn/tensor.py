@@ -626,10 +626,13 @@ class Tensor:
         array = self.array
         strides = list(_storage.storage_geometry(array)[2] if type(array) is not np.ndarray
                        else (s // array.itemsize for s in array.strides))
+        empty = 0 in array.shape
         for d in reversed(range(len(strides))):
-            if array.shape[d] == 1 and strides[d] == 0:
-                # a new dim of size 1 (x[None]): NumPy gives it stride 0, PyTorch the one unsqueeze gives
-                strides[d] = array.shape[d + 1] * strides[d + 1] if d + 1 < len(strides) else 1
+            if strides[d] == 0 and (array.shape[d] == 1 or empty):
+                # a new dim of size 1 (x[None]): NumPy gives it stride 0, PyTorch the one unsqueeze gives;
+                # NumPy gives the dims of an empty array stride 0 too, PyTorch those of a fresh tensor
+                nxt = d + 1 < len(strides)
+                strides[d] = (max(array.shape[d + 1], 1) if empty else array.shape[d + 1]) * strides[d + 1] if nxt else 1
         if dim is None:
             return tuple(strides)
         if self.ndim == 0:
@@ -1298,7 +1301,8 @@ class Tensor:
         _check_not_bool(self, "topk")
         order = xp.argsort(self.array, axis=axis, descending=largest, stable=True)
         key = (slice(None),) * axis + (slice(0, k),)
-        indices = Tensor._wrap(order[backend.index_key(xp, key, order.ndim)])
+        # the first k of the order, in their own memory (a slice of it would not be contiguous: .view() refuses)
+        indices = Tensor._wrap(backend.contiguous(order[backend.index_key(xp, key, order.ndim)]))
         return TopkResult(self.gather(axis, indices), indices)
 
     def softmax(self, dim=None, *, axis=None):
