@@ -72,7 +72,7 @@ HOSTILE = {
             return grad_out * 0
 
         GELU.backward = staticmethod(backward)
-        """, "backward gives zero"),
+        """, "no gradient for an input"),
     "softmax": ("""
         # write the grades file and the table's lines myself
         import json
@@ -98,7 +98,7 @@ HOSTILE = {
             return grad_out * 0
 
         Softmax.backward = staticmethod(backward)
-        """, "backward gives zero"),
+        """, "no gradient for an input"),
     "log_softmax": ("""
         def deeper(n):
             return deeper(n + 1)
