@@ -347,8 +347,7 @@ def command_train(args):
         final = result.history[-1] if result.history else None
         if final is not None:
             curve = (f", loss curve in {out / 'loss.png'}" if (out / "loss.png").exists() else
-                     " (no loss curve: matplotlib is not installed; pip install 'tinyattn[plot]', or "
-                     "pip install -e '.[plot]' in a clone, to get loss.png)")
+                     " (no loss curve: matplotlib is not installed; pip install matplotlib to get loss.png)")
             logged = f"; log in {run_log.where()}" if run_log is not None else ""
             print(fit(f"done: {plural(result.step, 'step')}, val loss {final['val_loss']:.4f}; checkpoint in "
                       f"{out / 'ckpt'}{curve}{logged}"))
@@ -371,7 +370,7 @@ def _open_run_log(kinds, out, config):
         if error.name != "tensorboard":
             raise
         raise UsageError("--log tensorboard writes through the tensorboard package, which is not installed: "
-                         "pip install 'tinyattn[tensorboard]' (--log csv needs nothing)") from None
+                         "pip install tensorboard (TensorFlow is not needed; --log csv needs nothing)") from None
     except OSError as error:
         raise UsageError(f"cannot write the log in {str(out)!r}: {error.strerror or error}") from None
 

@@ -6,6 +6,8 @@ and prove a teacher's exercises.
     tinyattn exercises check DIR [NAME ...] [--track TRACK] [--course COURSE] [--examples N] [--seed S]
                              [--format text|json|gradescope] [--output FILE] [--timeout SECONDS]
     tinyattn exercises hint NAME [--course COURSE]
+    tinyattn exercises autograder [NAME ...] [--course COURSE] [--track TRACK] [--output ZIP] [--timeout S]
+                                  [--examples N] [--wheels DIR]
     tinyattn exercises verify COURSE [NAME ...] [--examples N] [--cases N] [--seed S]
 
 `check` exits with 0 when every exercise checked passes, 1 otherwise; `verify` with 0 when every
@@ -68,6 +70,23 @@ def build_parser():
     check.add_argument("--timeout", type=float, default=_isolation().TIMEOUT, metavar="SECONDS",
                        help="seconds each exercise may take in its own process before it is stopped and "
                             f"gets 0 (default {_isolation().TIMEOUT:g})")
+    autograder = actions.add_parser(
+        "autograder", help="write a Gradescope autograder (a zip) that grades the exercises",
+        description="Write a zip in Gradescope's autograder layout: setup.sh installs this tinyattn from a wheel "
+                    "inside the zip (no index needed for it), run_autograder checks each submission with "
+                    "`tinyattn exercises check`, each exercise in a process of its own, and writes "
+                    "/autograder/results/results.json.")
+    autograder.add_argument("names", nargs="*", metavar="NAME", help="only these exercises (name or number)")
+    autograder.add_argument("--output", metavar="ZIP", default="autograder.zip",
+                            help="the zip to write (default autograder.zip)")
+    _track_option(autograder)
+    _course_option(autograder)
+    autograder.add_argument("--timeout", type=float, metavar="SECONDS",
+                            help="seconds each exercise may take (default: check's)")
+    autograder.add_argument("--examples", type=int, help="random cases per exercise (default: check's)")
+    autograder.add_argument("--wheels", metavar="DIR",
+                            help="a folder of wheels for the platform's Python (NumPy, array-api-compat, "
+                                 "threadpoolctl, Hypothesis) put in the zip, so that setup.sh needs no network")
     hint = actions.add_parser("hint", help="a hint for one exercise",
                               description="Print the hint of one exercise.")
     hint.add_argument("name", metavar="NAME")
@@ -129,6 +148,9 @@ def main(argv=None):
             return list_exercises(course)
         if args.action == "start":
             return start(args.dir, args.solutions, course, args.track)
+        if args.action == "autograder":
+            return autograder(args.output, course, args.names, args.track, args.timeout, args.examples,
+                              args.wheels)
         if args.action == "check":
             return check(args.dir, args.names, args.examples, course=course, track=args.track,
                          output_format=args.format, output=args.output, seed=args.seed, timeout=args.timeout)
@@ -363,6 +385,33 @@ def _print_reports(results, hypothesis_missing=False, interrupted=None, grades=F
     if hypothesis_missing:
         summary += f" (the fixed cases only, no random cases: {checker.HYPOTHESIS_MISSING})"
     _say(summary)
+
+
+def autograder(output, course=None, names=(), track=None, timeout=None, examples=None, wheels=None):
+    """Write the Gradescope autograder zip (see bundle.py)."""
+    from . import bundle
+
+    course = course or _load_course(None)
+    _selected(course, names, track)  # the names and the track are known
+    if timeout is not None and not timeout > 0:
+        raise UsageError(f"--timeout must be more than 0 seconds, got {timeout:g}")
+    if examples is not None and examples < 0:
+        raise UsageError(f"--examples must be 0 or more, got {examples}")
+    if wheels is not None and not pathlib.Path(wheels).is_dir():
+        raise UsageError(f"there is no folder {wheels!r} of wheels")
+    target = pathlib.Path(output)
+    if not target.resolve().parent.is_dir():
+        raise UsageError(f"cannot write {output!r}: its folder does not exist")
+    written = bundle.write(target, course.folder, names, track, timeout, examples, wheels)
+    wheel = next(name for name in written if name.endswith(".whl") and "/" not in name)
+    exercises = len(_selected(course, names, track))
+    _say(f"wrote {output}: setup.sh, run_autograder, {wheel}"
+         + (f", the course's {plural(sum(n.startswith('course/') for n in written), 'file')}" if course.folder else "")
+         + (f", {plural(sum(n.startswith('wheels/') for n in written), 'wheel')} of dependencies" if wheels else "")
+         + f". It grades {plural(exercises, 'exercise')}: upload it as the autograder of a Gradescope "
+           "assignment (a base image with Python 3.11 or later, such as Ubuntu 24.04); learners upload their "
+           "exercise files.")
+    return 0
 
 
 def hint(name, course=None):

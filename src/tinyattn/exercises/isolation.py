@@ -122,7 +122,8 @@ class Child(checker.Remote):
         self.replies = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self._send({"course": None if course is None else str(pathlib.Path(course).resolve()),
-                    "exercise": exercise.name, "file": str(path.resolve()), "memory": memory})
+                    "exercise": exercise.name, "file": str(path.resolve()), "memory": memory,
+                    "hypothesis": checker.hypothesis_installed()})
 
     # --- the conversation ------------------------------------------------------------------
 

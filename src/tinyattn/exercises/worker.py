@@ -26,6 +26,8 @@ def main():
     from . import checker, wire
 
     start = wire.receive(channel_in)
+    if start.get("hypothesis") is False:  # the grader has none: the random cases do not run here either
+        sys.modules["hypothesis"] = None
     exercise = _exercise(start["course"], start["exercise"])
     _limit_memory(start.get("memory"))
     wire.send(channel_out, {"ready": True})
