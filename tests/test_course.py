@@ -69,7 +69,7 @@ def test_skeleton_and_solution_files(task, tmp_path):
         assert SOLUTION_MARKER not in text and task.class_name in text
     assert 'raise NotImplementedError("write this here")' in skeleton
     assert 'raise NotImplementedError("write this here")' not in solution
-    assert f"tinyattn exercises check DIR {task.name}" in skeleton
+    assert f"tinyattn exercises check . {task.name}" in skeleton
     # the solution ships apart: the skeleton holds the given lines, and nothing of the solution
     given = set(solution.splitlines())
     added = [line for line in skeleton.splitlines() if line not in given]
@@ -395,7 +395,8 @@ def test_learners_check_a_teachers_course(capsys, course, tmp_path):
     code, out, _ = run(capsys, "start", work, "--course", course)
     assert code == 0 and "wrote 2 exercises" in out and f"check {work} --course {course}" in out
     skeleton = (work / "01_swish.py").read_text()
-    assert f"tinyattn exercises check DIR swish --course {course}" in skeleton and "# --- solution" not in skeleton
+    assert f"tinyattn exercises check . swish --course {pathlib.Path(course).resolve()}" in skeleton
+    assert "# --- solution" not in skeleton
     assert "s + x * s * (1 - s)" not in skeleton  # the solution is not handed out
     swish = work / "01_swish.py"
     swish.write_text(skeleton.replace('raise NotImplementedError("write the backward here")', "return grad_y * s"))

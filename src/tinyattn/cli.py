@@ -67,7 +67,24 @@ def _computing_threads(args):
         yield
         return
     with threads.using(args.threads or threads.COMMAND_DEFAULT):
+        if args.threads is not None:
+            _say_what_threads_do(args.threads, threads.get_num_threads(), threads.available_cores())
         yield
+
+
+def _say_what_threads_do(asked, got, cores):
+    """--threads N where the BLAS runs fewer, or the machine has fewer cores: a line on stderr says so."""
+    if asked == got and asked <= cores:
+        return
+    said = f"--threads {asked}: "
+    if got != asked:
+        said += f"NumPy's BLAS runs at most {got} threads, so {plural(got, 'thread')} compute"
+    else:
+        said += f"{plural(got, 'thread')} compute"
+    if got > cores:
+        said += (f", on {plural(cores, 'core')} (threads beyond the cores wait on each other: --threads {cores} "
+                 "or fewer is as fast or faster)")
+    print(fit(said, sys.stderr), file=sys.stderr)
 
 
 def _int_option(what, low, high=None):

@@ -272,7 +272,7 @@ def describe(name):
 
 def main(argv=None):
     """`tinyattn coverage NAME...`: exit status 0 when tinyattn has every name, 1 otherwise."""
-    from .console import ArgumentParser
+    from .console import ArgumentParser, fit
 
     parser = ArgumentParser(
         prog="tinyattn coverage",
@@ -290,5 +290,5 @@ def main(argv=None):
         for name in canonical_names(text):
             there, line = describe(name)
             all_there = all_there and there
-            print(line)
+            print(fit(line))  # wrapped at words to a terminal's width; one line into a pipe
     return 0 if all_there else 1

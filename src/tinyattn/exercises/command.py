@@ -8,7 +8,7 @@ and prove a teacher's exercises.
     tinyattn exercises hint NAME [--course COURSE]
     tinyattn exercises autograder [NAME ...] [--course COURSE] [--track TRACK] [--output ZIP] [--timeout S]
                                   [--examples N] [--wheels DIR]
-    tinyattn exercises verify COURSE [NAME ...] [--examples N] [--cases N] [--seed S]
+    tinyattn exercises verify [NAME ...] --course COURSE [--examples N] [--cases N] [--seed S]
 
 `check` exits with 0 when every exercise checked passes, 1 otherwise; `verify` with 0 when every
 exercise is proven; bad usage exits with 2.
@@ -96,11 +96,19 @@ def build_parser():
                                             "done yet, its solution passes, every planted mistake gets the "
                                             "finding written for it, and the solution is never blamed on "
                                             "random cases.")
-    verify.add_argument("course", metavar="COURSE")
     verify.add_argument("names", nargs="*", metavar="NAME", help="only these exercises (name or number)")
+    verify.add_argument("--course", metavar="COURSE", help="the teacher's folder of exercises to prove (required)")
     _random_options(verify)
     verify.add_argument("--cases", type=int, default=_course().CASES,
                         help=f"random cases on which the solution must never be blamed (default {_course().CASES})")
+    return parser
+
+
+def _action_parser(parser, action):
+    """The parser of one action (`tinyattn exercises check`), for its errors."""
+    for choice in parser._subparsers._group_actions:
+        if action in getattr(choice, "choices", {}):
+            return choice.choices[action]
     return parser
 
 
@@ -136,13 +144,21 @@ def _isolation():
 def main(argv=None):
     """`tinyattn exercises ...`: list, start, check or hint; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    args, unknown = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     if args.action is None:
         parser.print_help()
         return EXIT_BAD_INPUT
+    if unknown:  # said by the action's own parser, which points to its own --help
+        _action_parser(parser, args.action).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         if args.action == "verify":
-            return verify(args.course, args.names, args.examples, args.cases, args.seed)
+            course, names = args.course, args.names
+            if course is None and names and pathlib.Path(names[0]).is_dir():  # the older `verify COURSE [NAME ...]`
+                course, names = names[0], names[1:]
+            if course is None:
+                _action_parser(parser, "verify").error("give the folder of exercises to prove: "
+                                                       "tinyattn exercises verify --course COURSE")
+            return verify(course, names, args.examples, args.cases, args.seed)
         course = _load_course(args.course)
         if args.action == "list":
             return list_exercises(course)
