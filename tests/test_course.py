@@ -561,8 +561,8 @@ def test_the_tutorials_sessions_are_what_the_commands_print(capsys, tmp_path, mo
     monkeypatch.chdir(tmp_path)
     pathlib.Path("course").mkdir()
     pathlib.Path("course/01_swish.py").write_text(SWISH)
-    shown = next(b for b in page_blocks("text") if b.startswith("$ tinyattn exercises verify course\n"))
-    code, out, _ = run(capsys, "verify", "course")
+    shown = next(b for b in page_blocks("text") if b.startswith("$ tinyattn exercises verify --course course\n"))
+    code, out, _ = run(capsys, "verify", "--course", "course")
     assert code == 0 and out.splitlines() == shown.splitlines()[1:]
     run(capsys, "start", "work", "--course", "course")
     path = pathlib.Path("work/01_swish.py")

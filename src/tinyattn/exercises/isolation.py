@@ -102,7 +102,7 @@ def check_file(exercise, path, course=None, examples=checker.EXAMPLES, seed=chec
 
 
 def _failed(exercise, found):
-    return checker.Result(exercise, "FAIL", found, [found.note] if found.note else [])
+    return checker.Result(exercise, "FAIL", found)
 
 
 class Child(checker.Remote):
