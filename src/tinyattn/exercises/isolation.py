@@ -121,9 +121,13 @@ class Child(checker.Remote):
         self.deadline = time.monotonic() + STARTUP
         self.replies = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
-        self._send({"course": None if course is None else str(pathlib.Path(course).resolve()),
-                    "exercise": exercise.name, "file": str(path.resolve()), "memory": memory,
-                    "hypothesis": checker.hypothesis_installed()})
+        start = {"course": None if course is None else str(pathlib.Path(course).resolve()),
+                 "exercise": exercise.name, "file": str(path.resolve()), "memory": memory,
+                 "hypothesis": checker.hypothesis_installed()}
+        try:
+            wire.send(self.process.stdin, start)
+        except OSError:  # a worker that died at once: load() says why, from what it left on stderr
+            pass
 
     # --- the conversation ------------------------------------------------------------------
 

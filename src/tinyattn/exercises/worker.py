@@ -33,6 +33,8 @@ def main():
     wire.send(channel_out, {"ready": True})
     if (wire.receive(channel_in) or {}).get("op") != "load":  # the grader's go, or its end
         return
+    os.dup2(devnull, 2)  # from here on only the learner's code writes there: to nowhere
+    sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
     loaded = checker.load(exercise, start["file"])
     if isinstance(loaded, checker.Result):
         wire.send(channel_out, {"loaded": False, "result": result_data(loaded)})
