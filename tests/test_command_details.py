@@ -132,3 +132,22 @@ def test_map_location_cuda_without_cuda_says_what_was_asked(tmp_path):
                                             r"on a CUDA device, but CUDA is not available") as raised:
             tinyattn.load(path, map_location=location)
         assert "(a CUDA device)" not in str(raised.value)
+
+
+def command_times(path):
+    """{command: its time} from a Markdown table whose rows start with | `tinyattn COMMAND ...` |."""
+    found = {}
+    for line in pathlib.Path(path).read_text(encoding="utf-8").splitlines():
+        if line.startswith("| `tinyattn "):
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            found[cells[0].split()[1].strip("`")] = cells[-1]
+    return found
+
+
+def test_the_readme_quotes_the_command_times_of_the_reference():
+    """The times of the commands are measured once, in docs/reference/cli.md; the README quotes them."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    readme, reference = command_times(root / "README.md"), command_times(root / "docs/reference/cli.md")
+    assert set(readme) >= {"train", "generate", "demo", "gradcheck", "exercises", "bench"}, readme
+    for command, time in readme.items():
+        assert reference.get(command) == time, (command, time, reference.get(command))
