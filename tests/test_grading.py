@@ -169,3 +169,9 @@ def test_messages_refuse_what_is_not_data():
     body = json.dumps({"a": {"__array__": "|O", "shape": [1], "data": ""}}).encode()
     with pytest.raises(wire.WireError, match="malformed"):
         wire.receive(io.BytesIO(len(body).to_bytes(8, "big") + body))
+
+
+def test_a_message_nested_too_deep_is_refused_not_a_crash():
+    body = b"{" + b'"a":[' * 100_000 + b"]" * 100_000 + b"}"
+    with pytest.raises(wire.WireError):
+        wire.receive(io.BytesIO(len(body).to_bytes(8, "big") + body))

@@ -192,8 +192,8 @@ class Child(checker.Remote):
                 self.replies.put(message)
                 if message is None:
                     return
-        except (wire.WireError, ValueError, OSError) as error:
-            self.replies.put(error)
+        except Exception as error:  # whatever the bytes were, they are not an answer
+            self.replies.put(error if isinstance(error, wire.WireError) else wire.WireError(str(error)))
 
     def _send(self, message):
         if self.failure is not None:

@@ -91,11 +91,11 @@ def receive(stream):
         raise WireError("a message cut short")
     try:
         message = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise WireError(f"not JSON: {error}") from None
-    if not isinstance(message, dict):
-        raise WireError("a message that is not an object")
-    return _decode(message)
+        if not isinstance(message, dict):
+            raise WireError("a message that is not an object")
+        return _decode(message)
+    except (UnicodeDecodeError, ValueError, TypeError, RecursionError) as error:  # nested too deep, bad base64
+        raise WireError(f"not a message: {type(error).__name__}") from None
 
 
 def _read(stream, size):
