@@ -37,7 +37,7 @@ ROOT="${AUTOGRADER_ROOT:-/autograder}"
 PYTHON="${TINYATTN_PYTHON:-}"
 if [ -z "$PYTHON" ]; then
     # tinyattn needs Python 3.11 or later (Gradescope's Ubuntu 24.04 image has 3.12)
-    if ! python3 -m venv --help >/dev/null 2>&1 && command -v apt-get >/dev/null; then
+    if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1 && command -v apt-get >/dev/null; then
         apt-get update && apt-get install -y python3 python3-venv python3-pip
     fi
     python3 -m venv "$ROOT/venv"
