@@ -15,6 +15,11 @@
 
 The learner's code never crashes the checker: an exception becomes a one-line report (type, message,
 file:line), and a `raise NotImplementedError` in their backward means "not done yet".
+
+Wherever the checker runs the learner's Function it goes through `evaluate`, which runs it here (a
+Function given to `check`, as in a notebook) or in a process of its own (a `Remote`: `tinyattn
+exercises check` loads each learner's file in a worker process, see isolation.py); either way the
+outputs and gradients come back as arrays, and everything else happens here.
 """
 
 import contextlib

@@ -166,6 +166,11 @@ class Child(checker.Remote):
                                                   for g in grads):
             self._fail(_garbled("sent back gradients that are not arrays"))
         error = answer.get("error")
+        # one set for "normal"; zeros and a one-hot per output element for "jacobian" (counted, not made:
+        # outputs of a forged size must not make this process allocate)
+        expected = 1 if kind == "normal" else 1 + sum(o.size for o in outputs)
+        if len(grads) > expected or (error is None and len(grads) != expected):
+            self._fail(_garbled("sent back another number of gradients than asked for"))
         return checker.Evaluation(
             [np.asarray(o, dtype=np.float64) for o in outputs],
             [{name: None if v is None else np.asarray(v, dtype=np.float64) for name, v in g.items()} for g in grads],
