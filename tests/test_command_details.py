@@ -151,3 +151,16 @@ def test_the_readme_quotes_the_command_times_of_the_reference():
     assert set(readme) >= {"train", "generate", "demo", "gradcheck", "exercises", "bench"}, readme
     for command, time in readme.items():
         assert reference.get(command) == time, (command, time, reference.get(command))
+
+
+def test_no_install_hint_asks_an_index_for_tinyattn():
+    """tinyattn is installed from a clone (`pip install -e .`) or a wheel, not from an index: no
+    message or page says `pip install tinyattn` or `pip install 'tinyattn[extra]'`."""
+    import re
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    files = [root / "README.md", *(root / "docs").rglob("*.md"), *(root / "src").rglob("*.py")]
+    pattern = re.compile(r"pip install (--\S+ )*[\"']?tinyattn\b")
+    found = [f"{path.relative_to(root)}:{number}" for path in files
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    assert not found, found
