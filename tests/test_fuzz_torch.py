@@ -1617,6 +1617,7 @@ TABLE = [
     seeded(function("randn", SIZES, Kw("dtype", maybe(dtype_name(FLOATS + INTS))), differs=no_elements)),
     seeded(function("rand_like", X, differs=checked_even_when_empty)),
     seeded(function("randn_like", X, differs=checked_even_when_empty)),
+    seeded(function("randint_like", X, st.integers(-3, 3), st.integers(-3, 6), differs=checked_even_when_empty)),
     seeded(function("randint", st.integers(-3, 3), st.integers(-3, 6), SIZES)),
     seeded(function("randperm", st.integers(-1, 20))),
     *[seeded(e) for e in both("multinomial", T(FLOATS, low=0, high=3, max_dims=2), st.integers(-1, 4),

@@ -32,7 +32,6 @@ ACCEPTED_ARGUMENTS = {
     "std": {"unbiased"},
     "scatter": {"value", "reduce"},  # PyTorch's other overloads: scatter(input, dim, index, value, *, reduce)
     "from_numpy": {"array"},  # PyTorch's takes it positionally only
-    "set_rng_state": {"state"},  # only ever passed positionally
     "load": {"max_bytes"},  # tinyattn's own: the size limit for an untrusted file (see "Saving and loading")
     "set_num_threads": {"n"},  # positional only, as PyTorch's (which names it `int`)
     "bernoulli": {"p"},  # PyTorch's other overload, bernoulli(input, p), absent from its docstring

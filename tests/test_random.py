@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import tinyattn
 from tinyattn import random as trandom
 from tinyattn.random import Generator
 
@@ -132,18 +133,31 @@ def test_initial_seed_and_nondeterministic_seed():
     np.testing.assert_array_equal(Generator().manual_seed(s).uniform((4,)), after)
 
 
-def test_state_round_trip_through_npz(tmp_path):
+def test_state_round_trip_through_npy(tmp_path):
     g = Generator().manual_seed(5)
     g.normal((3,))  # odd count: a spare normal is cached and must be saved too
-    np.savez(tmp_path / "rng.npz", **g.get_state())
+    np.save(tmp_path / "rng.npy", g.get_state().numpy())
     expected = [g.normal((1,)), g.normal((20,)), g.uniform((7,), np.float64), g.randint(-3, 9, (5,))]
-    with np.load(tmp_path / "rng.npz", allow_pickle=False) as saved:
-        g.set_state(dict(saved))
+    g.set_state(tinyattn.from_numpy(np.load(tmp_path / "rng.npy", allow_pickle=False)))
     got = [g.normal((1,)), g.normal((20,)), g.uniform((7,), np.float64), g.randint(-3, 9, (5,))]
     for want, have in zip(expected, got):
         np.testing.assert_array_equal(have, want)
     trandom.set_rng_state(g.get_state())
-    np.testing.assert_array_equal(trandom.get_rng_state()["key"], g.get_state()["key"])
+    np.testing.assert_array_equal(trandom.get_rng_state().numpy(), g.get_state().numpy())
+
+
+def test_the_earlier_dict_state_still_restores():
+    # what get_state gave before it gave PyTorch's bytes (checkpoints of `tinyattn train` hold it)
+    g = Generator().manual_seed(5)
+    g.normal((3,))
+    mt = g._mt.state["state"]
+    legacy = {"key": mt["key"].tolist(), "pos": int(mt["pos"]), "seed": 5, "has_cached_normal": True,
+              "cached_normal": g._cached_normal}
+    expected = [g.normal((1,)), g.uniform((7,), np.float64)]
+    g.manual_seed(8)
+    g.set_state(legacy)
+    np.testing.assert_array_equal(g.normal((1,)), expected[0])
+    np.testing.assert_array_equal(g.uniform((7,), np.float64), expected[1])
 
 
 def test_manual_seed_clears_the_cached_normal():
@@ -173,11 +187,11 @@ def test_device_bernoulli_uses_a_lazily_seeded_cupy_generator(monkeypatch):
     fake_cupy.random = types.SimpleNamespace(RandomState=FakeRandomState)
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
     g = Generator().manual_seed(2**64 - 5)
-    before = g.get_state()["pos"]
+    before = g.get_state().numpy().copy()
     mask = g.device_bernoulli((3, 4), 0.5, fake_cupy)
     assert mask.shape == (3, 4) and mask.dtype == np.bool_
     assert seeds_used == [2**64 - 5]
-    assert g.get_state()["pos"] == before  # the PyTorch-compatible host stream is untouched
+    np.testing.assert_array_equal(g.get_state().numpy(), before)  # the PyTorch-compatible host stream is untouched
     g.device_bernoulli((3, 4), 0.5, fake_cupy)
     assert seeds_used == [2**64 - 5]  # created once, then reused
     g.manual_seed(1)
@@ -252,8 +266,10 @@ def test_fma64_breaks_a_tie_with_the_bits_it_lost():
 
 @pytest.mark.parametrize("bad", ["3", 1.5, None, True])
 def test_seed_must_be_an_int(bad):
+    # Generator.manual_seed takes only an int, as PyTorch's does; the module's manual_seed takes
+    # int(seed), as torch.manual_seed does (tests/test_random_layouts.py)
     with pytest.raises(TypeError, match="seed must be an int"):
-        trandom.manual_seed(bad)
+        Generator().manual_seed(bad)
 
 
 def test_seed_range():

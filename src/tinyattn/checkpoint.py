@@ -34,7 +34,7 @@ import tempfile
 
 import numpy as np
 
-from . import backend
+from . import backend, random
 from .errors import CheckpointError
 from .optim.optimizer import is_element_state
 from .serialization import checks
@@ -471,8 +471,31 @@ def _check_train(train, model, where):
         checks.refuse(where, "the training configuration (train) and the model's (model.config) disagree", _RESTORE)
 
 
+def generator_state_to_json(generator):
+    """A generator's state for meta.json: its state in PyTorch's layout (the 5056 bytes of
+    get_state) as a hex string."""
+    return generator.state_bytes().tobytes().hex()
+
+
+def restore_generator_state(generator, saved):
+    """Restore a generator from meta.json: the hex string of its state bytes, or the dict that
+    checkpoints held before (tinyattn's earlier get_state). Raises ValueError for a bad state."""
+    try:
+        if isinstance(saved, str):
+            generator.set_state_bytes(bytes.fromhex(saved))
+        else:
+            generator.set_state(saved)
+    except RuntimeError as error:  # (set_state_bytes's errors are PyTorch's RuntimeErrors)
+        raise ValueError(str(error)) from None
+
+
 def _check_generator_state(state, where, field):
-    expect(state, "dict", where, field)
+    if isinstance(state, str):  # PyTorch's state bytes, in hex
+        if len(state) != 2 * random.STATE_SIZE or not all(c in "0123456789abcdef" for c in state):
+            checks.refuse(where, f"{field} is not the {random.STATE_SIZE} bytes of a generator state in hex",
+                          _RESTORE)
+        return
+    expect(state, "dict", where, field)  # the form checkpoints held before: tinyattn's earlier get_state
     if set(state) != _GENERATOR_STATE:
         checks.refuse(where, f"{field} has fields {sorted(state)}, not {sorted(_GENERATOR_STATE)}", _RESTORE)
     key = expect(state["key"], "list", where, f"{field}.key")

@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from . import backend, dtypes, numpy_names, ops, random
+from .autograd import grad_mode
 from .errors import ShapeError
 from .ops import Cat, Stack
 from .ops import normalize_dim as _normalize_dim
@@ -23,6 +24,22 @@ from .tensor import _check_fits
 def generator_or_default(generator):
     """The generator given, or the default one (`tinyattn.random.default_generator`) for None."""
     return random.default_generator if generator is None else generator
+
+
+def _layout_strides(tensor):
+    """A tensor's strides in elements, read from its array: the layout PyTorch's random fills walk
+    in memory order (see random.fill_order)."""
+    array = tensor.array
+    inner = getattr(array, "_array", array)  # array_api_strict keeps a NumPy array inside
+    return tuple(stride // inner.itemsize for stride in inner.strides)
+
+
+def _fill_strides(tensor):
+    """The layout of a tensor about to be filled with random numbers in place, once it is known that
+    it can be: PyTorch refuses an expanded tensor, or a leaf that requires grad, before it draws, so
+    a refused fill leaves the generator where it was."""
+    tensor._check_inplace(tensor.requires_grad and grad_mode.enabled)
+    return _layout_strides(tensor)
 
 
 def _leaf(array, requires_grad):
@@ -240,6 +257,54 @@ set_rng_state = random.set_rng_state
 Generator = random.Generator
 
 
+def _bernoulli_of_probabilities(generator, shape, strides, p):
+    """Tensor.bernoulli_(p) for a tensor p: one uniform per element in p's dtype (float32: one draw,
+    float64: two), in the memory order of the tensor filled (of layout `strides`); True where it is
+    below the element's probability, p broadcast to the tensor's shape."""
+    if not p.dtype.is_floating_point:
+        raise TypeError(f"bernoulli_ needs floating point probabilities, got a {p.dtype} tensor: use p.float()")
+    probs = backend.to_host(p.detach().array)
+    if len(probs.shape) > len(shape) or ops.broadcast_shape(probs.shape, shape) != tuple(shape):
+        raise ShapeError(f"bernoulli_: probabilities of shape {list(probs.shape)} do not broadcast to the "
+                         f"tensor's shape {list(shape)}")
+    if probs.size and not ((probs >= 0) & (probs <= 1)).all():
+        raise RuntimeError("bernoulli_ expects 0 <= p <= 1 for every element of p")
+    return generator.uniform(shape, probs.dtype, strides=strides) < probs
+
+
+def _check_random_bounds(low, high, dtype):
+    """PyTorch's check of integers drawn into an integer or bool tensor (random_(from, to), randint_like):
+    from and to - 1 must be numbers of its dtype."""
+    if dtype.is_floating_point or low >= high:  # (an empty range is randint's own error)
+        return
+    smallest, largest = (0, 1) if dtype is dtypes.bool_ else (int(np.iinfo(dtype.name).min), int(np.iinfo(dtype.name).max))
+    for name, value in (("from", low), ("to - 1", high - 1)):
+        if not smallest <= value <= largest:
+            raise RuntimeError(f"{name} is out of bounds for {dtype.name}: a {dtype.name} tensor holds numbers in "
+                               f"[{smallest}, {largest}], so draw from a range within it (to is excluded)")
+
+
+def _rng_state_tensor(array):
+    """A generator's state bytes as the uint8 tensor get_rng_state() gives (as PyTorch's ByteTensor)."""
+    return _leaf(array, False)
+
+
+def _rng_state_host_bytes(state):
+    """The bytes of a state given to set_rng_state / Generator.set_state, checked as PyTorch checks them."""
+    if not isinstance(state, Tensor):
+        raise TypeError(f"expected a torch.ByteTensor, but got {type(state).__name__}: pass the uint8 tensor "
+                        f"that get_rng_state() gives ({random.STATE_SIZE} bytes)")
+    if state.dtype is not dtypes.uint8 or state.device.type != "cpu":
+        raise TypeError(f"RNG state must be a torch.ByteTensor (uint8, on the CPU), got {state.dtype} on "
+                        f"{state.device}: pass the uint8 tensor that get_rng_state() gives ({random.STATE_SIZE} bytes)")
+    if not backend.is_contiguous(state.array):
+        raise RuntimeError("RNG state must be contiguous: pass state.contiguous()")
+    return backend.to_host(state.array)
+
+
+random.use_tensors(_rng_state_tensor, _rng_state_host_bytes)
+
+
 def _float_dtype(dtype):
     dt = dtypes.computable(dtype or dtypes.default_float)
     if not dt.is_floating_point:
@@ -261,14 +326,38 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     return _from_host(values, dt, device, requires_grad)
 
 
-def rand_like(input, dtype=None, device=None, requires_grad=False):
-    """Uniform random numbers in [0, 1) with `input`'s shape, dtype and device."""
-    return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
+# The *_like creators fill a tensor laid out as `input` (PyTorch's empty_like: a transpose or permutation
+# keeps its strides, anything else becomes contiguous) and fill it as PyTorch does, in memory order.
 
 
-def randn_like(input, dtype=None, device=None, requires_grad=False):
-    """Standard normal random numbers with `input`'s shape, dtype and device."""
-    return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
+def rand_like(input, dtype=None, device=None, requires_grad=False, *, generator=None):
+    """Uniform random numbers in [0, 1) with `input`'s shape, dtype, device and layout."""
+    dt = _float_dtype(dtype or input.dtype)
+    shape = tuple(input.shape)
+    values = generator_or_default(generator).uniform(
+        shape, _NUMPY_DTYPES[dt.name], strides=random.like_strides(shape, _layout_strides(input)))
+    return _from_host(values, dt, device or input.device, requires_grad)
+
+
+def randn_like(input, dtype=None, device=None, requires_grad=False, *, generator=None):
+    """Standard normal random numbers with `input`'s shape, dtype, device and layout."""
+    dt = _float_dtype(dtype or input.dtype)
+    shape = tuple(input.shape)
+    values = generator_or_default(generator).normal(
+        shape, _NUMPY_DTYPES[dt.name], strides=random.like_strides(shape, _layout_strides(input)))
+    return _from_host(values, dt, device or input.device, requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Integers in [low, high) with `input`'s shape, dtype (unless given), device and layout:
+    randint_like(x, high) or randint_like(x, low, high)."""
+    if high is None:
+        low, high = 0, low
+    _check_random_bounds(int(low), int(high), dtype or input.dtype)
+    shape = tuple(input.shape)
+    values = generator_or_default(generator).randint(
+        int(low), int(high), shape, strides=random.like_strides(shape, _layout_strides(input)))
+    return _from_host(values, dtype or input.dtype, device or input.device, requires_grad)
 
 
 def randint(low=0, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False):

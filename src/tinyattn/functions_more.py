@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from . import backend, dtypes, numpy_names, ops, ops_more
+from . import backend, dtypes, numpy_names, ops, ops_more, random
 from . import functions as _functions
 from .autograd import grad_mode, no_grad
 from .errors import ShapeError
@@ -519,7 +519,9 @@ def bernoulli(input, p=None, *, generator=None):
     probs = backend.to_host(input.detach().array)
     if probs.size and not ((probs >= 0) & (probs <= 1)).all():
         raise ValueError("bernoulli expects 0 <= p <= 1 for every element of input")
-    uniforms = gen.uniform(probs.shape, probs.dtype)  # float32 uniforms for float32 probabilities, float64 for float64
+    # float32 uniforms for float32 probabilities, float64 for float64, in index order whatever input's
+    # layout (PyTorch draws into a contiguous tensor, whose memory order leads the fill)
+    uniforms = gen.uniform(probs.shape, probs.dtype)
     return _from_host((uniforms < probs).astype(probs.dtype), input.dtype, input.device, False)
 
 
@@ -528,6 +530,7 @@ def random_(input, from_=0, to=None, *, generator=None):
     random_(from_, to) in [from_, to) (PyTorch's randint stream), random_() in [0, 2**mantissa] for
     floats and [0, 2**63) for int64. Written `from` in PyTorch; tinyattn takes it positionally."""
     gen = generator_or_default(generator)
+    strides = _functions._fill_strides(input)  # (PyTorch fills in memory order)
     if to is None and from_ != 0:
         from_, to = 0, from_
     if to is None:
@@ -540,8 +543,10 @@ def random_(input, from_=0, to=None, *, generator=None):
         else:
             raise TypeError(f"random_() without bounds is not available for {input.dtype} here: give random_(to)")
     else:
+        _functions._check_random_bounds(int(from_), int(to), input.dtype)
         values = gen.randint(int(from_), int(to), (input.numel(),))
-    return input._overwrite(values.reshape(tuple(input.shape)).astype(input.dtype.name), "Random")
+    values = random.in_fill_order(values, tuple(input.shape), strides)
+    return input._overwrite(values.astype(input.dtype.name), "Random")
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
@@ -708,6 +713,8 @@ def min(input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None)
 
 def rand(*size, generator=None, out=None, dtype=None, device=None, requires_grad=False):
     """Uniform numbers in [0, 1) (into out: of out's dtype unless dtype is given)."""
+    if out is not None and _fills_out(out, size, dtype):  # out.uniform_(), in out's memory order
+        return _fill_out(out, lambda: out.uniform_(generator=generator), "rand", requires_grad)
     if out is not None:
         dtype, device = dtype or out.dtype, device or out.device
     result = _functions.rand(*size, generator=generator, dtype=dtype, device=device,
@@ -717,11 +724,32 @@ def rand(*size, generator=None, out=None, dtype=None, device=None, requires_grad
 
 def randn(*size, generator=None, out=None, dtype=None, device=None, requires_grad=False):
     """Standard normal numbers (into out: of out's dtype unless dtype is given)."""
+    if out is not None and _fills_out(out, size, dtype):  # out.normal_(), in out's memory order
+        return _fill_out(out, lambda: out.normal_(generator=generator), "randn", requires_grad)
     if out is not None:
         dtype, device = dtype or out.dtype, device or out.device
     result = _functions.randn(*size, generator=generator, dtype=dtype, device=device,
                                        requires_grad=requires_grad)
     return result if out is None else _into(out, result, "randn")
+
+
+def _fills_out(out, size, dtype):
+    """Whether rand/randn(size, out=out) fill `out` where it is, as PyTorch does when out already has
+    the size: its numbers then go in out's memory order (a transposed out gets them transposed).
+    Otherwise out is resized and filled from a new tensor (_into)."""
+    if isinstance(out, Tensor) and dtype is not None and dtype is not out.dtype:
+        raise RuntimeError(f"dtype {_DTYPE_WORDS.get(dtype, dtype)} does not match dtype of out parameter "
+                           f"({_DTYPE_WORDS.get(out.dtype, out.dtype)}): leave dtype out, or give an out of that dtype")
+    return isinstance(out, Tensor) and tuple(out.shape) == tuple(_shape_arg(size)) and out.dtype.is_floating_point
+
+
+def _fill_out(out, fill, name, requires_grad):
+    if grad_mode.enabled and (requires_grad or out.requires_grad):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    with no_grad():
+        fill()
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

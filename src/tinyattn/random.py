@@ -22,6 +22,15 @@ The engine is MT19937 (the Mersenne Twister) seeded like C++'s `init_genrand(see
 - randint: `draw % (high - low) + low`, with a 64-bit draw (two raw draws) when the range is
   2**28 or more.
 
+Where the numbers go: PyTorch fills a tensor in the order of its memory (its TensorIterator sorts the
+axes by stride), so a transposed tensor gets its numbers transposed; and `normal_` of a tensor that
+is not contiguous takes the one-at-a-time path above whatever its size. The `strides=` argument of
+the methods below says which layout to fill (fill_order, in_fill_order); `like_strides` is the layout
+of PyTorch's empty_like, which rand_like, randn_like, randint_like and dropout draw into.
+
+The state (get_state / set_state) is PyTorch's: the bytes of its CPU generator's C struct, 5056 of
+them (see STATE_SIZE below), so that states move between the two libraries.
+
 Exactness: bit for bit with PyTorch on x86-64 CPUs with AVX2 or AVX-512 (PyTorch's kernels for
 them fuse multiply-adds and compute large float32 normals with Cephes polynomials; we replay both),
 except (1) float64 `normal` of 16 or more numbers, where NumPy's vectorised `log` can differ from the
@@ -42,10 +51,11 @@ GPU (CuPy) split: PyTorch's CUDA generator (Philox) cannot be reproduced here, s
   every time, but not the ones the original went on to draw.
 """
 
+import contextlib
 import hashlib
 import math
 import os
-from fractions import Fraction
+import struct
 
 import numpy as np
 
@@ -60,6 +70,24 @@ _FLOAT32, _FLOAT64 = np.dtype(np.float32), np.dtype(np.float64)
 _CHUNK = 1 << 15  # large normals are made this many at a time, to stay in the CPU cache
 _LOOKAHEAD_MIN, _LOOKAHEAD_MAX = 256, 16384  # draws whose float32 normals are computed ahead
 _RANDPERM_LARGE = 0xFFFFFFFF // 20  # from this n on, PyTorch's randperm takes 64-bit draws
+
+# PyTorch's CPU generator state (CPUGeneratorImplState in ATen's CPUGeneratorImpl.cpp) as the bytes of
+# its C struct on a 64-bit little-endian machine, zeros in the padding:
+#   offset    0  int64    the initial seed
+#             8  int32    left: draws until the next twist, plus one (1: twist at the next draw)
+#            12  int32    seeded (1)
+#            16  uint64   next: the index of the next word of the state to draw
+#            24  uint64   the 624 words of the Mersenne Twister's state, each in the low 32 bits
+#          5016  float64  normal_x, then 5024 normal_y, then 5032 normal_rho: of these only normal_y
+#                         is used, the cached spare normal of float64 Box-Muller
+#          5040  int32    normal_is_valid: whether normal_y holds a cached normal
+#          5048  float32  the cached spare normal of float32 Box-Muller
+#          5052  bool     whether that float32 normal is valid
+STATE_SIZE = 5056
+_STATE_HEAD = struct.Struct("<qiiQ")  # seed, left, seeded, next
+_STATE_WORDS = slice(24, 24 + 624 * 8)
+_STATE_NORMAL = struct.Struct("<dddi")  # normal_x, normal_y, normal_rho, normal_is_valid (at 5016)
+_STATE_FLOAT_NORMAL = struct.Struct("<f?")  # (at 5048)
 
 
 def check_seed(seed):
@@ -123,6 +151,7 @@ class Generator:
             self._mt.state = {"bit_generator": "MT19937", "state": {"key": legacy[1], "pos": legacy[2]}}
         self._seed = seed
         self._cached_normal = None  # the spare normal of the last small Box-Muller, a float
+        self._cached_float_normal = None  # PyTorch's float32 spare (unused on the CPU; kept in the state)
         self._device_rng = None  # CuPy generator, created on first use from _device_seed
         self._device_seed = seed
         self._restart_count()
@@ -137,8 +166,9 @@ class Generator:
 
     def seed_device(self, seed):
         """Restart only the GPU stream (CuPy's generator, for dropout masks) from `seed`, as
-        torch.cuda.manual_seed seeds only the GPU's generator; the host stream goes on."""
-        self._device_seed = check_seed(seed)
+        torch.cuda.manual_seed seeds only the GPU's generator; the host stream goes on. Takes
+        int(seed), as torch.cuda.manual_seed does."""
+        self._device_seed = check_seed(_int_seed(seed))
         self._device_rng = None
 
     def seed(self):
@@ -152,18 +182,62 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        """The host stream as a plain dict of NumPy arrays and numbers (np.savez-able, no pickle)."""
-        mt = self._mt.state["state"]
-        return {
-            "key": np.array(mt["key"], dtype=np.uint32),
-            "pos": int(mt["pos"]),
-            "seed": self._seed,
-            "has_cached_normal": self._cached_normal is not None,
-            "cached_normal": 0.0 if self._cached_normal is None else self._cached_normal,
-        }
+        """The generator's state as PyTorch's: a uint8 tensor of 5056 bytes, its CPU generator's C
+        struct (the Mersenne Twister's words and position, the seed and the cached normals), so a
+        state saved here resumes under PyTorch with the same stream, and the reverse. (The tensor
+        layer makes the tensor, see use_tensors; `state_bytes` gives the bytes as a NumPy array.)"""
+        return _state_tensor(self.state_bytes())
 
     def set_state(self, state):
-        """Continue exactly where `get_state` was taken (also from arrays loaded by np.load)."""
+        """Continue exactly where `get_state` was taken: from its uint8 tensor (PyTorch's layout, so
+        also a state saved by PyTorch), or from the dict that earlier versions of tinyattn saved."""
+        if isinstance(state, dict):
+            self._set_legacy_state(state)
+        else:
+            self.set_state_bytes(_state_host_bytes(state))
+
+    def state_bytes(self):
+        """The state as a NumPy uint8 array in PyTorch's layout (what `get_state` wraps in a tensor)."""
+        mt = self._mt.state["state"]
+        key, pos = np.asarray(mt["key"], dtype=np.uint32), int(mt["pos"])
+        if pos < 624:  # the word at `pos` is drawn next, without a twist
+            left, next_word = 625 - pos, pos
+        else:  # the next draw twists first; PyTorch says so with left = 1, and next = 0 right after seeding
+            left, next_word = 1, 0 if np.array_equal(key, _seeded_key(self._seed)) else 624
+        out = bytearray(STATE_SIZE)
+        _STATE_HEAD.pack_into(out, 0, self._seed - (1 << 64) if self._seed >= 1 << 63 else self._seed,
+                              left, 1, next_word)
+        out[_STATE_WORDS] = key.astype("<u8").tobytes()
+        normal = self._cached_normal
+        _STATE_NORMAL.pack_into(out, 5016, 0.0, 0.0 if normal is None else normal, 0.0, normal is not None)
+        float_normal = self._cached_float_normal
+        _STATE_FLOAT_NORMAL.pack_into(out, 5048, 0.0 if float_normal is None else float_normal,
+                                      float_normal is not None)
+        return np.frombuffer(bytes(out), dtype=np.uint8).copy()
+
+    def set_state_bytes(self, data):
+        """Restore a state from its bytes in PyTorch's layout (a NumPy uint8 array or bytes)."""
+        data = bytes(np.ascontiguousarray(data, dtype=np.uint8)) if not isinstance(data, bytes) else data
+        if len(data) != STATE_SIZE:
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {STATE_SIZE} but found the input RNG state "
+                               f"size to be {len(data)}: pass a state from get_rng_state() (a uint8 tensor of "
+                               f"{STATE_SIZE} bytes, as PyTorch's torch.get_rng_state() gives too)")
+        seed, left, seeded, next_word = _STATE_HEAD.unpack_from(data, 0)
+        words = np.frombuffer(data[_STATE_WORDS], dtype="<u8")
+        _, normal, _, normal_is_valid = _STATE_NORMAL.unpack_from(data, 5016)
+        float_normal, float_normal_is_valid = _STATE_FLOAT_NORMAL.unpack_from(data, 5048)
+        # PyTorch checks seeded, 0 < left <= 624 and next <= 624; a stream it can reach also keeps
+        # next + left == 625 between twists, which is what a NumPy MT19937 (its `pos`) can hold
+        if not (seeded and 0 < left <= 624 and next_word <= 624 and (left == 1 or next_word + left == 625)):
+            raise RuntimeError(f"Invalid mt19937 state (seeded={seeded}, left={left}, next={next_word}): "
+                               "pass a state from get_rng_state()")
+        key = (words & 0xFFFFFFFF).astype(np.uint32)  # PyTorch keeps the low 32 bits of each word too
+        self._restore(key, 624 if left == 1 else next_word, seed & _U64,
+                      normal if normal_is_valid else None, float_normal if float_normal_is_valid else None)
+
+    def _set_legacy_state(self, state):
+        # {"key", "pos", "seed", "has_cached_normal", "cached_normal"}: what get_state gave before
+        # it gave PyTorch's layout (still read, for the checkpoints saved then)
         try:
             key = np.asarray(state["key"], dtype=np.uint32)
             pos = int(state["pos"])
@@ -174,9 +248,13 @@ class Generator:
             raise ValueError(f"not a generator state (use Generator.get_state()): {error!r}") from None
         if key.shape != (624,) or not 0 <= pos <= 624:
             raise ValueError("not a generator state: 'key' must hold 624 numbers and 'pos' be in [0, 624]")
+        self._restore(key, pos, seed, normal if has_normal else None, None)
+
+    def _restore(self, key, pos, seed, normal, float_normal):
         self._mt.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
         self._seed = seed
-        self._cached_normal = normal if has_normal else None
+        self._cached_normal = normal
+        self._cached_float_normal = float_normal
         self._restart_count()
         # the GPU stream's state cannot be saved: restart it from a seed that this state determines
         state_bytes = key.tobytes() + pos.to_bytes(2, "little") + (seed % 2**64).to_bytes(8, "little")
@@ -210,8 +288,9 @@ class Generator:
 
     # ---------------------------------------------------------------- distributions
 
-    def uniform(self, shape, dtype=np.float32, low=0.0, high=1.0):
-        """torch.rand / Tensor.uniform_(low, high)."""
+    def uniform(self, shape, dtype=np.float32, low=0.0, high=1.0, strides=None):
+        """torch.rand / Tensor.uniform_(low, high). With `strides` (a tensor's, in elements) the numbers
+        are where PyTorch's fill of a tensor of that layout puts them: in memory order (in_fill_order)."""
         shape, n = _shape_and_size(shape)
         dtype = _float_dtype(dtype, "uniform")
         if not low <= high:
@@ -224,16 +303,18 @@ class Generator:
                 x = fma32(x, high - low, low)
             else:
                 x = fma64(x, float(high) - float(low), float(low))
-        return x.reshape(shape)
+        return _placed(x, shape, strides)
 
-    def normal(self, shape, dtype=np.float32, mean=0.0, std=1.0):
-        """torch.randn / Tensor.normal_(mean, std)."""
+    def normal(self, shape, dtype=np.float32, mean=0.0, std=1.0, strides=None):
+        """torch.randn / Tensor.normal_(mean, std). With `strides` (a tensor's, in elements): the
+        numbers of PyTorch's fill of a tensor of that layout, which for a tensor that is not contiguous
+        (a transpose, a slice x[:, ::2]) draws one normal at a time, in memory order."""
         shape, n = _shape_and_size(shape)
         dtype = _float_dtype(dtype, "normal")
         if not std >= 0:
             raise ValueError(f"normal needs std >= 0, got std={std}")
-        if n < 16:
-            return self._normal_small(n, dtype, float(mean), float(std)).reshape(shape)
+        if n < 16 or (strides is not None and not is_contiguous(shape, strides)):
+            return _placed(self._normal_small(n, dtype, float(mean), float(std)), shape, strides)
         # PyTorch draws a uniform per element, then runs Box-Muller on each block of 16; when n is
         # not a multiple of 16 it draws n % 16 more, which the last block, drawn afresh, overwrites.
         full = n - n % 16
@@ -296,12 +377,14 @@ class Generator:
             normals += (radius * math.cos(theta), radius * math.sin(theta))
         if len(normals) > n:
             self._cached_normal = normals.pop()
-        if std == 1.0 or mean == 0.0:  # z * std is exact, or nothing is added to it: no fma needed
-            return np.array([z * std + mean for z in normals], dtype)
-        return np.array([_fma(z, std, mean) for z in normals], dtype)  # z * std + mean in float64, rounded once
+        z = np.array(normals, dtype=np.float64)
+        if std == 1.0 or mean == 0.0 or not (math.isfinite(std) and math.isfinite(mean)):
+            return (z * std + mean).astype(dtype)  # z * std is exact, or nothing is added to it: no fma needed
+        return fma64(z, std, mean).astype(dtype)  # z * std + mean in float64, rounded once
 
-    def randint(self, low, high, shape):
-        """torch.randint(low, high, shape): int64 in [low, high).
+    def randint(self, low, high, shape, strides=None):
+        """torch.randint(low, high, shape): int64 in [low, high) (in memory order for a tensor of
+        layout `strides`, as for uniform).
 
         randint(0, 2**63, shape) equals `torch.empty(shape, dtype=torch.int64).random_()`.
         """
@@ -323,24 +406,25 @@ class Generator:
         values = draws % np.uint64(span)
         if low:
             values += np.uint64(low & _U64)
-        return values.view(np.int64).reshape(shape)
+        return _placed(values.view(np.int64), shape, strides)
 
-    def bernoulli(self, shape, p):
-        """Tensor.bernoulli_(p): True with probability p, one float64 uniform per element.
+    def bernoulli(self, shape, p, strides=None):
+        """Tensor.bernoulli_(p): True with probability p, one float64 uniform per element (in memory
+        order for a tensor of layout `strides`, as for uniform).
 
         Dropout(drop_p) keeps an element where bernoulli(shape, 1 - drop_p) is True, with 1 - drop_p
         computed as a Python float. PyTorch draws nothing for drop_p == 0, drop_p == 1 or in eval mode.
         """
         shape, n = _shape_and_size(shape)
         p = _check_probability(p)
-        return (self._uniform01(n, np.float64) < p).reshape(shape)
+        return _placed(self._uniform01(n, np.float64) < p, shape, strides)
 
-    def device_bernoulli(self, shape, p, xp):
+    def device_bernoulli(self, shape, p, xp, strides=None):
         """A bernoulli mask made by array namespace `xp`: on the GPU with CuPy's generator (fast,
         not PyTorch's numbers), otherwise `self.bernoulli` on the host."""
         name = getattr(xp, "__name__", "")
         if not (name.startswith("cupy") or name == "array_api_compat.cupy"):
-            return self.bernoulli(shape, p)
+            return self.bernoulli(shape, p, strides)
         p = _check_probability(p)
         if self._device_rng is None:
             import cupy  # only here: the package must import without CuPy
@@ -429,6 +513,131 @@ class Generator:
         return int(self.randint(0, 1 << 63, ()))
 
 
+def _seeded_key(seed):
+    """The Mersenne Twister's words right after manual_seed(seed), before its first twist."""
+    mt = np.random.MT19937(0)
+    if hasattr(mt, "_legacy_seeding"):
+        mt._legacy_seeding(seed & 0xFFFFFFFF)
+        return mt.state["state"]["key"]
+    return np.random.RandomState(seed & 0xFFFFFFFF).get_state()[1]
+
+
+# get_state and set_state speak in tensors, which this module knows nothing of: the tensor layer
+# (functions.py) installs its two converters with use_tensors() when it is imported.
+def _state_tensor(array):
+    return array
+
+
+def _state_host_bytes(state):
+    if not isinstance(state, np.ndarray) or state.dtype != np.uint8:
+        raise TypeError(f"expected a uint8 array of {STATE_SIZE} bytes from get_state(), got {type(state).__name__}")
+    return state
+
+
+def use_tensors(to_tensor, to_host_bytes):
+    """Make get_state return `to_tensor(uint8 array)`, and set_state read a state through
+    `to_host_bytes(state)` (which checks it is a uint8 tensor and returns its bytes as a NumPy array)."""
+    global _state_tensor, _state_host_bytes
+    _state_tensor, _state_host_bytes = to_tensor, to_host_bytes
+
+
+# ---------------------------------------------------------------- the order of a fill
+# PyTorch fills a tensor one element after another in the order its TensorIterator walks the tensor's
+# memory: for a transposed or permuted tensor that is not the order of its indices. A tensor's layout
+# is given here as its shape and strides (in elements, as Tensor.stride() counts them).
+
+
+def fill_order(shape, strides):
+    """The axes in the order PyTorch's CPU kernels step through them when they fill a tensor of this
+    layout, the fastest first: sorted by stride, as TensorIterator's reorder_dimensions sorts them
+    (an insertion sort from the last axis; a stride of 0, or equal strides of an axis not longer than
+    the other, leave two axes where they are)."""
+    perm = list(range(len(shape)))[::-1]  # row-major: the last axis fastest
+
+    def should_swap(a, b):  # 1: axis a moves slower than axis b; -1: faster; 0: cannot tell
+        if strides[a] == 0 or strides[b] == 0:
+            return 0
+        if strides[a] != strides[b]:
+            return 1 if strides[a] > strides[b] else -1
+        return 1 if shape[a] > shape[b] else 0
+
+    for i in range(1, len(perm)):
+        moving = i
+        for before in range(i - 1, -1, -1):
+            order = should_swap(perm[before], perm[moving])
+            if order > 0:
+                perm[before], perm[moving] = perm[moving], perm[before]
+                moving = before
+            elif order < 0:
+                break
+    return perm
+
+
+def is_contiguous(shape, strides):
+    """PyTorch's is_contiguous: row-major strides, axes of size 1 ignored (and always for 0 elements)."""
+    if 0 in shape:
+        return True
+    expected = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size != 1:
+            if stride != expected:
+                return False
+            expected *= size
+    return True
+
+
+def is_dense(shape, strides):
+    """PyTorch's is_non_overlapping_and_dense: the elements fill a block of memory without gaps or
+    overlap, in some order of the axes (a transpose or permutation of a contiguous tensor)."""
+    expected = 1
+    for stride, size in sorted((stride, size) for size, stride in zip(shape, strides) if size > 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def like_strides(shape, strides):
+    """The strides of `empty_like` of a tensor with this layout (PyTorch's preserve_format): the same
+    when it is dense (a transpose gives a transpose), else dense strides with its axes in the same
+    order of memory (PyTorch's infer_dense_strides, which sorts them as fill_order does)."""
+    if is_dense(shape, strides):
+        return tuple(strides)
+    dense, step = [0] * len(shape), 1
+    for axis in fill_order(shape, strides):
+        dense[axis] = step
+        step *= max(shape[axis], 1)
+    return tuple(dense)
+
+
+def in_fill_order(values, shape, strides):
+    """`values` (flat, in the order they were drawn) put where PyTorch's fill of a tensor of this
+    layout writes them: an array of `shape` (a view with those strides' order, so a new tensor made
+    of it is laid out as PyTorch's would be)."""
+    outer_first = fill_order(shape, strides)[::-1]
+    drawn = np.asarray(values).reshape([shape[axis] for axis in outer_first])
+    return drawn.transpose(np.argsort(outer_first))
+
+
+def _placed(values, shape, strides):
+    """Numbers drawn one after another, as an array of `shape`: in index order, or where PyTorch's
+    fill of a tensor of layout `strides` puts them."""
+    if strides is not None and len(strides) != len(shape):
+        raise ValueError(f"strides {tuple(strides)} do not match shape {shape}: give one stride per dimension")
+    if fills_in_index_order(shape, strides):
+        return values.reshape(shape)
+    return in_fill_order(values, shape, strides)
+
+
+def fills_in_index_order(shape, strides):
+    """Whether PyTorch fills a tensor of this layout in the order of its indices (row-major), as
+    it fills a contiguous one (axes of size 1 do not change the order). True for strides None."""
+    if strides is None:
+        return True
+    order = [axis for axis in fill_order(shape, strides) if shape[axis] != 1]
+    return order == sorted(order, reverse=True)
+
+
 def _check_probability(p):
     p = float(p)
     if not 0.0 <= p <= 1.0:
@@ -438,13 +647,6 @@ def _check_probability(p):
 
 # ---------------------------------------------------------------- fused multiply-add
 # PyTorch's kernels are compiled with FMA: a * b + c rounded once, not twice. NumPy has no fma.
-
-
-def _fma(a, b, c):
-    """Scalar float64 fma, exact through fractions (math.fma arrives only in Python 3.13)."""
-    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):  # inf and NaN have no fraction
-        return a * b + c
-    return float(Fraction(a) * Fraction(b) + Fraction(c))
 
 
 def fma32(a, b, c):
@@ -465,6 +667,16 @@ def fma64(a, b, c):
     """float64 fma on arrays: the product's rounding error is recovered exactly (Dekker's split)
     and added back with the sum's. When that last addition lands exactly halfway between two
     float64 numbers, the bits it lost (tiny, but exact) decide the rounding, as one rounding would."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        plain = a * b + c
+    if np.isfinite(plain).all():
+        return _fma64_of_finite(a, b, c)
+    # an infinity or NaN (normal_(0, inf)) is the same fused or not; the exact steps would make NaN of it
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(np.isfinite(plain), _fma64_of_finite(a, b, c), plain)
+
+
+def _fma64_of_finite(a, b, c):
     p = a * b
     split = 134217729.0  # 2**27 + 1: a * split - (a * split - a) keeps the top 26 bits of a
     a_hi = a * split - (a * split - a)
@@ -584,8 +796,20 @@ default_generator = Generator()
 
 
 def manual_seed(seed):
-    """Seed the default generator (and, through it, its CuPy stream); returns it, like torch."""
-    return default_generator.manual_seed(seed)
+    """Seed the default generator (and, through it, its CuPy stream); returns it, like torch.
+
+    The seed is `int(seed)`, as PyTorch takes it: 3.0, 3.7, True, "3" and a one-element tensor
+    are seeds too (3, 3, 1, 3, its number); it must lie in [-2**63, 2**64), negative seeds wrapping
+    around to seed + 2**64. (Generator.manual_seed, like PyTorch's, takes only an int.)
+    """
+    return default_generator.manual_seed(_int_seed(seed))
+
+
+def _int_seed(seed):
+    try:
+        return int(seed)
+    except (TypeError, ValueError) as error:  # int()'s own message, and what a seed may be
+        raise type(error)(f"{error}: manual_seed takes int(seed), e.g. manual_seed(123)") from None
 
 
 def seed():
@@ -599,13 +823,39 @@ def initial_seed():
 
 
 def get_rng_state():
-    """The default generator's state, to restore with `set_rng_state`."""
+    """The default generator's state: PyTorch's uint8 tensor of 5056 bytes (Generator.get_state),
+    to restore with `set_rng_state`, here or in PyTorch."""
     return default_generator.get_state()
 
 
-def set_rng_state(state):
-    """Restores the default generator to a state from `get_rng_state`."""
-    default_generator.set_state(state)
+def set_rng_state(new_state):
+    """Restores the default generator to a state from `get_rng_state` (or PyTorch's)."""
+    default_generator.set_state(new_state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type=None):
+    """A block whose random draws leave the default generator as they found it: on leaving (also
+    by an exception) its state is restored. `enabled=False` makes it do nothing.
+
+    The CPU stream is always forked. The GPU stream (CuPy's, for dropout masks on CUDA) cannot be
+    saved: with `devices=[]` it is left alone, otherwise it restarts from a seed that the restored
+    state determines (as set_rng_state restarts it), so a forked block leaves it repeatable, but
+    not where it was. `device_type="meta"` forks nothing, as in PyTorch.
+    """
+    if device_type == "meta" or not enabled:
+        yield
+        return
+    gpu_forked = devices is None or len(list(devices)) > 0
+    saved = default_generator.state_bytes()
+    try:
+        yield
+    finally:
+        gpu_stream = default_generator._device_rng, default_generator._device_seed
+        default_generator.set_state_bytes(saved)
+        if not gpu_forked:
+            default_generator._device_rng, default_generator._device_seed = gpu_stream
+
 
 # dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
 from . import missing as _missing  # noqa: E402

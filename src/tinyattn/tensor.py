@@ -1591,12 +1591,14 @@ class Tensor:
         """In place: every element drawn uniformly from [a, b) (PyTorch's stream for the same seed)."""
         if not (math.isfinite(a) and math.isfinite(b) and a <= b):
             raise ValueError(f"uniform_ draws from [a, b), finite with a <= b, got a={a} and b={b}")
-        values = functions.generator_or_default(generator).uniform(self.array.shape, np.dtype(self.dtype.name), a, b)
+        values = functions.generator_or_default(generator).uniform(  # in memory order, as PyTorch fills
+            self.array.shape, np.dtype(self.dtype.name), a, b, strides=functions._fill_strides(self))
         return self._overwrite(values, "Uniform")
 
     def normal_(self, mean=0.0, std=1.0, generator=None):
         """In place: every element drawn from N(mean, std²) (PyTorch's stream for the same seed)."""
-        values = functions.generator_or_default(generator).normal(self.array.shape, np.dtype(self.dtype.name), mean, std)
+        values = functions.generator_or_default(generator).normal(  # in memory order, as PyTorch fills
+            self.array.shape, np.dtype(self.dtype.name), mean, std, strides=functions._fill_strides(self))
         return self._overwrite(values, "Normal")
 
     def _overwrite(self, host_values, name):
@@ -1747,8 +1749,13 @@ class Tensor:
         return functions.multinomial(self, num_samples, replacement, generator=generator)
 
     def bernoulli_(self, p=0.5, generator=None):
-        """In place: each element set to 1 with probability `p`, else 0 (PyTorch's stream)."""
-        values = functions.generator_or_default(generator).bernoulli(self.array.shape, p)
+        """In place: each element set to 1 with probability `p` (a number, or a tensor that broadcasts to
+        self: one probability per element), else 0 (PyTorch's stream)."""
+        strides, generator = functions._fill_strides(self), functions.generator_or_default(generator)
+        if isinstance(p, Tensor):
+            values = functions._bernoulli_of_probabilities(generator, self.array.shape, strides, p)
+        else:  # in memory order, as PyTorch fills
+            values = generator.bernoulli(self.array.shape, p, strides=strides)
         name = "BernoulliBackward1" if isinstance(p, Tensor) else "BernoulliBackward2"  # PyTorch's overloads
         return self._overwrite(values.astype(self.dtype.name), name)
 

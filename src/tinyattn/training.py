@@ -157,10 +157,6 @@ def text_fingerprint(text):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _rng_to_json(state):
-    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in state.items()}
-
-
 @no_grad()
 def estimate_loss(model, splits, batch_size, block_size, eval_iters, generator, device="cpu"):
     """The mean loss over `eval_iters` random batches of each split, with dropout off."""
@@ -246,9 +242,9 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
         optimizer.load_state_dict(ckpt.optimizer_state_dict(resume, optimizer))
         rng = resume.meta.get("rng", {})
         try:
-            batches.set_state(rng["batches"])
-            evals.set_state(rng["evals"])
-            trandom.default_generator.set_state(rng["default"])
+            ckpt.restore_generator_state(batches, rng["batches"])
+            ckpt.restore_generator_state(evals, rng["evals"])
+            ckpt.restore_generator_state(trandom.default_generator, rng["default"])
         except (KeyError, TypeError, ValueError) as error:
             raise ckpt.CheckpointError(
                 f"{str(resume.path / ckpt.META_FILE)!r}: the random generator states are missing or "
@@ -298,8 +294,8 @@ def train(config, text, *, out=None, resume=None, data_source=None, quiet=False,
             "train": dataclasses.asdict(config),
             "step": step,
             "data": data_info,
-            "rng": {"batches": _rng_to_json(batches.get_state()), "evals": _rng_to_json(evals.get_state()),
-                    "default": _rng_to_json(trandom.default_generator.get_state())},
+            "rng": {name: ckpt.generator_state_to_json(generator) for name, generator in
+                    (("batches", batches), ("evals", evals), ("default", trandom.default_generator))},
             "history": history,
             "losses": losses,
             "elapsed": elapsed_before + time.perf_counter() - started,

@@ -11,10 +11,10 @@ import warnings
 
 import numpy as np
 
-from .. import backend, dtypes, parallel
+from .. import backend, dtypes, parallel, random
 from ..autograd import Function, no_grad
 from ..errors import ShapeError
-from ..functions import generator_or_default, tril, ones, tensor, where, zeros_like
+from ..functions import generator_or_default, _layout_strides, tril, ones, tensor, where, zeros_like
 from ..ops import Softmax, broadcast_shape, softmax_backward, softmax_forward, stable_sigmoid, unbroadcast
 from ..tensor import Tensor, _value_to_write
 
@@ -189,17 +189,17 @@ def check_dropout_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def dropout_mask(shape, p, like):
+def dropout_mask(shape, p, like, strides=None):
     """The scaled mask of inverted dropout for 0 < p <= 1: 0 where dropped, 1/(1-p) where kept.
 
     Drawn on the CPU from the PyTorch-compatible stream (so seeded results match PyTorch), on CUDA
     from CuPy's generator; on `like`'s device, in its dtype. At p = 1 all zeros, with no draw (as
-    PyTorch draws nothing then).
+    PyTorch draws nothing then). With `strides`, drawn in the memory order of a tensor of that layout.
     """
     xp = backend.namespace(like.array)
     if p == 1:
         return xp.zeros(shape, dtype=like.array.dtype, **backend.creation_kwargs(xp))
-    keep = generator_or_default(None).device_bernoulli(shape, 1 - p, xp)
+    keep = generator_or_default(None).device_bernoulli(shape, 1 - p, xp, strides)
     if backend.namespace(keep) is not xp:  # drawn on the host: copy to the tensor's device
         keep = backend.from_host(keep, like.device)
     return xp.astype(keep, like.array.dtype) / (1 - p)
@@ -219,7 +219,9 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input.mul_(zeros_like(input)) if inplace else input * zeros_like(input)
     if not input.dtype.is_floating_point:  # the kept numbers are scaled by 1 / (1 - p)
         raise TypeError(f"dropout needs a floating point tensor, got {input.dtype}: use input.float()")
-    mask = dropout_mask(tuple(input.shape), p, input)
+    # PyTorch draws the mask into empty_like(input): laid out as a transposed or permuted input is
+    shape = tuple(input.shape)
+    mask = dropout_mask(shape, p, input, random.like_strides(shape, _layout_strides(input)))
     if inplace:  # written into input's memory and recorded in its graph, as in-place tensor ops are
         return input._inplace(DropoutOp, mask)
     return DropoutOp.apply(input, mask)
