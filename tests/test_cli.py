@@ -213,7 +213,7 @@ def test_without_matplotlib_the_end_of_a_run_says_how_to_get_the_loss_curve(caps
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     code, out, err = run(capsys, "train", "--data", corpus, "--steps", 3, "--out", tmp_path / "o", *SMALL)
     assert code == 0 and not (tmp_path / "o" / "loss.png").exists()
-    assert "no loss curve: matplotlib is not installed; pip install 'tinyattn[plot]'" in out
+    assert "no loss curve: matplotlib is not installed; pip install matplotlib to get loss.png" in out
 
 
 def test_commands_of_other_modules_are_delegated(capsys):

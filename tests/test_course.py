@@ -69,7 +69,7 @@ def test_skeleton_and_solution_files(task, tmp_path):
         assert SOLUTION_MARKER not in text and task.class_name in text
     assert 'raise NotImplementedError("write this here")' in skeleton
     assert 'raise NotImplementedError("write this here")' not in solution
-    assert f"tinyattn exercises check DIR {task.name}" in skeleton
+    assert f"tinyattn exercises check . {task.name}" in skeleton
     # the solution ships apart: the skeleton holds the given lines, and nothing of the solution
     given = set(solution.splitlines())
     added = [line for line in skeleton.splitlines() if line not in given]
@@ -395,7 +395,8 @@ def test_learners_check_a_teachers_course(capsys, course, tmp_path):
     code, out, _ = run(capsys, "start", work, "--course", course)
     assert code == 0 and "wrote 2 exercises" in out and f"check {work} --course {course}" in out
     skeleton = (work / "01_swish.py").read_text()
-    assert f"tinyattn exercises check DIR swish --course {course}" in skeleton and "# --- solution" not in skeleton
+    assert f"tinyattn exercises check . swish --course {pathlib.Path(course).resolve()}" in skeleton
+    assert "# --- solution" not in skeleton
     assert "s + x * s * (1 - s)" not in skeleton  # the solution is not handed out
     swish = work / "01_swish.py"
     swish.write_text(skeleton.replace('raise NotImplementedError("write the backward here")', "return grad_y * s"))
@@ -560,8 +561,8 @@ def test_the_tutorials_sessions_are_what_the_commands_print(capsys, tmp_path, mo
     monkeypatch.chdir(tmp_path)
     pathlib.Path("course").mkdir()
     pathlib.Path("course/01_swish.py").write_text(SWISH)
-    shown = next(b for b in page_blocks("text") if b.startswith("$ tinyattn exercises verify course\n"))
-    code, out, _ = run(capsys, "verify", "course")
+    shown = next(b for b in page_blocks("text") if b.startswith("$ tinyattn exercises verify --course course\n"))
+    code, out, _ = run(capsys, "verify", "--course", "course")
     assert code == 0 and out.splitlines() == shown.splitlines()[1:]
     run(capsys, "start", "work", "--course", "course")
     path = pathlib.Path("work/01_swish.py")

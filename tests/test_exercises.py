@@ -70,7 +70,7 @@ def test_skeleton_and_solution_files(exercise, tmp_path):
         assert SOLUTION_MARKER not in text
         assert f"class {exercise.class_name}(Function)" in text
     assert skeleton.count(SKELETON_RAISE) == 1 and SKELETON_RAISE not in solution
-    assert f"tinyattn exercises check DIR {exercise.name}" in skeleton
+    assert f"tinyattn exercises check . {exercise.name}" in skeleton
     # the skeleton is the solution up to the solution's first line (the forward, what backward unpacks)
     given = exercise.class_source(solution=False).split("        # your code:")[0]
     assert exercise.class_source(solution=True).startswith(given) and "def forward" in given

@@ -184,7 +184,7 @@ def cuda_namespace():
             import array_api_compat.cupy as cupy_xp
         except ImportError as error:
             raise DeviceError(
-                "device 'cuda' needs CuPy: pip install 'tinyattn[cuda12]' (or [cuda13])"
+                "device 'cuda' needs CuPy: pip install cupy-cuda12x (or cupy-cuda13x, for CUDA 13)"
             ) from error
         try:
             count = cupy.cuda.runtime.getDeviceCount()

@@ -67,7 +67,24 @@ def _computing_threads(args):
         yield
         return
     with threads.using(args.threads or threads.COMMAND_DEFAULT):
+        if args.threads is not None:
+            _say_what_threads_do(args.threads, threads.get_num_threads(), threads.available_cores())
         yield
+
+
+def _say_what_threads_do(asked, got, cores):
+    """--threads N where the BLAS runs fewer, or the machine has fewer cores: a line on stderr says so."""
+    if asked == got and asked <= cores:
+        return
+    said = f"--threads {asked}: "
+    if got != asked:
+        said += f"NumPy's BLAS runs at most {got} threads, so {plural(got, 'thread')} compute"
+    else:
+        said += f"{plural(got, 'thread')} compute"
+    if got > cores:
+        said += (f", on {plural(cores, 'core')} (threads beyond the cores wait on each other: --threads {cores} "
+                 "or fewer is as fast or faster)")
+    print(fit(said, sys.stderr), file=sys.stderr)
 
 
 def _int_option(what, low, high=None):
@@ -347,8 +364,7 @@ def command_train(args):
         final = result.history[-1] if result.history else None
         if final is not None:
             curve = (f", loss curve in {out / 'loss.png'}" if (out / "loss.png").exists() else
-                     " (no loss curve: matplotlib is not installed; pip install 'tinyattn[plot]', or "
-                     "pip install -e '.[plot]' in a clone, to get loss.png)")
+                     " (no loss curve: matplotlib is not installed; pip install matplotlib to get loss.png)")
             logged = f"; log in {run_log.where()}" if run_log is not None else ""
             print(fit(f"done: {plural(result.step, 'step')}, val loss {final['val_loss']:.4f}; checkpoint in "
                       f"{out / 'ckpt'}{curve}{logged}"))
@@ -371,7 +387,7 @@ def _open_run_log(kinds, out, config):
         if error.name != "tensorboard":
             raise
         raise UsageError("--log tensorboard writes through the tensorboard package, which is not installed: "
-                         "pip install 'tinyattn[tensorboard]' (--log csv needs nothing)") from None
+                         "pip install tensorboard (TensorFlow is not needed; --log csv needs nothing)") from None
     except OSError as error:
         raise UsageError(f"cannot write the log in {str(out)!r}: {error.strerror or error}") from None
 

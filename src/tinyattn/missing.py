@@ -64,6 +64,26 @@ def left_out_reason(name):
     return LEFT_OUT[max(matches, key=len)] if matches else None
 
 
+# PyTorch modules the names file does not list (it lists a module's members, not every module)
+MODULES_NOT_LISTED = frozenset({"torch.utils.checkpoint"})
+
+
+def is_pytorch_name(torch_name):
+    """Whether `torch_name` (spelled torch.X) is one of PyTorch's public names or modules."""
+    return torch_name in pytorch_names() or torch_name in MODULES_NOT_LISTED
+
+
+def missing_namespace(torch_name):
+    """The PyTorch module that `torch_name` is inside of and tinyattn lacks as a whole (torch.func for
+    torch.func.grad), or None: every name inside such a module is one tinyattn does not implement."""
+    parts = torch_name.split(".")
+    for k in range(len(parts) - 1, 1, -1):  # the longest prefix first; torch itself is not one
+        prefix = ".".join(parts[:k])
+        if is_pytorch_name(prefix):
+            return None if has(prefix) else prefix
+    return None
+
+
 @functools.cache
 def pytorch_names():
     """PyTorch's public names, in full (`torch.nn.Flatten`, `torch.Tensor.index_fill_`), read once."""
@@ -101,7 +121,7 @@ def missing_module_attribute(module_name, name):
     torch_name = "torch" + module_name[len("tinyattn"):] + "." + name
     if f"{module_name}.{name}" in WITHDRAWN:
         message = WITHDRAWN[f"{module_name}.{name}"]
-    elif not name.startswith("_") and torch_name in pytorch_names():
+    elif not name.startswith("_") and is_pytorch_name(torch_name):
         message = not_implemented_message(torch_name)
     else:
         message = f"module {module_name!r} has no attribute {name!r}"
@@ -241,15 +261,18 @@ def describe(name):
     reason = left_out_reason(name)
     if reason:
         return False, f"{full}: left out of tinyattn on purpose: {reason}"
-    if full in pytorch_names():
+    if is_pytorch_name(full):
         return False, f"{full}: a PyTorch name that tinyattn does not implement (yet)"
+    namespace = missing_namespace(full) if full.startswith("torch.") else None
+    if namespace is not None:
+        return False, f"{full}: a PyTorch name that tinyattn does not implement (yet): it has no {namespace}"
     return False, (f"{full}: not one of PyTorch's public names that tinyattn knows (those of the namespaces "
                    "tinyattn follows, from tinyattn/data/pytorch_names.txt); check the spelling")
 
 
 def main(argv=None):
     """`tinyattn coverage NAME...`: exit status 0 when tinyattn has every name, 1 otherwise."""
-    from .console import ArgumentParser
+    from .console import ArgumentParser, fit
 
     parser = ArgumentParser(
         prog="tinyattn coverage",
@@ -267,5 +290,5 @@ def main(argv=None):
         for name in canonical_names(text):
             there, line = describe(name)
             all_there = all_there and there
-            print(line)
+            print(fit(line))  # wrapped at words to a terminal's width; one line into a pipe
     return 0 if all_there else 1

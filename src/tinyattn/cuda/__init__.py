@@ -26,7 +26,7 @@ def _cupy(what):
     """CuPy, when it can reach a GPU; otherwise a DeviceError saying that `what` needs one."""
     if not is_available():
         raise DeviceError(f"{what} needs a CUDA GPU and none is available (tinyattn uses one through "
-                          "CuPy: pip install 'tinyattn[cuda12]'); check tinyattn.cuda.is_available() first")
+                          "CuPy: pip install cupy-cuda12x); check tinyattn.cuda.is_available() first")
     import cupy
 
     return cupy

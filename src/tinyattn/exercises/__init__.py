@@ -16,7 +16,7 @@ From the command line:
     tinyattn exercises check DIR [NAME ...]     # pass/fail per exercise, and what the mistake is
     tinyattn exercises hint NAME
     tinyattn exercises check DIR --format gradescope --output results.json   # grades
-    tinyattn exercises verify COURSE            # prove a teacher's exercises (--course COURSE)
+    tinyattn exercises verify --course COURSE   # prove a teacher's exercises
 
 From Python (a notebook), on a class or function you wrote:
 

@@ -15,6 +15,11 @@
 
 The learner's code never crashes the checker: an exception becomes a one-line report (type, message,
 file:line), and a `raise NotImplementedError` in their backward means "not done yet".
+
+Wherever the checker runs the learner's Function it goes through `evaluate`, which runs it here (a
+Function given to `check`, as in a notebook) or in a process of its own (a `Remote`: `tinyattn
+exercises check` loads each learner's file in a worker process, see isolation.py); either way the
+outputs and gradients come back as arrays, and everything else happens here.
 """
 
 import contextlib
@@ -64,6 +69,7 @@ class Result:
     checked: str = ""
     random_cases: int = 0  # how many random cases ran (0: the fixed cases only)
     seed: int = None  # the seed the random cases were drawn with
+    case_text: str = None  # the case as text, where the case itself stayed in the process that checked it
 
     @property
     def passed(self):
@@ -194,31 +200,31 @@ class Probe:
         self._expanded = {}
 
     def run(self):
-        exercise, function = self.exercise, self.function
+        exercise = self.exercise
+        done = evaluate(exercise, self.function, self.case, dtypes.float64, "jacobian")
+        self.outputs = done.outputs
+        self.out_shapes = [tuple(o.shape) for o in done.outputs]
+        _check_forward(exercise, self.case, done.outputs, dtypes.float64)
+        rows = self.rows = sum(math.prod(s) for s in self.out_shapes)
+        if done.grads:
+            _check_linear(done.grads[0])
+        if done.error is not None:
+            raise done.error
+        if len(done.grads) != rows + 1:
+            raise _Verdict("FAIL", finding("error", title="no gradients came back"))
+        if done.saved_changed:
+            raise _Verdict("FAIL", finding(
+                "changes-saved", explanation="Your backward changes a tensor that forward saved "
+                "(y -= ..., y *= ...): work on a copy (y = y - ...); backward may run more than once."))
+        per_row = done.grads[1:]
+        for name in self.names:
+            self.yours[name] = _stack(name, [row[name] for row in per_row])
+        # the truth: central differences of the library's forward (the learner's was checked equal to it)
+        seed = SEED if exercise.random else None  # reseeding costs time: only where forward draws
         with _generator_kept(exercise):
-            inputs, outputs, node = _forward(exercise, function, self.case, dtypes.float64)
-            self.outputs = [_host(o) for o in outputs]
-            self.out_shapes = [tuple(o.shape) for o in outputs]
-            _check_forward(exercise, self.case, outputs)
-            saved = [(t, _host(t)) for t in node.saved if isinstance(t, Tensor)]
-            zero = _backward(exercise, function, node, outputs, [np.zeros(s) for s in self.out_shapes])
-            _check_linear(zero)
-            rows = self.rows = sum(math.prod(s) for s in self.out_shapes)
-            per_row = []
-            for r in range(rows):
-                one_hot = np.zeros(rows)
-                one_hot[r] = 1.0
-                per_row.append(_backward(exercise, function, node, outputs, self.split(one_hot)))
-            for t, before in saved:
-                if not np.array_equal(_host(t), before, equal_nan=True):
-                    raise _Verdict("FAIL", finding(
-                        "changes-saved", explanation="Your backward changes a tensor that forward saved "
-                        "(y -= ..., y *= ...): work on a copy (y = y - ...); backward may run more than once."))
-            for name in self.names:
-                self.yours[name] = _stack(name, [row[name] for row in per_row])
-            seed = SEED if exercise.random else None  # reseeding costs time: only where forward draws
-            numerical = numerical_jacobian(function.apply, inputs, eps=EPS, seed=seed)
-        per_output = numerical if len(outputs) > 1 else (numerical,)
+            inputs = exercise.inputs(self.case, dtypes.float64)
+            numerical = numerical_jacobian(exercise.reference, inputs, eps=EPS, seed=seed)
+        per_output = numerical if len(done.outputs) > 1 else (numerical,)
         for j, name in enumerate(self.names):
             shape = self.case[name].shape
             self.true[name] = np.concatenate([block[j] for block in per_output], axis=0).reshape(rows, *shape)
@@ -359,14 +365,15 @@ def quick_failure(exercise, function, case, dtype=dtypes.float64):
     """What goes wrong on `case` in a line, or None: the forward and one vector-Jacobian product
     (a random grad_output) compared with the library's own computation of the same forward."""
     try:
-        with _generator_kept(exercise):
-            _, outputs, node = _forward(exercise, function, case, dtype)
-            _check_forward(exercise, case, outputs)
-            grads = [np.random.default_rng(0).standard_normal(tuple(o.shape)) for o in outputs]
-            yours = _backward(exercise, function, node, outputs, grads)
-        right = reference_vjp(exercise, case, grads)
+        done = evaluate(exercise, function, case, dtype, "normal")
+        _check_forward(exercise, case, done.outputs, dtype)
+        if done.error is not None:
+            raise done.error
+        yours = done.grads[0]
     except _Verdict as verdict:
         return verdict.finding.title
+    grads = grad_outputs("normal", [o.shape for o in done.outputs], dtypes.float64)[0]
+    right = reference_vjp(exercise, case, grads)
     for name, g in right.items():
         mine = yours[name] if yours[name] is not None else np.zeros_like(g)
         if mine.shape != g.shape:
@@ -401,10 +408,11 @@ def _float32_probe(exercise, function):
     rounded = {name: value.astype(np.float32).astype(np.float64) if name in exercise.grads else value
                for name, value in case.items()}
     try:
-        with _generator_kept(exercise):
-            _, outputs, node = _forward(exercise, function, rounded, dtypes.float32)
-            grads = [np.random.default_rng(0).standard_normal(tuple(o.shape)).astype(np.float32) for o in outputs]
-            yours = _backward(exercise, function, node, outputs, grads)
+        done = evaluate(exercise, function, rounded, dtypes.float32, "normal")
+        if done.error is not None:
+            raise done.error
+        yours = done.grads[0]
+        grads = grad_outputs("normal", [o.shape for o in done.outputs], dtypes.float32)[0]
     except _Verdict as verdict:
         verdict.finding.explanation = f"In float32 at {exercise.large_case_text}: " + verdict.finding.explanation
         return Result(exercise, "FAIL", verdict.finding, verdict.lines, phase="float32", case=rounded)
@@ -488,7 +496,72 @@ def _key(case):
 
 
 # ---------------------------------------------------------------------------------------------
-# running the learner's code
+# running the learner's code: here, or in a process of its own (isolation.py)
+
+
+class Remote:
+    """A learner's Function that runs in another process: `evaluate` sends it the case and gets
+    back its outputs and gradients as arrays (see isolation.Child)."""
+
+    def evaluate(self, case, dtype, kind):
+        raise NotImplementedError
+
+
+@dataclasses.dataclass
+class Evaluation:
+    """What the learner's Function did on one case: its forward's outputs (float64 arrays), then
+    one {input: gradient or None} per set of grad_outputs (see grad_outputs), up to `error`, the
+    verdict on the call of backward that failed; whether backward changed a tensor forward saved."""
+
+    outputs: list
+    grads: list = dataclasses.field(default_factory=list)
+    error: _Verdict = None
+    saved_changed: bool = False
+
+
+def grad_outputs(kind, shapes, dtype):
+    """The sets of grad_outputs backward is called with: for "jacobian", zeros then a one-hot per
+    output element (the Jacobian's rows); for "normal", one set drawn from a fixed seed."""
+    shapes = [tuple(s) for s in shapes]
+    if kind == "normal":
+        numpy_dtype = np.float32 if dtype == dtypes.float32 else np.float64
+        return [[np.random.default_rng(0).standard_normal(s).astype(numpy_dtype) for s in shapes]]
+    if kind != "jacobian":
+        raise ValueError(f"no grad_outputs {kind!r}")
+    rows = sum(math.prod(s) for s in shapes)
+    sets = [[np.zeros(s) for s in shapes]]
+    for r in range(rows):
+        one_hot = np.zeros(rows)
+        one_hot[r] = 1.0
+        parts, start = [], 0
+        for s in shapes:
+            parts.append(one_hot[start:start + math.prod(s)].reshape(s))
+            start += math.prod(s)
+        sets.append(parts)
+    return sets
+
+
+def evaluate(exercise, function, case, dtype, kind):
+    """Run the learner's Function on `case` (forward, then backward on each set of grad_outputs
+    of `kind`): an Evaluation, or a _Verdict raised when forward fails."""
+    if isinstance(function, Remote):
+        return function.evaluate(case, dtype, kind)
+    return evaluate_here(exercise, function, case, dtype, kind)
+
+
+def evaluate_here(exercise, function, case, dtype, kind):
+    """evaluate, in this process."""
+    with _generator_kept(exercise):
+        _, outputs, node = _forward(exercise, function, case, dtype)
+        done = Evaluation([_host(o) for o in outputs])
+        saved = [(t, _host(t)) for t in node.saved if isinstance(t, Tensor)]
+        try:
+            for grads in grad_outputs(kind, [o.shape for o in done.outputs], dtype):
+                done.grads.append(_backward(exercise, function, node, outputs, grads))
+        except _Verdict as verdict:
+            done.error = verdict
+        done.saved_changed = any(not np.array_equal(_host(t), before, equal_nan=True) for t, before in saved)
+    return done
 
 
 def _forward(exercise, function, case, dtype):
@@ -504,10 +577,11 @@ def _forward(exercise, function, case, dtype):
     return inputs, outputs, node
 
 
-def _check_forward(exercise, case, outputs):
-    """The learner's forward (given in the skeleton) still computes what the library computes."""
+def _check_forward(exercise, case, outputs, dtype):
+    """The learner's forward (given in the skeleton) still computes what the library computes
+    (outputs: the learner's, as float64 arrays)."""
     with _generator_kept(exercise):
-        inputs = exercise.inputs(case, outputs[0].dtype)
+        inputs = exercise.inputs(case, dtype)
         _reseed(exercise)
         result = exercise.reference(*inputs)
     expected = result if isinstance(result, tuple) else (result,)
@@ -516,7 +590,7 @@ def _check_forward(exercise, case, outputs):
         problem = f"it returns {len(outputs)} outputs instead of {len(expected)}"
     else:
         for name, mine, right in zip(exercise.outputs, outputs, expected):
-            a, b = _host(mine), _host(right)
+            a, b = np.asarray(mine, dtype=np.float64), _host(right)
             if a.shape != b.shape:
                 problem = f"{name} has shape {list(a.shape)} instead of {list(b.shape)}"
             elif not np.allclose(a, b, rtol=1e-5, atol=1e-7, equal_nan=True):

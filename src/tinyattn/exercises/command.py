@@ -4,21 +4,24 @@ and prove a teacher's exercises.
     tinyattn exercises list [--course COURSE]
     tinyattn exercises start DIR [--solutions] [--track TRACK] [--course COURSE]
     tinyattn exercises check DIR [NAME ...] [--track TRACK] [--course COURSE] [--examples N] [--seed S]
-                             [--format text|json|gradescope] [--output FILE]
+                             [--format text|json|gradescope] [--output FILE] [--timeout SECONDS]
     tinyattn exercises hint NAME [--course COURSE]
-    tinyattn exercises verify COURSE [NAME ...] [--examples N] [--cases N] [--seed S]
+    tinyattn exercises autograder [NAME ...] [--course COURSE] [--track TRACK] [--output ZIP] [--timeout S]
+                                  [--examples N] [--wheels DIR]
+    tinyattn exercises verify [NAME ...] --course COURSE [--examples N] [--cases N] [--seed S]
 
 `check` exits with 0 when every exercise checked passes, 1 otherwise; `verify` with 0 when every
 exercise is proven; bad usage exits with 2.
 """
 
 import json
+import os
 import pathlib
 import sys
 import textwrap
 import time
 
-from ..console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, error_text, plural, wrap
+from ..console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, error_text, plural, stdout_closed, wrap
 from . import checker, grades, report
 from .exercise import TRACKS
 
@@ -64,6 +67,26 @@ def build_parser():
     check.add_argument("--output", metavar="FILE",
                        help="write the json or gradescope grades to FILE (the text report still goes to "
                             "the terminal); default: print them")
+    check.add_argument("--timeout", type=float, default=_isolation().TIMEOUT, metavar="SECONDS",
+                       help="seconds each exercise may take in its own process before it is stopped and "
+                            f"gets 0 (default {_isolation().TIMEOUT:g})")
+    autograder = actions.add_parser(
+        "autograder", help="write a Gradescope autograder (a zip) that grades the exercises",
+        description="Write a zip in Gradescope's autograder layout: setup.sh installs this tinyattn from a wheel "
+                    "inside the zip (no index needed for it), run_autograder checks each submission with "
+                    "`tinyattn exercises check`, each exercise in a process of its own, and writes "
+                    "/autograder/results/results.json.")
+    autograder.add_argument("names", nargs="*", metavar="NAME", help="only these exercises (name or number)")
+    autograder.add_argument("--output", metavar="ZIP", default="autograder.zip",
+                            help="the zip to write (default autograder.zip)")
+    _track_option(autograder)
+    _course_option(autograder)
+    autograder.add_argument("--timeout", type=float, metavar="SECONDS",
+                            help="seconds each exercise may take (default: check's)")
+    autograder.add_argument("--examples", type=int, help="random cases per exercise (default: check's)")
+    autograder.add_argument("--wheels", metavar="DIR",
+                            help="a folder of wheels for the platform's Python (NumPy, array-api-compat, "
+                                 "threadpoolctl, Hypothesis) put in the zip, so that setup.sh needs no network")
     hint = actions.add_parser("hint", help="a hint for one exercise",
                               description="Print the hint of one exercise.")
     hint.add_argument("name", metavar="NAME")
@@ -73,11 +96,19 @@ def build_parser():
                                             "done yet, its solution passes, every planted mistake gets the "
                                             "finding written for it, and the solution is never blamed on "
                                             "random cases.")
-    verify.add_argument("course", metavar="COURSE")
     verify.add_argument("names", nargs="*", metavar="NAME", help="only these exercises (name or number)")
+    verify.add_argument("--course", metavar="COURSE", help="the teacher's folder of exercises to prove (required)")
     _random_options(verify)
     verify.add_argument("--cases", type=int, default=_course().CASES,
                         help=f"random cases on which the solution must never be blamed (default {_course().CASES})")
+    return parser
+
+
+def _action_parser(parser, action):
+    """The parser of one action (`tinyattn exercises check`), for its errors."""
+    for choice in parser._subparsers._group_actions:
+        if action in getattr(choice, "choices", {}):
+            return choice.choices[action]
     return parser
 
 
@@ -104,24 +135,41 @@ def _course():
     return course
 
 
+def _isolation():
+    from . import isolation
+
+    return isolation
+
+
 def main(argv=None):
     """`tinyattn exercises ...`: list, start, check or hint; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    args, unknown = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     if args.action is None:
         parser.print_help()
         return EXIT_BAD_INPUT
+    if unknown:  # said by the action's own parser, which points to its own --help
+        _action_parser(parser, args.action).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         if args.action == "verify":
-            return verify(args.course, args.names, args.examples, args.cases, args.seed)
+            course, names = args.course, args.names
+            if course is None and names and pathlib.Path(names[0]).is_dir():  # the older `verify COURSE [NAME ...]`
+                course, names = names[0], names[1:]
+            if course is None:
+                _action_parser(parser, "verify").error("give the folder of exercises to prove: "
+                                                       "tinyattn exercises verify --course COURSE")
+            return verify(course, names, args.examples, args.cases, args.seed)
         course = _load_course(args.course)
         if args.action == "list":
             return list_exercises(course)
         if args.action == "start":
             return start(args.dir, args.solutions, course, args.track)
+        if args.action == "autograder":
+            return autograder(args.output, course, args.names, args.track, args.timeout, args.examples,
+                              args.wheels)
         if args.action == "check":
             return check(args.dir, args.names, args.examples, course=course, track=args.track,
-                         output_format=args.format, output=args.output, seed=args.seed)
+                         output_format=args.format, output=args.output, seed=args.seed, timeout=args.timeout)
         return hint(args.name, course)
     except UsageError as error:
         print(error_text(f"tinyattn exercises {args.action}", error), file=sys.stderr)
@@ -217,7 +265,21 @@ def start(directory, solutions=False, course=None, track=None):
 
 
 def _say(text):
-    print("\n".join(wrap(text, 78)))
+    _show("\n".join(wrap(text, 78)))
+
+
+def _show(*args, flush=False):
+    """print, except that while grades are being written to a file a reader of the terminal's text
+    that goes away (`| head -1`) does not stop the grading: the text goes nowhere from then on."""
+    try:
+        print(*args, flush=flush)
+    except BrokenPipeError:
+        if not _show.keep_going:
+            raise
+        stdout_closed()
+
+
+_show.keep_going = False
 
 
 def _range(names):
@@ -225,8 +287,10 @@ def _range(names):
 
 
 def check(directory, names=(), examples=checker.EXAMPLES, course=None, track=None, output_format="text",
-          output=None, seed=checker.SEARCH_SEED):
+          output=None, seed=checker.SEARCH_SEED, timeout=None):
+    """Check the learner's files in `directory`, each exercise in a process of its own (isolation.py)."""
     course = course or _load_course(None)
+    timeout = _isolation().TIMEOUT if timeout is None else timeout
     path = pathlib.Path(directory)
     if path.exists() and not path.is_dir():
         raise UsageError(_a_file_not_a_folder(path, course))
@@ -234,12 +298,17 @@ def check(directory, names=(), examples=checker.EXAMPLES, course=None, track=Non
         raise UsageError(f"there is no folder {directory!r}: `tinyattn exercises start {directory}` makes one")
     if examples < 0:
         raise UsageError(f"--examples must be 0 or more, got {examples}")
+    if not timeout > 0:
+        raise UsageError(f"--timeout must be more than 0 seconds, got {timeout:g}")
     if output is not None and output_format == "text":
         raise UsageError("--output writes the grades: give --format json or --format gradescope with it")
     if output is not None and not pathlib.Path(output).resolve().parent.is_dir():
         raise UsageError(f"cannot write the grades to {output!r}: its folder does not exist")
     selected = _selected(course, names, track)
     text = output_format == "text" or output is not None  # the grades alone on stdout, for a program
+    _show.keep_going = output is not None
+    if output is not None:  # a file there from before (or written by a learner's code) never stands as the grades
+        pathlib.Path(output).unlink(missing_ok=True)
     # never claim random cases that do not run: without Hypothesis only the fixed cases are checked
     missing = bool(examples) and not checker.hypothesis_installed()
     if missing:
@@ -252,18 +321,20 @@ def check(directory, names=(), examples=checker.EXAMPLES, course=None, track=Non
              f"{random_cases})" if all(e.track == "backward" for e in selected) else
              f"checking {directory}: {plural(len(selected), 'exercise')} ({random_cases})")
         for line in report.table_header():
-            print(line)
+            _show(line)
     results = []
     try:
-        for exercise in selected:
-            loaded = checker.load(exercise, path / exercise.file_name)
-            result = loaded if isinstance(loaded, checker.Result) else exercise.check(loaded, examples, seed)
+        for result in _isolation().check_files([(e, path / e.file_name) for e in selected], course.folder,
+                                                 examples, seed, timeout):
             results.append(result)
             if text:
-                print(report.table_row(result), flush=True)
+                _show(report.table_row(result), flush=True)
     except KeyboardInterrupt:  # Ctrl-C: the reports of the exercises checked so far, then stop
         if text:
-            _print_reports(results, missing)
+            _print_reports(results, missing, interrupted=len(selected), grades=output_format != "text")
+        else:
+            print(f"interrupted after {len(results)} of {plural(len(selected), 'exercise')}: no grades written",
+                  file=sys.stderr)
         raise
     if text:
         _print_reports(results, missing)
@@ -293,11 +364,14 @@ def _write_grades(graded, output):
     if output is None:
         sys.stdout.write(text)
         return
-    try:
-        pathlib.Path(output).write_text(text, encoding="utf-8")
+    target = pathlib.Path(output)
+    partial = target.with_name(target.name + ".partial")
+    try:  # all or nothing: a reader never sees half a file
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, target)
     except OSError as error:
         raise UsageError(f"cannot write the grades to {output!r}: {error.strerror}") from None
-    print(f"grades written to {output}")
+    _show(f"grades written to {output}")
 
 
 def _a_file_not_a_folder(path, course):
@@ -310,17 +384,50 @@ def _a_file_not_a_folder(path, course):
             "a new folder DIR, then `tinyattn exercises check DIR` checks them")
 
 
-def _print_reports(results, hypothesis_missing=False):
+def _print_reports(results, hypothesis_missing=False, interrupted=None, grades=False):
+    """The report of each failure, then the summary; interrupted: how many exercises were to be
+    checked, when Ctrl-C stopped the check."""
     for result in results:
         if result.passed or result.status == "not done yet":
             continue
-        print()
-        print("\n".join(report.block(result)))
-    print()
+        _show()
+        _show("\n".join(report.block(result)))
+    _show()
     summary = report.summary(results)
+    if interrupted is not None:
+        unwritten = " (no grades written)" if grades else ""
+        summary = (f"interrupted after {len(results)} of {plural(interrupted, 'exercise')}{unwritten}: "
+                   f"of those checked, {summary}")
     if hypothesis_missing:
         summary += f" (the fixed cases only, no random cases: {checker.HYPOTHESIS_MISSING})"
     _say(summary)
+
+
+def autograder(output, course=None, names=(), track=None, timeout=None, examples=None, wheels=None):
+    """Write the Gradescope autograder zip (see bundle.py)."""
+    from . import bundle
+
+    course = course or _load_course(None)
+    _selected(course, names, track)  # the names and the track are known
+    if timeout is not None and not timeout > 0:
+        raise UsageError(f"--timeout must be more than 0 seconds, got {timeout:g}")
+    if examples is not None and examples < 0:
+        raise UsageError(f"--examples must be 0 or more, got {examples}")
+    if wheels is not None and not pathlib.Path(wheels).is_dir():
+        raise UsageError(f"there is no folder {wheels!r} of wheels")
+    target = pathlib.Path(output)
+    if not target.resolve().parent.is_dir():
+        raise UsageError(f"cannot write {output!r}: its folder does not exist")
+    written = bundle.write(target, course.folder, names, track, timeout, examples, wheels)
+    wheel = next(name for name in written if name.endswith(".whl") and "/" not in name)
+    exercises = len(_selected(course, names, track))
+    _say(f"wrote {output}: setup.sh, run_autograder, {wheel}"
+         + (f", the course's {plural(sum(n.startswith('course/') for n in written), 'file')}" if course.folder else "")
+         + (f", {plural(sum(n.startswith('wheels/') for n in written), 'wheel')} of dependencies" if wheels else "")
+         + f". It grades {plural(exercises, 'exercise')}: upload it as the autograder of a Gradescope "
+           "assignment (a base image with Python 3.11 or later, such as Ubuntu 24.04); learners upload their "
+           "exercise files.")
+    return 0
 
 
 def hint(name, course=None):

@@ -84,6 +84,9 @@ def _load_file(path):
     name = f"tinyattn_course_{key}_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    # tinyattn's own exercise files import their helpers relatively (from .exercise import ...): one
+    # copied into a course folder as a template finds them in tinyattn.exercises
+    module.__package__ = __package__
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)

@@ -14,6 +14,8 @@ masks and ids), plain numbers for the rest.
 
 import dataclasses
 import inspect
+import pathlib
+import shlex
 import textwrap
 from typing import Callable
 
@@ -222,16 +224,18 @@ def piece_source(piece, name, solution, todos, skeleton_raise):
 def file_text(exercise, middle, imports, code, solution, course=None, what="the backward"):
     """A learner's file: a docstring (title, statement, what else the exercise says, how to check
     it), the imports, the code."""
-    where = f" --course {course}" if course else ""
-    of = f"the course in {course}" if course else f"tinyattn's {TRACK_TITLES.get(exercise.track, 'exercises')}"
+    # the course's folder in full, so that the commands work from wherever the learner runs them
+    folder = shlex.quote(str(pathlib.Path(course).resolve())) if course else None
+    where = f" --course {folder}" if course else ""
+    of = f"the course in {folder}" if course else f"tinyattn's {TRACK_TITLES.get(exercise.track, 'exercises')}"
     header = [f"Exercise {exercise.number:02d} of {of}: {exercise.title}", ""]
     header += textwrap.wrap(exercise.statement, 96)
     header += middle
     if solution:
         header += ["", "This is the reference solution."]
     else:
-        header += ["", f"Write {what} below, then check it (DIR is this file's folder):",
-                   f"    tinyattn exercises check DIR {exercise.name}{where}",
+        header += ["", f"Write {what} below, then check it, from this file's folder:",
+                   f"    tinyattn exercises check . {exercise.name}{where}",
                    f"A hint, if you want one: tinyattn exercises hint {exercise.name}{where}"]
     docstring = '"""' + "\n".join(header) + '\n"""\n'
     return docstring + "\n" + imports + "\n\n" + code

@@ -50,7 +50,8 @@ def to_json(results, folder, course=None, examples=checker.EXAMPLES, seed=checke
             "finding": None if found is None else {"id": found.id, "title": found.title, "note": found.note,
                                                    "explanation": found.explanation},
             "evidence": list(result.lines),
-            "case": None if result.case is None or result.passed else exercise.describe_case(result.case),
+            "case": None if (result.case is None and result.case_text is None) or result.passed
+            else report.case_text(result),
             "checked": result.checked,
             "random_cases": result.random_cases,
             "seed": result.seed,

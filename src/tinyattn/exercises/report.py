@@ -39,15 +39,16 @@ def details(result):
         special = exercise.edge(result.case) if exercise.edge else ""
         found = f" ({special})" if special else ""
         paragraphs.append(f"The example passes, but this case fails{found}, the smallest Hypothesis found: "
-                          f"{exercise.describe_case(result.case)}")
+                          f"{case_text(result)}")
     elif result.phase == "edge case":
         special = exercise.edge(result.case) if exercise.edge else ""
         found = f" ({special})" if special else ""
         paragraphs.append(f"The example passes, but this fixed case fails{found}: "
-                          f"{exercise.describe_case(result.case)}")
-    elif result.phase == "example" and result.case is not None and hasattr(exercise, "describe"):
+                          f"{case_text(result)}")
+    elif result.phase == "example" and (result.case is not None or result.case_text) \
+            and hasattr(exercise, "describe"):
         # a task's example is not in the learner's file: say what it is
-        paragraphs.append(f"On the example: {exercise.describe_case(result.case)}")
+        paragraphs.append(f"On the example: {case_text(result)}")
     elif result.phase == "large inputs":
         paragraphs.append(f"The example passes, but large inputs ({exercise.large_case_text}) fail, in float64.")
     if result.finding.explanation:
@@ -61,6 +62,11 @@ def details(result):
         lines += textwrap.wrap(line.strip(), WIDTH - 2, initial_indent=indent, subsequent_indent=indent + "  ",
                                break_on_hyphens=False)
     return lines
+
+
+def case_text(result):
+    """The case a result failed on, as text."""
+    return result.case_text if result.case_text is not None else result.exercise.describe_case(result.case)
 
 
 def block(result):

@@ -6,3 +6,4 @@ from . import data
 from .. import missing as _missing  # noqa: E402
 
 __dir__ = _missing.module_dir(__name__)
+__getattr__ = _missing.module_getattr(__name__)

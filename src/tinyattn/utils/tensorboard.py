@@ -9,8 +9,8 @@
 The event files are written by TensorBoard's own writer (`EventFileWriter`) from TensorBoard's own
 protocol buffers (`tensorboard.compat.proto`), so TensorBoard reads them as it reads PyTorch's; this
 module only turns the values into summaries. Tensors (and NumPy arrays) are read back to host NumPy
-first. It needs the optional extra: `pip install "tinyattn[tensorboard]"` (the `tensorboard` package,
-which does not need TensorFlow).
+first. It needs the `tensorboard` package (`pip install tensorboard`, the `[tensorboard]` extra; TensorFlow
+is not needed).
 
 What is here: add_scalar, add_scalars, add_histogram, add_text, flush, close, get_logdir, and use as a
 context manager. PyTorch's other add_* methods (images, graphs, embeddings, ...) are not.
@@ -33,7 +33,7 @@ try:
 except ImportError as error:
     raise ImportError(
         "tinyattn.utils.tensorboard writes through the `tensorboard` package, which is not installed: "
-        'pip install "tinyattn[tensorboard]" (or pip install tensorboard; TensorFlow is not needed)',
+        "pip install tensorboard (TensorFlow is not needed)",
         name="tensorboard",
     ) from error
 
