@@ -591,6 +591,27 @@ def max_for_shift(x, axis):
     return xp.max(x, axis=axis, keepdims=True)
 
 
+def add_scaled(out, a, b, alpha):
+    """out[...] = a + alpha * b, rounded as PyTorch's `a.add(b, alpha=alpha)` rounds it on the CPU.
+
+    PyTorch rounds alpha to the arrays' dtype and computes a + alpha * b as a fused multiply-add: one
+    rounding, where NumPy's `a + alpha * b` rounds the product and then the sum (in float32, 9% of the
+    elements of an SGD step then differ in their last bit). For float32 NumPy arrays the product of two
+    float32 numbers is exact in float64, so their float64 sum rounded once to float32 is the fused result
+    (all of 10 million random SGD steps' elements alike; docs/explanations/differences.md), at about 3x
+    the cost of the two-rounding update. Other dtypes (float64 has no wider type here) round twice.
+    `out` may be `a` (an update in place).
+    """
+    if type(out) is np.ndarray and out.dtype == np.float32 and a.dtype == np.float32 and b.dtype == np.float32:
+        wide = b.astype(np.float64)
+        wide *= np.float64(np.float32(alpha))  # exact: 24 + 24 bits of a 53-bit significand
+        wide += a  # the one rounding that matters, then float32's (a wide sum's tie is rare, see above)
+        np.copyto(out, wide, casting="same_kind")
+        return out
+    out[...] = a + alpha * b
+    return out
+
+
 def vecdot(a, b, axis=-1):
     """The dot product of real arrays a and b along `axis` (the standard's vecdot).
 
