@@ -387,3 +387,50 @@ def test_attention_scores_large_enough_are_blocked_in_place(blocks, monkeypatch)
     context, _ = F.attention(q, q, q)
     context.sum().backward()
     assert len(calls) == 2  # the forward's softmax and its backward
+
+
+# ---------------------------------------------------------------------------------------------
+# a row's bits do not depend on how many rows are computed with it
+
+
+ROW_FUNCTIONS = {"softmax": lambda t: t.softmax(-1), "log_softmax": lambda t: t.log_softmax(-1),
+                 "layer_norm": lambda t: F.layer_norm(t, t.shape[-1:]),
+                 "layer_norm affine": lambda t: F.layer_norm(t, t.shape[-1:], _affine(t, 1), _affine(t, 2))}
+
+
+def _affine(t, seed):
+    return tinyattn.from_numpy(array_of(t.shape[-1:], t.detach().numpy().dtype, seed, specials=False))
+
+
+def forward_and_grad(function, x, weights):
+    leaf = tinyattn.from_numpy(x.copy()).requires_grad_()
+    out = function(leaf)
+    out.backward(tinyattn.from_numpy(weights.copy()))
+    return out.detach().numpy(), leaf.grad.numpy()
+
+
+@pytest.mark.parametrize("length, counts", [
+    (1, [1, 17, 16383, 16385, 40000]), (7, [1, 17, 16384, 16385, 40000]), (8, [1, 17, 16384, 16385, 40000]),
+    (33, [1, 17, 1000, 16385]), (1024, [1, 17, 300, 1100]),
+])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_rows_bits_do_not_depend_on_the_rows_beside_it_the_blocks_or_the_threads(
+        blocks, length, counts, dtype):
+    """Softmax, log-softmax and layer norm of rows of `length`, forward and backward: the first and
+    last rows of arrays of `counts` rows (around 16,384 rows, where OpenBLAS's matrix-vector product
+    changes kernels for rows of 8, and across block boundaries: blocks of 2048 elements from 8192 on),
+    computed whole on one thread and in blocks on one and on two threads, give the bits those rows
+    have in an array of one row."""
+    for name, function in ROW_FUNCTIONS.items():
+        for count in counts:
+            x = array_of((count, length), dtype, seed=length, specials=False)
+            weights = np.random.default_rng(7).standard_normal(x.shape).astype(dtype)
+            which = sorted({0, min(1, count - 1), min(16, count - 1), count - 1})
+            alone = [forward_and_grad(function, x[i:i + 1], weights[i:i + 1]) for i in which]
+            expected = [np.concatenate([a[k] for a in alone]) for k in (0, 1)]
+            for on, count_of_threads in ((False, 1), (True, 1), (True, 2)):
+                blocks(on, count_of_threads)
+                out, grad = forward_and_grad(function, x, weights)
+                where = (name, dtype, length, count, "in blocks" if on else "whole", count_of_threads)
+                assert out[which].tobytes() == expected[0].tobytes(), where + ("forward",)
+                assert grad[which].tobytes() == expected[1].tobytes(), where + ("backward",)
