@@ -597,15 +597,16 @@ def add_scaled(out, a, b, alpha):
     PyTorch rounds alpha to the arrays' dtype and computes a + alpha * b as a fused multiply-add: one
     rounding, where NumPy's `a + alpha * b` rounds the product and then the sum (in float32, 9% of the
     elements of an SGD step then differ in their last bit). For float32 NumPy arrays the product of two
-    float32 numbers is exact in float64, so their float64 sum rounded once to float32 is the fused result
-    (all of 10 million random SGD steps' elements alike; docs/explanations/differences.md), at about 3x
-    the cost of the two-rounding update. Other dtypes (float64 has no wider type here) round twice.
-    `out` may be `a` (an update in place).
+    float32 numbers is exact in float64, so the sum is the only rounding that matters: rounded to
+    float64, then to float32, it is the fused result except where the float64 sum lands exactly on a
+    float32 halfway point (none in 10 million random SGD updates; docs/explanations/differences.md).
+    About 3x the cost of the two-rounding update. Other dtypes (float64 has no wider type here) round
+    twice. `out` may be `a` (an update in place).
     """
     if type(out) is np.ndarray and out.dtype == np.float32 and a.dtype == np.float32 and b.dtype == np.float32:
         wide = b.astype(np.float64)
         wide *= np.float64(np.float32(alpha))  # exact: 24 + 24 bits of a 53-bit significand
-        wide += a  # the one rounding that matters, then float32's (a wide sum's tie is rare, see above)
+        wide += a  # rounded to float64 here; rounding that to float32 is the fused result (see above)
         np.copyto(out, wide, casting="same_kind")
         return out
     out[...] = a + alpha * b
