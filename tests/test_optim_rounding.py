@@ -1,5 +1,5 @@
-"""optim.SGD rounds each `a + alpha * b` once, as PyTorch's add(b, alpha=...) does (a fused multiply-add):
-the same float32 weights as PyTorch's SGD, bit for bit, step after step.
+"""optim.SGD rounds each `a + alpha * b` once, as PyTorch's add(b, alpha=...) does with its vectorised
+kernels (a fused multiply-add): the same float32 weights as PyTorch's SGD, bit for bit, step after step.
 
 The fused result is defined by exact arithmetic (fractions here), not by one CPU's kernels, so the
 helper's test holds on any CPU; PyTorch's SGD computes it with the CPU's fused multiply-add."""
@@ -43,11 +43,25 @@ def test_add_scaled_in_float64_is_the_plain_formula():
     np.testing.assert_array_equal(backend.add_scaled(np.empty(2), a, b, 0.5), a + 0.5 * b)
 
 
+def pytorch_fuses(torch):
+    """Whether PyTorch's add(b, alpha=...) rounds once here: its vectorised CPU kernels (AVX2, AVX-512)
+    use a fused multiply-add; its plain scalar kernel (ATEN_CPU_CAPABILITY=default) rounds twice."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(4096).astype(np.float32), rng.standard_normal(4096).astype(np.float32)
+    theirs = torch.from_numpy(a).add(torch.from_numpy(b), alpha=-0.1).numpy()
+    return theirs.tobytes() == backend.add_scaled(np.empty_like(a), a, b, -0.1).tobytes()
+
+
 @pytest.mark.parametrize("options", [
     dict(lr=0.1), dict(lr=0.01, momentum=0.9), dict(lr=0.05, momentum=0.9, dampening=0.2, weight_decay=0.01),
     dict(lr=0.03, momentum=0.8, nesterov=True, maximize=True, weight_decay=1e-3), dict(lr=0.1, weight_decay=0.1),
 ])
 def test_sgd_gives_pytorchs_float32_weights_bit_for_bit(torch, options):
+    """Where PyTorch's kernels fuse (x86 with AVX2 or AVX-512): the same weights, bit for bit, over 50
+    steps. Where they round twice: each step, from PyTorch's weights, as close to
+    PyTorch's weights as two roundings allow (the single rounding itself is checked against exact
+    arithmetic above)."""
+    fuses = pytorch_fuses(torch)
     rng = np.random.default_rng(1)
     start = rng.standard_normal((300, 70)).astype(np.float32)
     ours = tinyattn.nn.Parameter(tinyattn.from_numpy(start.copy()))
@@ -56,7 +70,22 @@ def test_sgd_gives_pytorchs_float32_weights_bit_for_bit(torch, options):
     for step in range(50):
         grad = rng.standard_normal(start.shape).astype(np.float32)
         ours.grad, theirs.grad = tinyattn.from_numpy(grad.copy()), torch.from_numpy(grad.copy())
+        before = theirs.detach().numpy().copy()
         ours_sgd.step()
         their_sgd.step()
-        differ = np.sum(ours.detach().numpy() != theirs.detach().numpy())
-        assert differ == 0, f"step {step + 1}: {differ} of {start.size} elements differ from PyTorch's"
+        got, expected = ours.detach().numpy(), theirs.detach().numpy()
+        if fuses:
+            differ = np.sum(got != expected)
+            assert differ == 0, f"step {step + 1}: {differ} of {start.size} elements differ from PyTorch's"
+        else:
+            # each of the step's products and sums rounds twice there: a few float32 steps of the
+            # update and of the weight (a wrong formula misses by far more)
+            eps = np.finfo(np.float32).eps
+            update = np.abs(expected - before) + options["lr"] * np.abs(grad)
+            allowed = 2 * np.spacing(np.abs(expected)) + 8 * eps * update
+            assert np.all(np.abs(got - expected) <= allowed), f"step {step + 1}"
+            with tinyattn.no_grad():
+                ours.copy_(tinyattn.from_numpy(expected.copy()))  # the next step from PyTorch's weights
+            momentum = ours_sgd.state[ours].get("momentum_buffer")
+            if momentum is not None:
+                momentum[...] = their_sgd.state[theirs]["momentum_buffer"].numpy()
