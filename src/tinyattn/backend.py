@@ -591,6 +591,55 @@ def max_for_shift(x, axis):
     return xp.max(x, axis=axis, keepdims=True)
 
 
+def add_scaled(out, a, b, alpha):
+    """out[...] = a + alpha * b, rounded as PyTorch's `a.add(b, alpha=alpha)` rounds it on the CPU.
+
+    PyTorch rounds alpha to the arrays' dtype and computes a + alpha * b as a fused multiply-add: one
+    rounding, where NumPy's `a + alpha * b` rounds the product and then the sum (in float32, 9% of the
+    elements of an SGD step then differ in their last bit). For float32 NumPy arrays the product of two
+    float32 numbers is exact in float64, so the sum is the only rounding that matters: rounded to
+    float64, then to float32, it is the fused result except where the float64 sum lands exactly on a
+    float32 halfway point (none in 10 million random SGD updates; docs/explanations/differences.md).
+    About 3x the cost of the two-rounding update. Other dtypes (float64 has no wider type here) round
+    twice. `out` may be `a` (an update in place).
+    """
+    if type(out) is np.ndarray and out.dtype == np.float32 and a.dtype == np.float32 and b.dtype == np.float32:
+        wide = b.astype(np.float64)
+        wide *= np.float64(np.float32(alpha))  # exact: 24 + 24 bits of a 53-bit significand
+        wide += a  # rounded to float64 here; rounding that to float32 is the fused result (see above)
+        np.copyto(out, wide, casting="same_kind")
+        return out
+    out[...] = a + alpha * b
+    return out
+
+
+def row_sums(x, axis=-1, keepdims=False):
+    """The sums of x along `axis`, each row summed in an order that depends only on its length: a row
+    sums to the same bits alone, among a thousand others, in a block of parallel.map_blocks or on
+    another thread. Softmax's and layer norm's row sums go through here, so that their blocks give the
+    whole array's bits for any row length and any number of rows.
+
+    For NumPy float arrays along the last axis: a dot product of each row with a vector of ones
+    (np.vecdot, the BLAS's dot on each row on its own), about as fast as the matrix-vector product
+    `x @ ones`, which OpenBLAS computes in another order for a call's last few rows and, for rows of 8,
+    past 16,384 rows; NumPy's own sum over the last axis, the other sum of that kind, is 3-9x slower on
+    short rows. Other arrays and axes: sum_along.
+    """
+    axis = axis % x.ndim
+    if type(x) is np.ndarray and axis == x.ndim - 1 and x.dtype.char in "fd":
+        total = np.vecdot(x, _ones(x.shape[-1], x.dtype.char))
+        return total[..., None] if keepdims else total
+    return sum_along(x, (axis,), keepdims)
+
+
+@functools.lru_cache(maxsize=64)
+def _ones(length, dtype_char):
+    """A read-only vector of `length` ones (row_sums' other factor), made once per length and dtype."""
+    ones = np.ones(length, dtype=dtype_char)
+    ones.flags.writeable = False
+    return ones
+
+
 def vecdot(a, b, axis=-1):
     """The dot product of real arrays a and b along `axis` (the standard's vecdot).
 

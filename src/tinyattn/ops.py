@@ -1165,7 +1165,7 @@ def softmax_forward(xp, x, axis, safe=False, overwrite=False):
         y = backend.exp_in_place(x)
     else:
         y = xp.exp(x - row_max)
-    total = backend.sum_along(y, (axis,), keepdims=True)
+    total = backend.row_sums(y, axis, keepdims=True)  # (each row in the same order, in blocks or not)
     y /= xp.where(total == 0, 1.0, total) if safe else total
     return y
 
@@ -1199,9 +1199,8 @@ def matrices_or_rows(xp, x):
     """(x as a stack of matrices (n, rows, columns), 1) for x of 3 dims or more, (x, ROW_ALIGN) for a
     matrix: how softmax splits a large x into blocks (parallel.map_blocks) and keeps its bits.
 
-    NumPy sums the rows of a stack one matrix at a time (backend.sum_along), and OpenBLAS sums the last
-    rows of each call in another order: blocks of whole matrices, or of rows that start on multiples
-    of ROW_ALIGN, give every row the sum it has when the array is computed whole.
+    Each row's sum is the same in any block (backend.row_sums); blocks of whole matrices, or of rows
+    that start on multiples of ROW_ALIGN, keep the blocks' other work in whole SIMD-sized pieces.
     """
     if x.ndim == 2:
         return x, parallel.ROW_ALIGN
@@ -1240,7 +1239,7 @@ class LogSoftmax(Op):
         if x.shape[axis] == 0:  # nothing to normalise (and no log of an empty sum)
             y = shifted
         else:
-            y = shifted - xp.log(backend.sum_along(xp.exp(shifted), (axis,), keepdims=True))
+            y = shifted - xp.log(backend.row_sums(xp.exp(shifted), axis, keepdims=True))
         ctx.save_for_backward(y)
         ctx.axis = axis
         return y
@@ -1249,7 +1248,7 @@ class LogSoftmax(Op):
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
         xp = ctx.xp
-        return grad - xp.exp(y) * backend.sum_along(grad, (ctx.axis,), keepdims=True), None
+        return grad - xp.exp(y) * backend.row_sums(grad, ctx.axis, keepdims=True), None
 
 
 # ---------------------------------------------------------------------------------------------

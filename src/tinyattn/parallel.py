@@ -32,9 +32,10 @@ from . import threads
 # the way the whole array would.
 MIN_ELEMENTS_PER_PART = 32768
 
-# Pieces of rows start on multiples of this. OpenBLAS's matrix-vector product (the row means of layer
-# norm) sums a row in another order when it is one of the last few rows of a call (not a whole block
-# of 4): pieces of whole blocks keep every row's sum what it is in one call over all the rows.
+# Pieces of rows start on multiples of this. OpenBLAS's matrix-vector product sums a row in another
+# order when it is one of the last few rows of a call (not a whole block of 4): pieces of whole blocks
+# keep such a row's sum what it is in one call over all the rows. (Softmax's and layer norm's row sums
+# do not depend on it: backend.row_sums sums each row on its own.)
 ROW_ALIGN = 16
 
 # Off unless asked for: on a quiet 2-core machine the split made the GPT step of `tinyattn bench` slower

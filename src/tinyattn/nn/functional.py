@@ -234,9 +234,11 @@ def dropout(input, p=0.5, training=True, inplace=False):
 class LayerNormOp(Op):
     """(x - mean) / sqrt(var + eps) * weight + bias over the last dims, with a closed-form backward.
 
-    The input is seen as rows, one per normalised group. Row means are matrix-vector products with
-    a vector of 1/n, and means of products are row-wise dot products (vecdot): on short rows (a GPT's
-    128 channels) both run several times faster than NumPy's sum over the last axis. The rows are
+    The input is seen as rows, one per normalised group. Row means are row-wise dot products
+    (vecdot) with a vector of 1/n, and means of products are row-wise dot products: on short rows (a
+    GPT's 128 channels) they run several times faster than NumPy's sum over the last axis, and each
+    row's dot is computed on its own, so a row's bits do not depend on how many rows are computed with
+    it (a matrix-vector product's would: OpenBLAS sums a call's last rows in another order). The rows are
     spread over the cores (parallel.map_rows), a large array's in blocks where several threads
     compute them (parallel.map_blocks; on one thread its few passes do not pay for the blocks).
     """
@@ -276,7 +278,7 @@ class LayerNormOp(Op):
 def layer_norm_rows(xp, rows, weight, bias, averager, eps):
     """(y, the normalized rows, 1 / their std) of rows (N, n); averager is n values of 1/n."""
     n = rows.shape[1]
-    normalized = rows - (rows @ averager)[:, None]  # centred
+    normalized = rows - backend.vecdot(rows, averager)[:, None]  # centred
     inv_std = 1.0 / xp.sqrt(backend.vecdot(normalized, normalized)[:, None] / n + eps)
     normalized *= inv_std
     y = normalized * weight if weight is not None else xp.asarray(normalized, copy=True)
@@ -291,7 +293,7 @@ def layer_norm_rows_backward(xp, grad_rows, normalized, inv_std, weight, average
     g = grad_rows * weight if weight is not None else grad_rows
     # d/dx of (x - mu) * inv_std, with mu and inv_std depending on x too:
     # inv_std * (g - mean(g) - normalized * mean(g * normalized)), means along each row
-    gx = g - (g @ averager)[:, None]
+    gx = g - backend.vecdot(g, averager)[:, None]
     gx -= normalized * (backend.vecdot(g, normalized)[:, None] / n)
     gx *= inv_std
     return gx

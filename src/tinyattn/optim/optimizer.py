@@ -252,17 +252,21 @@ class SGD(Optimizer):
             state["momentum_buffer"] = backend.namespace(p.array).empty_like(p.array)
 
         def update(param, grad, buf=None):  # whole arrays, or blocks of them
+            # each `a + alpha * b` rounds once, as PyTorch's add(b, alpha=...) does (backend.add_scaled)
             d_p = -grad if group["maximize"] else grad
             if weight_decay != 0:
-                d_p = d_p + weight_decay * param
+                d_p = backend.add_scaled(backend.namespace(d_p).empty_like(d_p), d_p, param, weight_decay)
             if buf is not None:
                 if first:
                     buf[...] = d_p
                 else:
                     buf *= momentum
-                    buf += (1 - group["dampening"]) * d_p
-                d_p = d_p + momentum * buf if group["nesterov"] else buf
-            param -= lr * d_p
+                    backend.add_scaled(buf, buf, d_p, 1 - group["dampening"])
+                if group["nesterov"]:
+                    d_p = backend.add_scaled(backend.namespace(d_p).empty_like(d_p), d_p, buf, momentum)
+                else:
+                    d_p = buf
+            backend.add_scaled(param, param, d_p, -lr)
 
         _elementwise_in_blocks(update, p.array, grad, *([state["momentum_buffer"]] if momentum != 0 else []))
 
