@@ -4,7 +4,10 @@ without the app built on it."""
 import ast
 import importlib
 import inspect
+import os
 import pathlib
+import subprocess
+import sys
 
 import tinyattn
 
@@ -60,3 +63,18 @@ def test_the_duplicate_check_sees_a_name_defined_twice(monkeypatch):
         assert "'add'" in str(error)
     else:
         raise AssertionError("a name defined in two modules went unnoticed")
+
+
+# the app built on the library, with its command line: `import tinyattn` must not need any of it
+APP_MODULES = ("cli", "demo", "bench", "training", "checkpoint", "models", "data", "run_log", "progress",
+               "learner_loops", "torch_twins")
+
+
+def test_importing_the_library_does_not_load_the_app():
+    code = "import sys, tinyattn; print(' '.join(sorted(m for m in sys.modules if m.startswith('tinyattn'))))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PACKAGE.parent), *sys.path])}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    loaded = set(result.stdout.split())
+    assert "tinyattn.nn.functional" in loaded and "tinyattn.gradient_check" in loaded  # the library is there
+    app = sorted(loaded & {f"tinyattn.{name}" for name in APP_MODULES})
+    assert not app, f"import tinyattn loaded the app's modules {app}"
