@@ -186,3 +186,22 @@ def test_the_circle_check_finds_a_circle(tmp_path):
     assert import_circles(package) == [{"pkg.a", "pkg.sub.b"}]
     (package / "sub" / "b.py").write_text("from .c import x\n")  # b -> c -> a -> b
     assert import_circles(package) == [{"pkg.a", "pkg.sub.b", "pkg.sub.c"}]
+
+
+def test_a_version_is_bumped_one_way():
+    # an in-place change is counted by Tensor._bump_version alone (so a change to how versions are kept is
+    # made in one place): no module writes `x._version[0] += 1` itself
+    written = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+        allowed = {id(n) for f in functions if f.name == "_bump_version" and path.name == "tensor.py"
+                   for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript)
+                    and isinstance(node.target.value, ast.Attribute) and node.target.value.attr == "_version"
+                    and id(node) not in allowed):
+                written.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not written, f"versions bumped by hand (call the tensor's _bump_version()): {written}"
+    assert any(f.name == "_bump_version" for f in ast.walk(ast.parse((PACKAGE / "tensor.py").read_text()))
+               if isinstance(f, ast.FunctionDef))

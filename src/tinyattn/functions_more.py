@@ -270,7 +270,7 @@ def _become(tensor, result, name):
     tensor.array = result.array
     if recording:
         tensor.grad_fn, tensor.output_nr = result.grad_fn, result.output_nr
-    tensor._version[0] += 1
+    tensor._bump_version()
     return tensor
 
 
