@@ -94,8 +94,9 @@ class Browser:
                     raise
                 time.sleep(0.2)
         options = {"binary": chromium, "args": FLAGS + [f"--user-data-dir={profile}"]}
+        # the console's messages kept, for console() to read
         session = self._call("POST", "/session", {"capabilities": {"alwaysMatch": {
-            "browserName": "chrome", "goog:chromeOptions": options}}})
+            "browserName": "chrome", "goog:chromeOptions": options, "goog:loggingPrefs": {"browser": "ALL"}}}})
         self.session = f"/session/{session['sessionId']}"
 
     def _call(self, method, path, body=None):
@@ -110,6 +111,13 @@ class Browser:
 
     def run(self, script, *args):
         return self._call("POST", f"{self.session}/execute/sync", {"script": script, "args": list(args)})
+
+    def console(self):
+        """The console's messages since the last call: [{"level": "SEVERE", "message": ...}, ...]."""
+        return self._call("POST", f"{self.session}/se/log", {"type": "browser"})
+
+    def set_window_size(self, width, height):
+        self._call("POST", f"{self.session}/window/rect", {"width": width, "height": height})
 
     def screenshot(self, path):
         pathlib.Path(path).write_bytes(base64.b64decode(self._call("GET", f"{self.session}/screenshot")))
@@ -161,6 +169,19 @@ def check_site(site, screenshots=None):
         finally:
             browser.close()
     return overflowing, results, widths
+
+
+@contextlib.contextmanager
+def browser():
+    """A headless Chromium session for a test (closed after), or a RuntimeError where there is none."""
+    if not available():
+        raise RuntimeError("no Chromium with chromedriver here (Debian: apt-get install chromium chromium-driver)")
+    with tempfile.TemporaryDirectory(prefix="tinyattn-chromium-") as profile:
+        session = Browser(shutil.which("chromedriver"), _chromium(), profile)
+        try:
+            yield session
+        finally:
+            session.close()
 
 
 def available():

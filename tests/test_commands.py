@@ -131,8 +131,28 @@ RUNS = {
 }
 
 
+# `tinyattn see` runs a script that prints a line per step of tensor ops, for ever
+SEE_LOOP = ["tinyattn-see-loop.py", "--html", "loop.html"]
+
+
+def see_wrote_no_page(folder, out, err):
+    assert "step 0" in out and err.strip() == "tinyattn see: interrupted: no page written"
+    assert not (folder / "loop.html").exists()
+
+
+RUNS["see"] = (SEE_LOOP, r"step 0\n", see_wrote_no_page)
+
+
+@pytest.fixture(scope="module")
+def see_loop(workspace):
+    (workspace / SEE_LOOP[0]).write_text("import tinyattn\nx = tinyattn.ones(4, requires_grad=True)\n"
+                                         "for step in range(10**9):\n    (x * 2).sum().backward()\n"
+                                         "    print(f'step {step}', flush=True)\n")
+    return workspace
+
+
 @pytest.mark.parametrize("command", COMMANDS)
-def test_every_command_takes_a_bad_argument_and_ctrl_c_in_one_line(command, workspace):
+def test_every_command_takes_a_bad_argument_and_ctrl_c_in_one_line(command, workspace, see_loop):
     result = subprocess.run([sys.executable, "-m", "tinyattn", command, "--no-such-option"], capture_output=True,
                             text=True, cwd=workspace, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert result.returncode == 2 and result.stdout == ""
@@ -182,7 +202,7 @@ PIPED = {"train": ["--data", "input.txt", "--out", "piped", "--steps", "100000",
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_every_command_into_a_closed_pipe_stops_quietly(command, workspace):
+def test_every_command_into_a_closed_pipe_stops_quietly(command, workspace, see_loop):
     """As `tinyattn COMMAND | head -1`: the reader takes one line and goes away. The command ends
     with 141 (128 + SIGPIPE, as a C tool stopped by SIGPIPE), or 0 if it had nothing more to write,
     with no traceback; a training run saves its checkpoint first."""

@@ -1421,6 +1421,12 @@ def a_bool_0d(x, *rest):
     return x.values.dtype == np.bool_ and (x.values.ndim == 0 or x.values.size == 0)
 
 
+def empty_strides(x, *rest):
+    """The strides of a tensor without elements: PyTorch's depend on how it was made (torch.tensor of an
+    empty NumPy array keeps stride 0, torch.empty(0, 3) gives (3, 1)); tinyattn gives a fresh tensor's."""
+    return "the strides of an empty tensor" if x.values.size == 0 else None
+
+
 def near_singular(x):
     """An inverse of a (nearly) singular matrix: PyTorch's LU and NumPy's differ in what they find singular,
     and the inverse's numbers there are too large to compare. det's gradient there: tinyattn gives the
@@ -1494,6 +1500,9 @@ TABLE = [
     # --- in place ---
     *[inplace(f"__i{op}__", X, one_of(Y, NUMBER)) for op in ("add", "sub", "mul", "truediv", "and", "or", "xor")],
     *[inplace(f"{op}_", X, one_of(Y, NUMBER)) for op in ("add", "sub", "mul", "div")],
+    *both("true_divide", X, one_of(Y, NUMBER)),
+    inplace("true_divide_", X, one_of(Y, NUMBER)),
+    method("__contains__", X, one_of(Y, NUMBER)),
     inplace("__ipow__", X, one_of(Y, NUMBER), grad=not_a_bool_exponent),
     inplace("pow_", X, one_of(Y, NUMBER), grad=not_a_bool_exponent),
     # on a tensor that requires grad, tinyattn refuses `//=` and `%=` (they record no gradient)
@@ -1558,6 +1567,14 @@ TABLE = [
     function("concat", tensors(), Kw("dim", maybe(st.integers(-3, 2)))),
     function("stack", tensors(), Kw("dim", maybe(st.integers(-4, 3)))),
     method("contiguous", X), method("clone", X), method("detach", X),
+    method("select", X, DIM, st.integers(-4, 4)),
+    method("movedim", X, one_of(DIM, st.lists(st.integers(-3, 3), max_size=3).map(tuple)),
+           one_of(dim(), st.lists(st.integers(-3, 3), max_size=3).map(tuple))),
+    method("moveaxis", X, DIM, dim()),
+    method("unfold", X, DIM, st.integers(0, 4), st.integers(-1, 3)),
+    *both("as_strided", X, st.lists(st.integers(0, 3), max_size=3), st.lists(st.integers(0, 3), max_size=3),
+          Kw("storage_offset", maybe(st.integers(0, 3)))),
+    method("stride", X, quirk=empty_strides), method("storage_offset", X),
     # --- matrix products ---
     *both("matmul", T(FLOATS + INTS), T(FLOATS + INTS, shape=matmul_partner()), differs=empty_product_of_two_dtypes),
     method("__matmul__", T(FLOATS + INTS), T(FLOATS + INTS, shape=matmul_partner()),
@@ -2014,6 +2031,10 @@ NOT_FUZZED = {
     "Tensor.__getattr__": "only reached for a name Tensor lacks; its error message: tests/test_missing_names.py",
     "Tensor.__hash__": "identity, as in PyTorch",
     "Tensor.data_ptr": "a memory address, not comparable across libraries: tests/test_accelerator_and_data_ptr.py",
+    **dict.fromkeys(["Tensor.storage", "Tensor.untyped_storage", "tinyattn.TypedStorage", "tinyattn.UntypedStorage",
+                     "Tensor.nbytes", "Tensor.itemsize"],
+                    "storages and sizes in bytes: tests/test_storage.py against PyTorch's, over views"),
+    "Tensor.retains_grad": "autograd itself: tests/test_storage.py reads it beside .grad's warning, against PyTorch",
     "nn.DataParallel": "nn.parallel.DataParallel, which runs its module as it is: tests/test_pytorch_leftovers.py",
     "Tensor.__array_ufunc__": "None: it makes NumPy hand `np.float64(2) * t` to the tensor",
     "Tensor.__rmatmul__": "reached only from a non-tensor left operand, which matmul refuses; `@` is __matmul__",

@@ -19,6 +19,7 @@ from .functions import Generator, Size, Tensor, manual_seed, tensor
 from .functions_more import *  # noqa: F401,F403  (median, diag, meshgrid, normal, bernoulli, ... and their methods)
 from .counting import bincount, histc, histogram
 from .printing import get_printoptions, set_printoptions
+from .storage import TypedStorage, UntypedStorage
 
 float32 = _dtypes.float32
 float64 = _dtypes.float64

@@ -615,6 +615,17 @@ def _accumulate(tensor, g):
     if tensor._grad is None:
         # a copy: the same array may be the gradient of several tensors (as after an add)
         tensor._grad = Tensor._wrap(backend.namespace(g).asarray(g, copy=True))
+    elif type(tensor._grad.array) is _ndarray and tensor._grad.array.flags.writeable \
+            and 0 not in tensor._grad.array.strides:
+        tensor._grad.array += g  # (the common case, told at once)
+    elif backend.shares_elements(tensor._grad.array):  # an expand()ed tensor assigned as .grad
+        raise RuntimeError(
+            f"backward() cannot add into this .grad of shape {list(tensor._grad.shape)}: more than one of its "
+            "elements refers to a single memory location (an expand()ed tensor was assigned as .grad); "
+            "assign a .clone() of it instead"
+        )
+    elif backend.is_read_only(tensor._grad.array):  # read-only NumPy memory: the sum in a new array
+        tensor._grad.array = tensor._grad.array + g
     else:
         tensor._grad.array += g
 

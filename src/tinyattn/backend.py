@@ -771,3 +771,64 @@ def _erf_far(xp, x, precision):
     tail = _horner(_ERF_FAR[precision], t)
     tail *= xp.exp(-(a * a))
     return xp.copysign(1.0 - tail, x)
+
+
+def memory_block(array):
+    """The one block of memory that `array` is a view into: (a 1-D uint8 array over the whole block,
+    the byte offset of `array`'s first element in it).
+
+    The block is that of the array that owns the memory, at the end of the chain of `.base`: every
+    view of it (a transpose, a slice, an expand) finds the same block, as PyTorch's views find the
+    same storage. The owner's strides may be negative (a view of foreign memory), so the block starts
+    at the owner's lowest byte, not at its first element.
+    """
+    if is_cupy_array(array):
+        kind = type(array)
+    else:
+        array = getattr(array, "_array", array)  # array_api_strict keeps a NumPy array inside
+        kind = np.ndarray
+    owner = array
+    while True:
+        base = owner.base
+        if isinstance(base, kind):
+            owner = base
+        elif isinstance(getattr(base, "base", None), kind):  # NumPy's as_strided: a wrapper around its source
+            owner = base.base
+        else:
+            break
+    if owner.size == 0:
+        nbytes, lowest = 0, data_pointer(owner)
+    else:
+        reach = [(n - 1) * s for n, s in zip(owner.shape, owner.strides)]
+        lowest = data_pointer(owner) + sum(r for r in reach if r < 0)
+        nbytes = sum(abs(r) for r in reach) + owner.itemsize
+    # the owner with each dim in increasing addresses: its first element is the block's first byte
+    forward = owner[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in owner.strides)]
+    if owner.ndim == 0:
+        forward = owner.reshape(1)
+    whole = _as_strided(forward, (nbytes // owner.itemsize,), (owner.itemsize,))
+    return whole.view("uint8"), data_pointer(array) - lowest
+
+
+def _as_strided(array, shape, strides):
+    """A view of `array`'s memory with this shape and these strides (in bytes), NumPy's or CuPy's."""
+    if is_cupy_array(array):
+        import cupy  # (array_api_compat's cupy namespace has no `lib`)
+
+        return cupy.lib.stride_tricks.as_strided(array, shape=shape, strides=strides)
+    return np.lib.stride_tricks.as_strided(array, shape=shape, strides=strides)
+
+
+def strided_view(array, shape, strides, offset):
+    """A view of the memory block `array` lies in (see memory_block): `shape` elements, `strides` and
+    `offset` counted in elements of `array`'s dtype from the block's start. The caller checks that
+    the view stays inside the block."""
+    block, _ = memory_block(array)
+    inner = getattr(array, "_array", array)  # array_api_strict keeps a NumPy array inside
+    itemsize = inner.dtype.itemsize
+    tail = block[offset * itemsize:]
+    start = tail[:tail.shape[0] - tail.shape[0] % itemsize].view(inner.dtype)  # whole elements from `offset` on
+    view = _as_strided(start, tuple(shape), tuple(s * itemsize for s in strides))
+    if inner is not array:
+        return type(array)._new(view, device=array.device)
+    return view

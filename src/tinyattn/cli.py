@@ -435,6 +435,14 @@ def command_generate(args):
 
 
 # ---------------------------------------------------------------------------------------------
+# see: a script's step as a page (tinyattn.tracing_page.see)
+
+DELEGATED["see"] = "tinyattn.tracing_page.see"
+DELEGATED_HELP["see"] = ("run a script under a trace and write the page of its step "
+                         "(`tinyattn see SCRIPT --html PAGE`)")
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def _delegate(module_name, argv):

@@ -3,14 +3,13 @@
 They count, so nothing here is differentiable (neither is it in PyTorch): the results record no graph.
 """
 
-import collections
 import math
 
-from . import backend, dtypes
+from . import backend, dtypes, return_types
 from .errors import ShapeError
 from .tensor import Tensor
 
-HistogramResult = collections.namedtuple("histogram", ["hist", "bin_edges"])
+HistogramResult = return_types.named_result("histogram", ["hist", "bin_edges"])
 
 
 def bincount(input, weights=None, minlength=0):

@@ -9,17 +9,21 @@ a gradient check of the whole module against finite differences.
     tinyattn demo                 # everything
     tinyattn demo --no-trace      # without the trace table
     tinyattn demo --no-gradcheck  # without the gradient check
+    tinyattn demo --html step.html  # instead: the page that shows the traced step in a browser
 """
 
 import ast
+import contextlib
 import copy
+import io
+import os
 import sys
 import textwrap
 
 import tinyattn
 
 from . import gradient_check
-from .console import EXIT_INTERRUPTED, ArgumentParser, terminal_width
+from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, error_text, terminal_width
 
 STEPS = [
     (
@@ -293,6 +297,44 @@ def show_trace(namespace):
     return tr
 
 
+# the demo's three tokens, labelled with the first words of the chapter's sentence
+WORDS = ["Your", "journey", "starts"]
+
+
+def traced_step(namespace):
+    """The trace of mha(x) and its backward pass with every value kept, the tokens labelled."""
+    mha, x = namespace["mha"], namespace["x"]
+    mha.zero_grad()
+    with tinyattn.trace(name="mha", values=True) as tr:
+        out = mha(x)
+        out.sum().backward()
+    return tr.label_tokens(WORDS)
+
+
+def write_html(path):
+    """Run the steps quietly, trace mha(x) with its values and write the page; returns 0 or 2."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        print(error_text("tinyattn demo", f"cannot write {path!r}: the folder {folder!r} does not exist"),
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    namespace = {"tinyattn": tinyattn}
+    with contextlib.redirect_stdout(io.StringIO()):  # the walk's printing is not what the page is for
+        for _, _, code in STEPS + MODULE_STEPS:
+            run_cell(code, namespace)
+    tr = traced_step(namespace)
+    try:
+        written = tr.to_html(path, title="tinyattn demo: multi-head attention, forward and backward",
+                             names=namespace)  # x, the input, under its name
+    except OSError as error:
+        print(error_text("tinyattn demo", f"cannot write {path!r}: {error.strerror or error}"), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    size = os.path.getsize(written)
+    print(f"wrote {path} ({size / 1024:.0f} KiB): {len(tr.forward)} forward and {len(tr.backward)} backward ops; "
+          "open it in a browser")
+    return 0
+
+
 def check_gradients(namespace):
     heading(
         "GRADIENT CHECK: the module's backward against finite differences (float64)",
@@ -329,10 +371,14 @@ def main(argv=None):
     )
     parser.add_argument("--no-trace", action="store_true", help="skip the trace table")
     parser.add_argument("--no-gradcheck", action="store_true", help="skip the gradient check")
+    parser.add_argument("--html", metavar="PATH", help="write the page that shows the traced step (the graph, "
+                        "every value and gradient, the heads' weights) to PATH instead of printing the walk")
     args = parser.parse_args(argv)
 
     state = tinyattn.get_rng_state()
     try:
+        if args.html is not None:
+            return write_html(args.html)
         namespace = {"tinyattn": tinyattn}
         walk(namespace)
         if not args.no_trace:

@@ -9,14 +9,13 @@ rest are built from existing differentiable ops, so their gradients come from th
 """
 
 import builtins
-import collections
 import math
 import numbers
 import warnings
 
 import numpy as np
 
-from . import backend, dtypes, numpy_names, ops, ops_more, random
+from . import backend, dtypes, numpy_names, ops, ops_more, random, return_types, storage
 from . import functions as _functions
 from .autograd import grad_mode, no_grad
 from .errors import ShapeError
@@ -28,12 +27,7 @@ from .tensor import matmul as _matmul, result_dtype as _result_dtype
 
 def _return_type(name, fields):
     """A named tuple that prints as PyTorch prints its return types: one field a line."""
-    base = collections.namedtuple(name, fields)
-
-    def __repr__(self):
-        return f"tinyattn.return_types.{name}(\n" + ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self)) + ")"
-
-    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__str__": __repr__})
+    return return_types.named_result(name, fields)
 
 
 MedianResult = _return_type("median", ["values", "indices"])
@@ -337,15 +331,12 @@ def diag(input, diagonal=0):
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
-    """The diagonal `offset` of the matrices in dims dim1 and dim2, as the last dim of the result
-    (a copy here; PyTorch gives a view)."""
+    """The diagonal `offset` of the matrices in dims dim1 and dim2, as the last dim of the result: a
+    view, as in PyTorch (x.diagonal().zero_() clears x's diagonal)."""
     a, b = _dim(dim1, input.ndim), _dim(dim2, input.ndim)
     if a == b:
         raise ValueError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    rest = [d for d in range(input.ndim) if d not in (a, b)]
-    moved = input.permute(*rest, a, b)
-    rows, cols = ops_more._diagonal_places(np, (input.shape[a], input.shape[b]), int(offset))
-    return moved[(Ellipsis, tensor(rows, device=input.device), tensor(cols, device=input.device))]
+    return storage.Diagonal.apply(input, int(offset), a, b)
 
 
 def _square_matrices(input, name):
@@ -687,6 +678,21 @@ def div(input, other, *, rounding_mode=None, out=None):
     return result if out is None else _into(out, result, "div")
 
 
+def as_strided(input, size, stride, storage_offset=None):
+    """A view of input's storage with these sizes, strides and offset, in elements (Tensor.as_strided)."""
+    return input.as_strided(size, stride, storage_offset)
+
+
+def true_divide(input, other, *, out=None):
+    """input / other, always a true division (an integer tensor gives floats): div without rounding_mode."""
+    return div(input, other, out=out)
+
+
+def true_divide_(input, other):
+    """In place: input /= other (input must be of a floating dtype to hold the quotient)."""
+    return input.div_(other)
+
+
 def matmul(input, other, *, out=None):
     """The matrix product, with broadcasting batches (as the @ operator)."""
     result = _matmul(input, other)
@@ -770,7 +776,7 @@ TENSOR_METHODS = [
     "addcmul", "addcdiv", "addcmul_", "addcdiv_", "median", "dist", "ravel", "swapaxes", "swapdims",
     "squeeze_", "unsqueeze_", "resize_", "resize", "new", "diag", "diagonal", "inverse", "det", "svd", "cross",
     "index_add", "index_add_", "logical_and", "logical_or", "logical_xor", "bitwise_xor", "multiply",
-    "bernoulli", "random_",
+    "bernoulli", "random_", "true_divide", "true_divide_",
 ]
 for _name in TENSOR_METHODS:
     setattr(Tensor, _name, globals()[_name])
@@ -783,5 +789,5 @@ __all__ = [
     "logical_xor", "bitwise_xor", "multiply", "normal", "bernoulli", "logspace", "set_default_dtype",
     "set_default_tensor_type", "set_default_device", "get_default_device", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
-    "add", "sub", "mul", "div", "matmul", "mm", "bmm", "rand", "randn", "max", "min",
+    "add", "sub", "mul", "div", "true_divide", "as_strided", "matmul", "mm", "bmm", "rand", "randn", "max", "min",
 ]

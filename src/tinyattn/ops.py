@@ -1672,7 +1672,7 @@ class Flip(Op):
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
-        return ctx.xp.flip(x, axis=dims)
+        return backend.contiguous(ctx.xp.flip(x, axis=dims))  # a copy, as PyTorch's: NumPy's flip is a view
 
     @staticmethod
     def backward(ctx, grad):

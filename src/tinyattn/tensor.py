@@ -6,7 +6,6 @@ receives `.grad` when `backward()` reaches it. The methods below mirror PyTorch'
 differentiable one runs an op from `tinyattn.ops`.
 """
 
-import collections
 import math
 import numbers
 import warnings
@@ -14,7 +13,7 @@ import weakref
 
 import numpy as np
 
-from . import backend, dtypes, missing, numpy_names, printing
+from . import backend, dtypes, missing, numpy_names, printing, return_types
 from .errors import BackwardError, DeviceError, ShapeError
 
 
@@ -39,10 +38,21 @@ class Size(tuple):
         return math.prod(self)
 
 
-MaxResult = collections.namedtuple("max", ["values", "indices"])
-MinResult = collections.namedtuple("min", ["values", "indices"])
-TopkResult = collections.namedtuple("topk", ["values", "indices"])
-SortResult = collections.namedtuple("sort", ["values", "indices"])
+NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+    "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+    "you access the leaf Tensor instead."
+)
+SEQUENCE_KEY = (
+    "Using a non-tuple sequence for multidimensional indexing is deprecated: PyTorch will read it as a tensor "
+    "index, x[torch.tensor(seq)], which will result either in an error or a different result; use x[tuple(seq)] "
+    "instead of x[seq]"
+)
+MaxResult = return_types.named_result("max", ["values", "indices"])
+MinResult = return_types.named_result("min", ["values", "indices"])
+TopkResult = return_types.named_result("topk", ["values", "indices"])
+SortResult = return_types.named_result("sort", ["values", "indices"])
 
 _NUMPY_SCALARS = {np.float32, np.float64, np.int32, np.int64, np.bool_, np.uint8, np.int8, np.int16}
 
@@ -343,11 +353,17 @@ class Tensor:
     @property
     def grad(self):
         """The gradient that backward() accumulated into this leaf (None until then)."""
+        if self.grad_fn is not None and not self.retains_grad:
+            # backward() fills .grad of leaves only: a common slip, which PyTorch points out
+            warnings.warn(NON_LEAF_GRAD, UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
     def grad(self, value):
         # checked here, as PyTorch checks it: a wrong value would only fail later, inside backward()
+        if value is self:  # backward() would then add the gradient into the tensor itself
+            raise RuntimeError("can't assign a tensor as its own grad: assign a separate tensor "
+                               "(w.grad = w.detach().clone()), or None")
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"a tensor's .grad must be a tensor of its shape or None, got a "
@@ -363,6 +379,16 @@ class Tensor:
                 raise DeviceError(f"the .grad assigned is on {value.device}, the tensor on {self.device}: "
                                   f"move it with .to({str(self.device)!r})")
         self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None  # `del w.grad` clears it, as in PyTorch
+
+    @property
+    def retains_grad(self):
+        """Whether retain_grad() was called on this non-leaf tensor (backward() then fills its .grad)."""
+        node = self.grad_fn
+        return node is not None and any(ref() is self for _, ref in node.retained or ())
 
     def requires_grad_(self, requires_grad=True):
         """In place: sets `requires_grad` (on a leaf) and returns the tensor."""
@@ -586,6 +612,129 @@ class Tensor:
     def is_contiguous(self):
         """Whether the elements lie in row-major order in memory."""
         return backend.is_contiguous(self.array)
+
+    # --- how the numbers lie in memory: a window (offset, strides) onto a storage that views share ---
+
+    def stride(self, dim=None, *, axis=None):
+        """How many elements of the storage one step along each dim skips (a tuple), or along `dim`.
+
+        A (3, 4) tensor made at once has strides (4, 1); its transpose (1, 4): the same storage read
+        in another order. An expand()ed dim has stride 0: all its elements are one place in memory.
+        """
+        if axis is not None:
+            dim = numpy_names.dim_or_axis("stride", dim, axis)
+        array = self.array
+        strides = list(_storage.storage_geometry(array)[2] if type(array) is not np.ndarray
+                       else (s // array.itemsize for s in array.strides))
+        empty = 0 in array.shape
+        for d in reversed(range(len(strides))):
+            if strides[d] == 0 and (array.shape[d] == 1 or empty):
+                # a new dim of size 1 (x[None]): NumPy gives it stride 0, PyTorch the one unsqueeze gives;
+                # NumPy gives the dims of an empty array stride 0 too, PyTorch those of a fresh tensor
+                nxt = d + 1 < len(strides)
+                strides[d] = (max(array.shape[d + 1], 1) if empty else array.shape[d + 1]) * strides[d + 1] if nxt else 1
+        if dim is None:
+            return tuple(strides)
+        if self.ndim == 0:
+            raise IndexError(f"stride({dim}) of a 0-d tensor: it has no dims (its stride() is ())")
+        return strides[_dim(dim, self.ndim)]
+
+    def storage_offset(self):
+        """Where the tensor's first element is in its storage, in elements (x[1].storage_offset() is
+        the length of a row of x)."""
+        return _storage.storage_geometry(self.array)[1]
+
+    def storage(self):
+        """The elements of the memory this tensor views, in its dtype (a `TypedStorage`): the same
+        storage for the tensor and its views; writing into it changes them. PyTorch warns once that
+        TypedStorage is deprecated; `untyped_storage()` is the bytes, without the warning."""
+        _storage.warn_typed_storage()
+        return _storage.TypedStorage(_storage.storage_geometry(self.array)[0], self.dtype)
+
+    def untyped_storage(self):
+        """The bytes of the memory this tensor views (an `UntypedStorage`), shared with its views."""
+        return _storage.UntypedStorage(_storage.storage_geometry(self.array)[0])
+
+    @property
+    def nbytes(self):
+        """The bytes the tensor's elements take: numel() * element_size()."""
+        return self.numel() * self.dtype.itemsize
+
+    @property
+    def itemsize(self):
+        """The bytes one element takes (4 for float32)."""
+        return self.dtype.itemsize
+
+    def select(self, dim=None, index=None, *, axis=None):
+        """The slice at `index` along `dim`, without that dim: a view (x.select(0, i) is x[i])."""
+        dim = _dim(numpy_names.required_dim("select", dim, axis), self.ndim)
+        if index is None:
+            raise TypeError("select() missing 1 required argument: 'index'")
+        return self[(slice(None),) * dim + (_int_index(index),)]
+
+    def movedim(self, source, destination):
+        """A view with dim(s) `source` moved to `destination`, the others in their order."""
+        if isinstance(source, int) != isinstance(destination, int):
+            raise TypeError(f"movedim() takes two ints or two tuples of ints, got {type(source).__name__} and "
+                            f"{type(destination).__name__}")
+        wrap = max(self.ndim, 1)  # a 0-d tensor takes dim 0 (and -1), as in PyTorch
+        sources = [_dim(d, wrap) for d in ((source,) if isinstance(source, int) else source)]
+        targets = [_dim(d, wrap) for d in ((destination,) if isinstance(destination, int) else destination)]
+        if len(sources) != len(targets):
+            raise ValueError(f"movedim: Invalid source or destination dims: source ({list(sources)} dims) should "
+                             f"contain the same number of dims as destination ({list(targets)} dims)")
+        if len(set(sources)) != len(sources) or len(set(targets)) != len(targets):
+            raise ValueError("movedim: repeated dim in source or destination")
+        if self.ndim == 0:
+            return self.view(())
+        order = [None] * self.ndim
+        for s, t in zip(sources, targets):
+            order[t] = s
+        rest = iter(d for d in range(self.ndim) if d not in sources)
+        return self.permute(*[d if d is not None else next(rest) for d in order])
+
+    moveaxis = movedim
+
+    def as_strided(self, size, stride, storage_offset=None):
+        """A view of this tensor's storage with the sizes, strides and offset given (in elements; the
+        offset is this tensor's own unless given). Every element must lie inside the storage."""
+        size, stride = tuple(_int_index(n) for n in size), tuple(_int_index(s) for s in stride)
+        _, own_offset, _ = _storage.storage_geometry(self.array)
+        offset = own_offset if storage_offset is None else _int_index(storage_offset)
+        block_size = _storage.storage_geometry(self.array)[0].shape[0] // self.dtype.itemsize
+        _storage.check_fits(size, stride, offset, block_size, self.dtype.itemsize)
+        root = self if self._base is None else self._base
+        if autograd.grad_mode.enabled and self.requires_grad and not (
+                backend.is_contiguous(root.array) and root.storage_offset() == 0 and root.numel() == block_size):
+            raise RuntimeError("as_strided of a tensor that requires grad needs that tensor's root to own its whole "
+                               "storage in order (a fresh tensor, not a slice, detach() or from_numpy view): take "
+                               "it from a .clone() of the tensor")
+        return _storage.AsStrided.apply(self, size, stride, offset - own_offset)
+
+    def unfold(self, dimension, size, step):
+        """A view of every slice of length `size` along `dimension`, `step` apart, as a new last dim
+        (sliding windows: torch.arange(8.).unfold(0, 3, 2) has rows [0, 1, 2], [2, 3, 4], [4, 5, 6])."""
+        dim = _dim(dimension, max(self.ndim, 1))
+        length = self.array.shape[dim] if self.ndim else 1
+        if size > length:
+            raise RuntimeError(f"maximum size for tensor at dimension {dim} is {length} but size is {size}")
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        if self.ndim == 0:  # a 0-d tensor: its one element as a window of size 1
+            return self.as_strided((size,), (1,))
+        strides, shape = self.stride(), list(self.array.shape)
+        shape[dim] = (length - size) // step + 1
+        new_strides = list(strides)
+        new_strides[dim] = strides[dim] * step
+        return self.as_strided(shape + [size], new_strides + [strides[dim]])
+
+    def __contains__(self, element):
+        """`value in x`: whether some element of x equals `value` (a number, or a tensor compared with
+        x by broadcasting, as `(value == x).any()`); `True in x.isnan()` asks whether x has a NaN."""
+        if not isinstance(element, (Tensor, numbers.Number, np.generic)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                               f"{type(element)}.")
+        return bool((element == self).any())
 
     def clone(self):
         """A copy with its own memory, recorded in the graph (the gradient flows back to self)."""
@@ -1152,7 +1301,8 @@ class Tensor:
         _check_not_bool(self, "topk")
         order = xp.argsort(self.array, axis=axis, descending=largest, stable=True)
         key = (slice(None),) * axis + (slice(0, k),)
-        indices = Tensor._wrap(order[backend.index_key(xp, key, order.ndim)])
+        # the first k of the order, in their own memory (a slice of it would not be contiguous: .view() refuses)
+        indices = Tensor._wrap(backend.contiguous(order[backend.index_key(xp, key, order.ndim)]))
         return TopkResult(self.gather(axis, indices), indices)
 
     def softmax(self, dim=None, *, axis=None):
@@ -1323,7 +1473,10 @@ class Tensor:
         expanded = x.reshape(tuple(d for n in x.shape for d in (1, n))).expand(
             tuple(d for r, n in zip(sizes, x.shape) for d in (r, n))
         )
-        return expanded.reshape(tuple(r * n for r, n in zip(sizes, x.shape)))
+        tiled = expanded.reshape(tuple(r * n for r, n in zip(sizes, x.shape)))
+        # a copy with its own memory, as PyTorch's: with every repeat 1 the reshape is a view of self,
+        # and where only size-1 dims repeat it is a read-only view whose repeated dims have stride 0
+        return tiled.clone() if math.prod(sizes) == 1 else tiled.contiguous()
 
     def split(self, split_size, dim=0):
         """Pieces of split_size along dim (the last one shorter), or of the sizes in a list; views.
@@ -1408,6 +1561,8 @@ class Tensor:
     # --- indexing and masking ---
 
     def __getitem__(self, key):
+        if type(key) is list:
+            key = _sequence_as_tuple(key)
         array = self.array
         if type(array) is np.ndarray:
             simple = _simple_key(key, array.shape)
@@ -1425,6 +1580,8 @@ class Tensor:
         return result if order is None else ops.Permute.apply(result, order)
 
     def __setitem__(self, key, value):
+        if type(key) is list:
+            key = _sequence_as_tuple(key)
         if self._setitem_simple(key, value):
             return
         key = _array_key(key, self)
@@ -2875,6 +3032,19 @@ def _dims_indexed(part):
     return 1
 
 
+def _sequence_as_tuple(key):
+    """A short list key that holds a list, a tensor, a slice, None or Ellipsis, as PyTorch reads it (and
+    NumPy did before 1.23): a tuple of indices, one per dim, with PyTorch's deprecation warning.
+    Any other list (x[[0, 2]]) is one index array for the first dim."""
+    if len(key) < 32:
+        for item in key:
+            if (isinstance(item, (Tensor, np.ndarray, slice, list, tuple, range, str)) or item is None
+                    or item is Ellipsis):
+                warnings.warn(SEQUENCE_KEY, UserWarning, stacklevel=3)
+                return tuple(key)
+    return key
+
+
 def _int_index(value):
     return int(value) if isinstance(value, Tensor) else value.__index__()
 
@@ -2908,6 +3078,7 @@ def where(condition, input, other):
 
 
 from . import autograd, counting, functions, ops  # noqa: E402  (these modules use Tensor)
+from . import storage as _storage  # noqa: E402  (as_strided is an op)
 
 # in-place arithmetic that `Tensor._inplace_direct` runs as one NumPy call when there is no graph
 _INPLACE_UFUNCS = {ops.Add: np.add, ops.Sub: np.subtract, ops.Mul: np.multiply, ops.Div: np.true_divide}

@@ -8,6 +8,10 @@
     tr.filter(op="matmul", module="mha")
     tinyattn.draw_graph(out, "mha")    # the graph as Graphviz DOT (and SVG when Graphviz is installed)
 
+    with tinyattn.trace(name="mha", values=True) as tr:   # also copies of the values and gradients
+        ...
+    tr.to_html("step.html")            # one page to open in a browser (tinyattn.tracing_page)
+
     with tinyattn.detect_anomaly():    # stop at the first op that makes a NaN or an inf
         loss.backward()
 
@@ -41,7 +45,8 @@ from .autograd import Node
 from .console import fill, plural, terminal_width
 from .tensor import Tensor
 
-__all__ = ["AnomalyError", "OpRecord", "OpTable", "Trace", "detect_anomaly", "draw_graph", "trace"]
+__all__ = ["AnomalyError", "OpRecord", "OpTable", "TensorSummary", "Trace", "detect_anomaly", "draw_graph",
+           "label_tokens", "trace"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,7 +318,17 @@ class OpRecord:
     file: str  # the source file that called the op ("" if unknown)
     line: int
     code: str  # the text of that line
-    parents: tuple = ()  # forward: for each input, ("op", step) or ("leaf", key, name, shape)
+    parents: tuple = ()  # forward: for each input, ("op", step, output index) or ("leaf", key, name, shape)
+    view: bool = False  # forward: the output shares its input's memory (view, transpose, ...)
+    forward_step: int = 0  # backward: the step of its forward op (0: the forward ran outside the trace)
+    # with trace(values=True) only:
+    saved: tuple = ()  # forward: what it saved for backward: ("input", i), ("output", i) or ("array", shape, dtype)
+    input_args: tuple = ()  # forward: the position of each input among the op's arguments (its gradient's)
+    # forward: the values of the inputs and outputs; backward: the gradients arriving at the forward
+    # op's outputs and the gradients it sends to the inputs. Each a NumPy copy, a TensorSummary past
+    # the trace's values_limit, or None (no tensor; an unused output's gradient)
+    input_values: tuple = dataclasses.field(default=(), repr=False)
+    output_values: tuple = dataclasses.field(default=(), repr=False)
 
     @property
     def label(self):
@@ -451,21 +466,74 @@ def _cut(text, width):
     return text if len(text) <= width else text[:max(width - 3, 0)] + "..."
 
 
+# what trace(values=True) copies at most, in bytes, before it keeps summaries instead
+VALUES_LIMIT = 64 * 2**20
+
+
+@dataclasses.dataclass
+class TensorSummary:
+    """What a trace keeps of a tensor once its copies reach the values limit: the shape, the dtype,
+    statistics of the finite values, how many are zero, NaN and infinite, and a histogram."""
+
+    shape: tuple
+    dtype: str
+    min: float
+    max: float
+    mean: float
+    std: float
+    zeros: int
+    nans: int
+    infs: int
+    counts: tuple  # the histogram: how many finite values fall between edges[i] and edges[i + 1]
+    edges: tuple
+
+    @classmethod
+    def of(cls, array, bins=24):
+        """The summary of an array (NumPy or on a device)."""
+        host = backend.to_host(array)
+        values = host.astype(np.float64, copy=False).ravel() if host.dtype != np.float64 else host.ravel()
+        finite = values[np.isfinite(values)]
+        nans = int(np.isnan(values).sum())
+        if finite.size:
+            counts, edges = np.histogram(finite, bins=bins)
+            low, high, mean, std = finite.min(), finite.max(), finite.mean(), finite.std()
+        else:
+            counts, edges, low, high, mean, std = np.zeros(0), np.zeros(0), *(float("nan"),) * 4
+        return cls(tuple(host.shape), _dtype_name(array), float(low), float(high), float(mean), float(std),
+                   int((values == 0).sum()), nans, int(values.size - finite.size - nans),
+                   tuple(int(c) for c in counts), tuple(float(e) for e in edges))
+
+
 class Trace(_Observer):
     """Records every op of the forward and backward passes run inside `with trace() as tr:`.
 
     `name` names the first module called (default: its class name); its submodules get dotted
     names (`mha.W_query`). Print `tr` for the table; `tr.forward`, `tr.backward`, `tr.filter(...)`
-    select records (OpRecord dataclasses); `tr.to_dot()` draws the forward graph.
+    select records (OpRecord dataclasses); `tr.to_dot()` draws the forward graph; `tr.to_html(path)`
+    writes the page that shows the step in a browser.
+
+    With `values=True` each record also keeps copies of its tensors (`input_values`,
+    `output_values`; for a backward record, the gradients) until the copies reach `values_limit`
+    bytes; past that, a `TensorSummary` of each. An input that a traced op made is that op's output
+    copy, not a second one.
     """
 
-    def __init__(self, name=None):
+    def __init__(self, name=None, values=False, values_limit=VALUES_LIMIT):
         super().__init__(name)
+        if not isinstance(values, bool):
+            raise TypeError(f"trace: values must be True or False, got {values!r}")
+        if isinstance(values_limit, bool) or not isinstance(values_limit, int) or values_limit < 0:
+            raise ValueError(f"trace: values_limit is a number of bytes >= 0, got {values_limit!r}")
+        self.keeps_values = values
+        self.values_limit = values_limit
+        self.values_kept = 0  # bytes of the copies kept so far
+        self.tokens = None  # the labels of the token positions (label_tokens)
         self.records = OpTable()
         self._by_node = weakref.WeakKeyDictionary()  # node -> its forward record
-        self._producers = {}  # id(tensor) -> (weakref to it, step of the op that made it)
+        self._producers = {}  # id(tensor) -> (weakref to it, step of the op that made it, output index)
         self._leaves = {}  # id(leaf tensor) -> (weakref, key) for tensors no traced op made
         self._leaf_keys = itertools.count()  # leaf0, leaf1, ...
+        self._leaf_values = {}  # leaf key -> its copy (values=True)
 
     # --- the observer ---
 
@@ -496,24 +564,91 @@ class Trace(_Observer):
             line=site.line,
             code=site.code,
             parents=tuple(self._parent(a) for a in args if isinstance(a, Tensor) or _arrays([a])),
+            view=function.is_view and not getattr(node, "copied", False),
         )
+        if self.keeps_values:
+            self._keep_forward(record, node, args, outputs)
         self.records.append(record)
         if getattr(node, "sequence", None) is not None:  # a recorded node: its backward may run
             self._by_node[node] = record
             _node_info[node] = (record.op, record.module, record.location)
-        made = list(outputs)
-        if site.target is not None:  # in place: the target tensor now holds this op's result
-            made.append(site.target)
-        for t in made:  # the tensor, and its array for ops that receive the raw array (a mask)
-            self._producers[id(t)] = (weakref.ref(t), step)
-            self._producers[id(t.array)] = (weakref.ref(t.array), step)
+        producers = self._producers
+        for index, t in enumerate(outputs):  # the tensor, and its array for ops that receive the raw array (a mask)
+            producers[id(t)] = (weakref.ref(t), step, index)
+            producers[id(t.array)] = (weakref.ref(t.array), step, index)
+        t = site.target
+        if t is not None:  # in place: the target tensor now holds this op's (only) result
+            producers[id(t)] = (weakref.ref(t), step, 0)
+            producers[id(t.array)] = (weakref.ref(t.array), step, 0)
+
+    # --- values (trace(values=True)) ---
+
+    def _keep(self, array):
+        """A host copy of `array` while the copies stay under values_limit, past it a TensorSummary."""
+        if array is None or not hasattr(array, "shape"):
+            return None
+        nbytes = _nbytes(array)
+        if self.values_kept + nbytes > self.values_limit:
+            return TensorSummary.of(array)
+        self.values_kept += nbytes
+        return np.array(backend.to_host(array), copy=True)
+
+    def _keep_forward(self, record, node, args, outputs):
+        """The values of an op's inputs (an earlier op's output copy where a traced op made the input)
+        and outputs, and what the op saved for backward."""
+        inputs = []
+        record.input_args = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) or _arrays([a]))
+        for parent, value in zip(record.parents, (args[i] for i in record.input_args)):
+            if parent[0] == "op":
+                inputs.append(self.records[parent[1] - 1].output_values[parent[2]])
+            else:
+                if parent[1] not in self._leaf_values:
+                    self._leaf_values[parent[1]] = self._keep(_arrays([value])[0])
+                inputs.append(self._leaf_values[parent[1]])
+        record.input_values = tuple(inputs)
+        record.output_values = tuple(self._keep(t.array) for t in outputs)
+        saved = []
+        for item in getattr(node, "saved", ()) or ():
+            if item is None:
+                continue
+            where = next((("input", i) for i, a in enumerate(args)
+                          if item is a or (isinstance(a, Tensor) and item is a.array)), None)
+            where = where or next((("output", i) for i, t in enumerate(outputs) if item is t or item is t.array), None)
+            if where is None and hasattr(item, "shape"):
+                array = item.array if isinstance(item, Tensor) else item
+                where = ("array", tuple(array.shape), _dtype_name(array))
+            if where is not None:
+                saved.append(where)
+        record.saved = tuple(saved)
+
+    def label_tokens(self, tokens):
+        """Name the token positions (`["Your", "journey", "starts"]`): the page's attention heatmaps
+        label their rows and columns with them. Returns the trace."""
+        if isinstance(tokens, str) or not hasattr(tokens, "__iter__"):
+            raise TypeError("label_tokens takes a list of labels, one per token position, e.g. "
+                            f"['Your', 'journey', 'starts'] (got {type(tokens).__name__}); "
+                            "for the characters of a string: list(text)")
+        self.tokens = [str(t) for t in tokens]
+        return self
+
+    def to_html(self, path, title=None, **options):
+        """Write the page that shows this trace in a browser: one HTML file that opens offline.
+
+        The graph of the forward and backward pass, each op's values and gradients (when traced with
+        values=True), the attention heatmaps and a step control. `names=globals()` shows your tensors
+        under their variables' names; see tinyattn.tracing_page.write_page for the size limits and
+        the other options. Returns the path written.
+        """
+        from .tracing_page import write_page  # the page and its scripts are loaded only when asked for
+
+        return write_page(self, path, title=title, **options)
 
     def _parent(self, value):
         """("op", step) of the traced op that made a tensor or array, or ("leaf", key, name, shape)."""
         for candidate in (value, value.array) if isinstance(value, Tensor) else (value,):
             entry = self._producers.get(id(candidate))
             if entry is not None and entry[0]() is candidate:
-                return ("op", entry[1])
+                return ("op", entry[1], entry[2])
         leaf = self._leaves.get(id(value))
         if leaf is None or leaf[0]() is not value:
             leaf = self._leaves[id(value)] = (weakref.ref(value), f"leaf{next(self._leaf_keys)}")
@@ -546,7 +681,12 @@ class Trace(_Observer):
             file=forward.file if forward else "",
             line=forward.line if forward else 0,
             code=forward.code if forward else "",
+            forward_step=forward.step if forward else 0,
         ))
+        if self.keeps_values:
+            record = self.records[-1]
+            record.input_values = tuple(self._keep(g) for g in grads_out)
+            record.output_values = tuple(self._keep(g) for g in grads_in)
 
     # --- reading the records ---
 
@@ -588,18 +728,31 @@ class Trace(_Observer):
         return self.records.table()
 
 
-def trace(name=None):
+def trace(name=None, values=False, values_limit=VALUES_LIMIT):
     """A context manager that records every op run inside it: `with tinyattn.trace() as tr: ...`.
 
     `name` names the first module called inside (e.g. "mha"); by default it is the module's class
     name. Traces nest: an inner trace records its ops in both.
+
+    `values=True` also keeps a copy of every op's inputs and outputs and of every gradient of the
+    backward pass (`record.input_values`, `record.output_values`), for `tr.to_html()`'s page, until
+    the copies reach `values_limit` bytes (64 MiB by default); each tensor past that is kept as a
+    `TensorSummary` (statistics and a histogram). Without it a trace copies nothing: shapes only.
 
     Given a 2-D tensor instead, it is PyTorch's `torch.trace(matrix)`: the sum of the diagonal, so
     that code written for PyTorch keeps working.
     """
     if isinstance(name, Tensor):
         return _matrix_trace(name)
-    return Trace(name)
+    return Trace(name, values=values, values_limit=values_limit)
+
+
+def label_tokens(tokens):
+    """Name the token positions for every trace active in this thread (see Trace.label_tokens): what
+    a script run by `tinyattn see` calls, since it holds no trace of its own. Without one, nothing."""
+    for observer in autograd.observers_here():
+        if isinstance(observer, Trace):
+            observer.label_tokens(tokens)
 
 
 def _matrix_trace(matrix):

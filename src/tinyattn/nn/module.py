@@ -156,6 +156,20 @@ def _state_from_torch(state):
     return state
 
 
+class _IncompatibleKeys(collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What load_state_dict returns: the keys the module has that the state dict lacks, and the keys
+    the state dict has that the module lacks; it prints as PyTorch's does."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
 class Module:
     """Base class of every layer: subclass it, assign layers and Parameters in __init__, write forward."""
 
@@ -520,7 +534,7 @@ class Module:
                     values = backend.to_host(value.array) if isinstance(value, Tensor) else backend.host_values(value)
                     target.array[...] = backend.from_host(values.astype(target.dtype.name), target.device)
                     target._bump_version()
-        return collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])(missing, unexpected)
+        return _IncompatibleKeys(missing, unexpected)
 
     # --- moving ---
 
