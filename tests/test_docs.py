@@ -7,6 +7,7 @@ passes and its reference lists every public name.
 
 import html
 import importlib.util
+import inspect
 import pathlib
 import re
 import subprocess
@@ -206,6 +207,31 @@ def test_mkdocs_build_strict(built_site):
     for op in ("CrossEntropyOp", "AttentionOp", "LinearOp"):  # the fused ops, on the same page
         assert f'href="#tinyattn.nn.functional.{op}"' in functional_page, op
     assert "&lt;member" not in tensor_page and "The gradient that backward() accumulated" in tensor_page
+
+
+# the first words of the docstrings of Python's own types, which inspection finds on an attribute's value
+BUILTIN_DOCSTRINGS = [inspect.getdoc(t).splitlines()[0] for t in (int, float, str, tuple, list, dict, bool, object)]
+
+
+def test_the_reference_shows_constructors_and_no_docstring_of_a_builtin(built_site):
+    """Each class of tinyattn.nn is headed by its constructor's signature (nn.Linear(in_features,
+    out_features, bias=True, ...)), and no reference page describes an attribute (`Conv2d.dims = 2`)
+    with the docstring of its value's type ("int([x]) -> integer")."""
+    _, site = built_site
+    assert "int([x]) -> integer" in BUILTIN_DOCSTRINGS and "Built-in immutable sequence." in BUILTIN_DOCSTRINGS
+    for page in (site / "reference").rglob("*.html"):
+        text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8")))
+        shown = [doc for doc in BUILTIN_DOCSTRINGS if doc in text]
+        assert not shown, f"{page.relative_to(site)} shows the docstrings of Python's own types: {shown}"
+    nn_page = (site / "reference" / "nn" / "index.html").read_text(encoding="utf-8")
+    classes = [name for name, value in vars(tinyattn.nn).items() if not name.startswith("_") and inspect.isclass(value)]
+    assert {"Linear", "Conv2d", "MultiheadAttention", "LayerNorm"} <= set(classes)
+    for name in classes:
+        heading = re.search(rf'<h(\d) id="tinyattn\.nn\.{name}".*?</h\1>', nn_page, re.S)
+        assert heading, name
+        heading = html.unescape(re.sub(r"<[^>]+>", "", heading.group(0)))
+        parameters = inspect.signature(getattr(tinyattn.nn, name)).parameters
+        assert f"{name}(" in heading and all(p in heading for p in parameters), (name, heading, list(parameters))
 
 
 @pytest.mark.slow

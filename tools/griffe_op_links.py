@@ -9,6 +9,8 @@
   input.exp()`), so the links follow the code as it changes.
 - A slot attribute (`Tensor.grad`, `.grad_fn`, `.array`, `.output_nr`) shows its docstring (from the
   `__slots__` dict) and no value; Python's `<member 'grad' of 'Tensor' objects>` says nothing.
+- An attribute whose value is a number, a string, a tuple, a dict, ... (`Conv2d.dims = 2`) shows its value and
+  no docstring: the one inspection finds is its type's (`int([x]) -> integer`), which says nothing about it.
 """
 
 import inspect
@@ -76,6 +78,15 @@ def _ops_run_by(function):
     return found
 
 
+def _doc_is_its_types(value):
+    """Whether a value's __doc__ is only its type's (`(2, 3).__doc__` is tuple's: "Built-in immutable
+    sequence..."), not its own (a function's, a class's, a module's)."""
+    if inspect.isroutine(value) or inspect.isclass(value) or inspect.ismodule(value):
+        return False
+    own = getattr(value, "__doc__", None)
+    return own is not None and own == getattr(type(value), "__doc__", None)  # (a built-in's is a new str each time)
+
+
 class OpLinks(griffe.Extension):
     def on_function_instance(self, *, node, func, agent, **kwargs):
         runtime = getattr(node, "obj", None)
@@ -93,7 +104,10 @@ class OpLinks(griffe.Extension):
             func.docstring.value = func.docstring.value.rstrip() + "\n\n" + line
 
     def on_attribute_instance(self, *, node, attr, agent, **kwargs):
-        slot = getattr(node, "obj", None)
+        value = getattr(node, "obj", None)
+        if attr.docstring is not None and _doc_is_its_types(value):
+            attr.docstring = None
+        slot = value
         if isinstance(slot, types.MemberDescriptorType):
             attr.value = None
             doc = inspect.getdoc(slot)  # found in the class's __slots__ dict (the slot's own __doc__ is None)

@@ -158,7 +158,7 @@ class GradScaler:
                     xp = backend.namespace(grad)
                     found_inf = found_inf or not bool(xp.all(xp.isfinite(grad)))
                     grad *= inv_scale
-                    p.grad._version[0] += 1
+                    p.grad._bump_version()
         state["found_inf"] = found_inf
         state["stage"] = _UNSCALED
 

@@ -454,7 +454,7 @@ def _check_model(model, where):
 
 
 def _check_train(train, model, where):
-    from .training import TrainConfig
+    from .train_config import TrainConfig
 
     expect(train, "dict", where, "train")
     fields = {f.name: f for f in dataclasses.fields(TrainConfig)}

@@ -196,7 +196,7 @@ class Normal(_Distribution):
         """loc + eps * scale with eps standard normal draws (PyTorch's draws for the same seed):
         differentiable with respect to loc and scale."""
         shape = _extended_shape(self.batch_shape, sample_shape)
-        eps = functions.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
+        eps = functions_more.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + eps * self.scale
 
     def sample(self, sample_shape=()):
@@ -309,7 +309,7 @@ class Uniform(_Distribution):
     def rsample(self, sample_shape=()):
         """low + u * (high - low) with u = torch.rand (PyTorch's draws for the same seed)."""
         shape = _extended_shape(self.batch_shape, sample_shape)
-        u = functions.rand(shape, dtype=self.low.dtype, device=self.low.device)
+        u = functions_more.rand(shape, dtype=self.low.dtype, device=self.low.device)
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value):

@@ -16,7 +16,7 @@ from .autograd import grad_mode
 from .errors import ShapeError
 from .ops import Cat, Stack
 from .ops import normalize_dim as _normalize_dim
-from .tensor import matmul as _matmul, result_dtype as _result_dtype, where as _where
+from .tensor import result_dtype as _result_dtype, where as _where
 from .tensor import Size, Tensor, _shape_arg  # noqa: F401  (re-exported)
 from .tensor import _check_fits
 
@@ -312,20 +312,6 @@ def _float_dtype(dtype):
     return dt
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    """Uniform numbers in [0, 1)."""
-    dt = _float_dtype(dtype)
-    values = generator_or_default(generator).uniform(_shape_arg(size), _NUMPY_DTYPES[dt.name])
-    return _from_host(values, dt, device, requires_grad)
-
-
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    """Standard normal numbers."""
-    dt = _float_dtype(dtype)
-    values = generator_or_default(generator).normal(_shape_arg(size), _NUMPY_DTYPES[dt.name])
-    return _from_host(values, dt, device, requires_grad)
-
-
 # The *_like creators fill a tensor laid out as `input` (PyTorch's empty_like: a transpose or permutation
 # keeps its strides, anything else becomes contiguous) and fill it as PyTorch does, in memory order.
 
@@ -521,14 +507,6 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=
     return input.std(dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims)
 
 
-def max(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
-    return input.max(dim, keepdim, axis=axis, keepdims=keepdims)
-
-
-def min(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
-    return input.min(dim, keepdim, axis=axis, keepdims=keepdims)
-
-
 def argmax(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
     return input.argmax(dim, keepdim, axis=axis, keepdims=keepdims)
 
@@ -547,18 +525,6 @@ def gather(input, dim, index):
 
 def dot(input, tensor):  # PyTorch's name for the second vector
     return input.dot(tensor)
-
-
-def matmul(input, other):
-    return _matmul(input, other)
-
-
-def mm(input, mat2):
-    return input.mm(mat2)
-
-
-def bmm(input, mat2):
-    return input.bmm(mat2)
 
 
 def reshape(input, shape):
@@ -643,30 +609,6 @@ def isfinite(input):
 
 def numel(input):
     return input.numel()
-
-
-def _tensor_operand(input, other):
-    """The first operand of a binary function form as a tensor: torch.add(2, x) takes 2 as a 0-d tensor."""
-    if isinstance(input, Tensor):
-        return input
-    like = other if isinstance(other, Tensor) else None
-    return tensor(input, device=None if like is None else like.device)
-
-
-def add(input, other, *, alpha=1):
-    return _tensor_operand(input, other).add(other, alpha=alpha)
-
-
-def sub(input, other, *, alpha=1):
-    return _tensor_operand(input, other).sub(other, alpha=alpha)
-
-
-def mul(input, other):
-    return _tensor_operand(input, other).mul(other)
-
-
-def div(input, other, *, rounding_mode=None):
-    return _tensor_operand(input, other).div(other, rounding_mode=rounding_mode)
 
 
 def pow(input, exponent):

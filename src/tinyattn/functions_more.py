@@ -21,7 +21,7 @@ from .autograd import grad_mode, no_grad
 from .errors import ShapeError
 from .functions import _from_host, _float_dtype, generator_or_default, linspace, tensor
 from .tensor import Size, Tensor, _check_not_bool, _dim, _floating, _shape_arg
-from .tensor import result_dtype as _result_dtype
+from .tensor import matmul as _matmul, result_dtype as _result_dtype
 
 
 
@@ -264,7 +264,7 @@ def _become(tensor, result, name):
     tensor.array = result.array
     if recording:
         tensor.grad_fn, tensor.output_nr = result.grad_fn, result.output_nr
-    tensor._version[0] += 1
+    tensor._bump_version()
     return tensor
 
 
@@ -616,7 +616,7 @@ def is_deterministic_algorithms_warn_only_enabled():
 
 # ---------------------------------------------------------------------------------------------
 # out=: the result written into a given tensor (`torch.add(a, b, out=c)`, `torch.rand(2, 2, out=c)`).
-# These take the place of the plain forms in `tinyattn`'s namespace and call them.
+# These are `tinyattn.add`, `tinyattn.rand`, ...: without out= each returns a new tensor.
 
 _DTYPE_WORDS = {dtypes.float32: "Float", dtypes.float64: "Double", dtypes.int64: "Long", dtypes.int32: "Int",
                 dtypes.int16: "Short", dtypes.int8: "Char", dtypes.uint8: "Byte", dtypes.bool_: "Bool"}
@@ -646,27 +646,35 @@ def _into(out, result, name):
     return out.copy_(result)
 
 
+def _tensor_operand(input, other):
+    """The first operand of a binary function form as a tensor: torch.add(2, x) takes 2 as a 0-d tensor."""
+    if isinstance(input, Tensor):
+        return input
+    like = other if isinstance(other, Tensor) else None
+    return tensor(input, device=None if like is None else like.device)
+
+
 def add(input, other, *, alpha=1, out=None):
     """input + alpha * other."""
-    result = _functions.add(input, other, alpha=alpha)
+    result = _tensor_operand(input, other).add(other, alpha=alpha)
     return result if out is None else _into(out, result, "add")
 
 
 def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other."""
-    result = _functions.sub(input, other, alpha=alpha)
+    result = _tensor_operand(input, other).sub(other, alpha=alpha)
     return result if out is None else _into(out, result, "sub")
 
 
 def mul(input, other, *, out=None):
     """input * other."""
-    result = _functions.mul(input, other)
+    result = _tensor_operand(input, other).mul(other)
     return result if out is None else _into(out, result, "mul")
 
 
 def div(input, other, *, rounding_mode=None, out=None):
     """input / other (rounding_mode "trunc" or "floor" for integer-like division)."""
-    result = _functions.div(input, other, rounding_mode=rounding_mode)
+    result = _tensor_operand(input, other).div(other, rounding_mode=rounding_mode)
     return result if out is None else _into(out, result, "div")
 
 
@@ -687,19 +695,19 @@ def true_divide_(input, other):
 
 def matmul(input, other, *, out=None):
     """The matrix product, with broadcasting batches (as the @ operator)."""
-    result = _functions.matmul(input, other)
+    result = _matmul(input, other)
     return result if out is None else _into(out, result, "matmul")
 
 
 def mm(input, mat2, *, out=None):
     """The product of two matrices."""
-    result = _functions.mm(input, mat2)
+    result = input.mm(mat2)
     return result if out is None else _into(out, result, "mm")
 
 
 def bmm(input, mat2, *, out=None):
     """The products of two batches of matrices."""
-    result = _functions.bmm(input, mat2)
+    result = input.bmm(mat2)
     return result if out is None else _into(out, result, "bmm")
 
 
@@ -707,14 +715,14 @@ def max(input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None)
     """The largest element; along dim, (values, indices); max(input, other): the elementwise maximum."""
     if other is not None:
         return _functions.maximum(input, other)
-    return _functions.max(input, dim, keepdim, axis=axis, keepdims=keepdims)
+    return input.max(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
 def min(input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None):
     """The smallest element; along dim, (values, indices); min(input, other): the elementwise minimum."""
     if other is not None:
         return _functions.minimum(input, other)
-    return _functions.min(input, dim, keepdim, axis=axis, keepdims=keepdims)
+    return input.min(dim, keepdim, axis=axis, keepdims=keepdims)
 
 
 def rand(*size, generator=None, out=None, dtype=None, device=None, requires_grad=False):
@@ -723,8 +731,9 @@ def rand(*size, generator=None, out=None, dtype=None, device=None, requires_grad
         return _fill_out(out, lambda: out.uniform_(generator=generator), "rand", requires_grad)
     if out is not None:
         dtype, device = dtype or out.dtype, device or out.device
-    result = _functions.rand(*size, generator=generator, dtype=dtype, device=device,
-                                      requires_grad=requires_grad)
+    dt = _float_dtype(dtype)
+    values = generator_or_default(generator).uniform(_shape_arg(size), _functions._NUMPY_DTYPES[dt.name])
+    result = _from_host(values, dt, device, requires_grad)
     return result if out is None else _into(out, result, "rand")
 
 
@@ -734,8 +743,9 @@ def randn(*size, generator=None, out=None, dtype=None, device=None, requires_gra
         return _fill_out(out, lambda: out.normal_(generator=generator), "randn", requires_grad)
     if out is not None:
         dtype, device = dtype or out.dtype, device or out.device
-    result = _functions.randn(*size, generator=generator, dtype=dtype, device=device,
-                                       requires_grad=requires_grad)
+    dt = _float_dtype(dtype)
+    values = generator_or_default(generator).normal(_shape_arg(size), _functions._NUMPY_DTYPES[dt.name])
+    result = _from_host(values, dt, device, requires_grad)
     return result if out is None else _into(out, result, "randn")
 
 

@@ -1628,7 +1628,7 @@ class Tensor:
             array[simple] = source
         except (ValueError, TypeError):
             return False
-        self._version[0] += 1
+        self._bump_version()
         if self._base is not None:
             self._view_version = self._version[0]
         return True
@@ -1648,7 +1648,7 @@ class Tensor:
                 return False
         self._check_inplace(recording=False)
         array[key] = value
-        self._version[0] += 1
+        self._bump_version()
         if self._base is not None:
             self._view_version = self._version[0]
         return True
@@ -1838,7 +1838,7 @@ class Tensor:
             ufunc(array, other, out=array)
         finally:
             backend.float_errors_restore(quiet)
-        self._version[0] += 1
+        self._bump_version()
         if self._base is not None:
             self._view_version = self._version[0]
         return True
@@ -1858,7 +1858,7 @@ class Tensor:
 
         changed = ops.CopySlices.apply(root, result, view_of)
         root.grad_fn, root.output_nr, root._requires_grad = changed.grad_fn, 0, True
-        self._version[0] += 1  # the counter root and views share
+        self._bump_version()  # the counter root and views share
         autograd.refresh_view(self)
         return self
 
@@ -1877,11 +1877,16 @@ class Tensor:
         self._store(result.array)
         return self
 
+    def _bump_version(self):
+        """Count a change made in place to this tensor's memory: the version counter it shares with its root
+        and views goes up, so that a backward that saved any of them refuses the changed numbers."""
+        self._version[0] += 1
+
     def _store(self, array):
         """Write an in-place op's result into this tensor's memory and count the change."""
         if array is not self.array:  # ops that wrote in place already did
             self.array[...] = array
-        self._version[0] += 1
+        self._bump_version()
         if self._base is not None:
             self._view_version = self._version[0]  # not a stale view: it saw this change itself
 

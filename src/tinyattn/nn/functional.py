@@ -17,6 +17,7 @@ from ..errors import ShapeError
 from ..functions import generator_or_default, _layout_strides, tril, ones, tensor, where, zeros_like
 from ..ops import Softmax, broadcast_shape, softmax_backward, softmax_forward, stable_sigmoid, unbroadcast
 from ..tensor import Tensor, _value_to_write
+from .functional_arguments import tensor_argument  # (the layers call it as F.tensor_argument)
 
 
 class Op(Function):
@@ -53,18 +54,6 @@ class LinearOp(Op):
         gw = backend.matrix_transpose(grad_rows) @ rows if ctx.needs_input_grad[1] else None
         gb = backend.sum_along(grad_rows, (0,)) if ctx.needs_input_grad[2] else None
         return gx, gw, gb
-
-
-def tensor_argument(value, who, name="input"):
-    """`value` if it is a Tensor; otherwise a TypeError that says what to do (a NumPy array or a list
-    would fail later with a message about dtypes or attributes)."""
-    if not isinstance(value, Tensor):
-        library = type(value).__module__.split(".")[0]
-        kind = type(value).__name__ if library == "builtins" else f"{library}.{type(value).__name__}"
-        hint = " (or tinyattn.from_numpy)" if library == "numpy" else ""
-        raise TypeError(f"{who}: the {name} must be a tinyattn tensor, got a {kind}: convert it with "
-                        f"tinyattn.tensor(...){hint}")
-    return value
 
 
 def linear(input, weight, bias=None):
@@ -223,6 +212,40 @@ def dropout(input, p=0.5, training=True, inplace=False):
     shape = tuple(input.shape)
     mask = dropout_mask(shape, p, input, random.like_strides(shape, _layout_strides(input)))
     if inplace:  # written into input's memory and recorded in its graph, as in-place tensor ops are
+        return input._inplace(DropoutOp, mask)
+    return DropoutOp.apply(input, mask)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels: each input[n, c] (an H x W map) with probability p while training, and
+    scale the kept ones by 1 / (1 - p). The mask (N, C, 1, 1) is drawn as PyTorch draws it (one
+    bernoulli per channel, from the PyTorch-compatible stream on the CPU). As in PyTorch, a 3-D input
+    is taken as (N, C, L), with a warning."""
+    check_dropout_p(p)
+    tensor_argument(input, "dropout2d")
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will "
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout2d exists to provide channel-wise dropout "
+                      "on inputs with 2 spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).", stacklevel=2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel "
+                      "dim. This behavior will change in a future release to interpret the input as one without "
+                      "a batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
+                      "behavior, please switch to using dropout1d instead.", stacklevel=2)
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:  # everything dropped, with no draw (as PyTorch)
+        return input.mul_(zeros_like(input)) if inplace else input * zeros_like(input)
+    if input.ndim < 2:
+        raise ShapeError(f"dropout2d: feature dropout needs an input with a channel dim (N, C, ...), got shape "
+                         f"{list(input.shape)}")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"dropout2d needs a floating point tensor, got {input.dtype}: use input.float()")
+    mask = dropout_mask(tuple(input.shape[:2]) + (1,) * (input.ndim - 2), p, input)  # one draw per channel
+    if inplace:
         return input._inplace(DropoutOp, mask)
     return DropoutOp.apply(input, mask)
 
@@ -1389,7 +1412,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 from .functional_more import cosine_similarity, group_norm, pairwise_distance  # noqa: E402,F401
-# convolution, pooling and channel dropout: in a module of their own (it imports from this one)
+# convolution and pooling: in a module of their own
 from .functional_conv import (  # noqa: E402
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -1399,7 +1422,6 @@ from .functional_conv import (  # noqa: E402
     conv2d,
     conv_transpose1d,
     conv_transpose2d,
-    dropout2d,
     max_pool1d,
     max_pool2d,
 )

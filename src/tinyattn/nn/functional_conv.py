@@ -1,18 +1,15 @@
-"""Convolution, pooling and channel dropout as functions: the argument checks, then one op of
+"""Convolution and pooling as functions: the argument checks, then one op of
 `tinyattn.ops_conv` (whose docstring explains the im2col formulation).
 
 Import them from `tinyattn.nn.functional` (as F), which re-exports every public name here, with
 PyTorch's argument names and defaults: F.conv1d, F.conv2d, F.max_pool1d, F.max_pool2d, F.avg_pool1d,
-F.avg_pool2d, F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.dropout2d.
+F.avg_pool2d, F.adaptive_avg_pool1d, F.adaptive_avg_pool2d.
 """
-
-import warnings
 
 from ..errors import ShapeError
 from ..ops_conv import (AdaptiveAvgPool2D, AvgPool2D, Convolution, ConvolutionTranspose, MaxPool2DWithIndices,
                         output_size)
-from . import functional as F
-from .functional import DropoutOp, check_dropout_p, tensor_argument, zeros_like
+from .functional_arguments import tensor_argument
 
 # ---------------------------------------------------------------------------------------------
 # the arguments
@@ -325,41 +322,3 @@ def _adaptive_avg_pool(who, dims, input, output_size):
     if dims == 2:
         return AdaptiveAvgPool2D.apply(input, out_size)
     return AdaptiveAvgPool2D.apply(input.unsqueeze(-2), (1,) + out_size).squeeze(-2)
-
-
-# ---------------------------------------------------------------------------------------------
-# channel dropout
-
-
-def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels: each input[n, c] (an H x W map) with probability p while training, and
-    scale the kept ones by 1 / (1 - p). The mask (N, C, 1, 1) is drawn as PyTorch draws it (one
-    bernoulli per channel, from the PyTorch-compatible stream on the CPU). As in PyTorch, a 3-D input
-    is taken as (N, C, L), with a warning."""
-    check_dropout_p(p)
-    tensor_argument(input, "dropout2d")
-    if input.ndim not in (3, 4):
-        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will "
-                      "result in an error in a future release. To retain the behavior and silence this warning, "
-                      "please use dropout instead. Note that dropout2d exists to provide channel-wise dropout "
-                      "on inputs with 2 spatial dimensions, a channel dimension, and an optional batch dimension "
-                      "(i.e. 3D or 4D inputs).", stacklevel=2)
-    if input.ndim == 3:
-        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
-                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel "
-                      "dim. This behavior will change in a future release to interpret the input as one without "
-                      "a batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
-                      "behavior, please switch to using dropout1d instead.", stacklevel=2)
-    if not training or p == 0 or input.numel() == 0:
-        return input
-    if p == 1:  # everything dropped, with no draw (as PyTorch)
-        return input.mul_(zeros_like(input)) if inplace else input * zeros_like(input)
-    if input.ndim < 2:
-        raise ShapeError(f"dropout2d: feature dropout needs an input with a channel dim (N, C, ...), got shape "
-                         f"{list(input.shape)}")
-    if not input.dtype.is_floating_point:
-        raise TypeError(f"dropout2d needs a floating point tensor, got {input.dtype}: use input.float()")
-    mask = F.dropout_mask(tuple(input.shape[:2]) + (1,) * (input.ndim - 2), p, input)  # one draw per channel
-    if inplace:
-        return input._inplace(DropoutOp, mask)
-    return DropoutOp.apply(input, mask)

@@ -533,7 +533,7 @@ class Module:
                     value = state_dict[key]
                     values = backend.to_host(value.array) if isinstance(value, Tensor) else backend.host_values(value)
                     target.array[...] = backend.from_host(values.astype(target.dtype.name), target.device)
-                    target._version[0] += 1
+                    target._bump_version()
         return _IncompatibleKeys(missing, unexpected)
 
     # --- moving ---

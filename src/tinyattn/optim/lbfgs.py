@@ -185,7 +185,7 @@ class LBFGS(Optimizer):
         for p in self._params:
             n = p.numel()
             p.array += step * backend.namespace(direction).reshape(direction[offset:offset + n], p.array.shape)
-            p._version[0] += 1
+            p._bump_version()
             offset += n
 
     def _copy_params(self):
@@ -194,7 +194,7 @@ class LBFGS(Optimizer):
     def _restore_params(self, saved):
         for p, values in zip(self._params, saved):
             p.array[...] = values
-            p._version[0] += 1
+            p._bump_version()
 
     @backend.quiet_float_errors
     def step(self, closure):

@@ -80,7 +80,7 @@ class Optimizer:
             parallel.for_each(lambda update: self._update(update[0], update[0].grad.array, *update[1:]),
                               updates, [p.numel() for p, _, _ in updates])
             for p, _, _ in updates:
-                p._version[0] += 1
+                p._bump_version()
         return loss
 
     def _update(self, p, grad, state, group):

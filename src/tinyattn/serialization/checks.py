@@ -32,7 +32,8 @@ import zlib
 
 import numpy as np
 
-from ..errors import CheckpointError
+from .. import backend
+from ..errors import CheckpointError, DeviceError
 
 DEFAULT_MAX_LOAD_BYTES = 4 * 2**30
 ENVIRONMENT_VARIABLE = "TINYATTN_MAX_LOAD_BYTES"
@@ -467,3 +468,21 @@ def expect(value, kind, where, field, low=None, high=None, below=None):
         refuse(where, f"{field} must be {_KINDS[kind]}{bounds}, got {short(value)}",
                "the file was changed by hand or damaged: restore it, or train again")
     return value
+
+
+def load_device(target, location, asked=False):
+    """The Device for a map_location value (asked: True) or a saved location, with PyTorch's message
+    for CUDA."""
+    try:
+        device = backend.device(target if isinstance(target, backend.Device) else str(target))
+    except (DeviceError, ValueError) as error:
+        raise DeviceError(f"the file's tensors were saved on {location!r}, which tinyattn cannot place ({error}): "
+                          "load them with map_location='cpu'") from None
+    if device.type == "cuda" and not backend.cuda_is_available():
+        if asked:
+            raise DeviceError(f"map_location={str(target)!r} puts the file's tensors (saved on {location!r}) on a "
+                              "CUDA device, but CUDA is not available here (CuPy and a GPU): load them with "
+                              "map_location='cpu'")
+        raise DeviceError(f"the file's tensors were saved on {location!r} (a CUDA device), but CUDA is not "
+                          "available here (CuPy and a GPU): load them with map_location='cpu'")
+    return device

@@ -23,7 +23,6 @@ from .. import backend
 from ..errors import CheckpointError
 from ..tensor import Tensor
 from . import checks
-from .torch_format import _device
 
 MAX_HEADER_BYTES = 100_000_000  # the reference implementation's limit
 _REFUSED = {"C64": "complex64", "C128": "complex128", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2",
@@ -85,7 +84,7 @@ def load_metadata(filename, *, max_bytes=None):
 def _read(filename, max_bytes, device):
     where = repr(os.fspath(filename))
     budget = checks.Budget(where, max_bytes)
-    target = None if device is None else _device(device, device)
+    target = None if device is None else checks.load_device(device, device)
     try:
         f = open(filename, "rb")
     except OSError as error:

@@ -30,7 +30,7 @@ import zipfile
 import numpy as np
 
 from .. import backend
-from ..errors import CheckpointError, DeviceError, UnpicklingError
+from ..errors import CheckpointError, UnpicklingError
 from ..nn.module import Parameter
 from ..tensor import Tensor
 from . import checks
@@ -204,7 +204,7 @@ class _Loader:
             else:
                 raise TypeError(f"map_location returned {checks.short(result)} for storage {key!r}: return the "
                                 "storage it was given (a 1-D tensor), moved with .to(device), or None")
-        return backend.from_host(values, _device(target, location, asked=target is not location))
+        return backend.from_host(values, checks.load_device(target, location, asked=target is not location))
 
     def make_tensor(self, storage, offset, size, stride, requires_grad):
         what = f"a tensor of storage {storage.key!r}"
@@ -230,24 +230,6 @@ class _Loader:
             raise UnpicklingError(f"{self.where}: a Parameter of dtype {tensor.dtype} with requires_grad="
                                   f"{checks.short(requires_grad)}")
         return Parameter(tensor, requires_grad)
-
-
-def _device(target, location, asked=False):
-    """The Device for a map_location value (asked: True) or a saved location, with PyTorch's message
-    for CUDA."""
-    try:
-        device = backend.device(target if isinstance(target, backend.Device) else str(target))
-    except (DeviceError, ValueError) as error:
-        raise DeviceError(f"the file's tensors were saved on {location!r}, which tinyattn cannot place ({error}): "
-                          "load them with map_location='cpu'") from None
-    if device.type == "cuda" and not backend.cuda_is_available():
-        if asked:
-            raise DeviceError(f"map_location={str(target)!r} puts the file's tensors (saved on {location!r}) on a "
-                              "CUDA device, but CUDA is not available here (CuPy and a GPU): load them with "
-                              "map_location='cpu'")
-        raise DeviceError(f"the file's tensors were saved on {location!r} (a CUDA device), but CUDA is not "
-                          "available here (CuPy and a GPU): load them with map_location='cpu'")
-    return device
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, max_bytes=None):

@@ -43,7 +43,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     coefficient = backend.clip(max_norm / (total + 1e-6), high=1.0)  # stays a 0-d array: no host sync
     for g in grads:
         g.array *= coefficient
-        g._version[0] += 1
+        g._bump_version()
     return Tensor._wrap(total)
 
 
@@ -53,7 +53,7 @@ def clip_grad_value_(parameters, clip_value):
     clip_value = float(clip_value)
     for g in _grads(parameters):
         g.array[...] = backend.clip(g.array, -clip_value, clip_value)
-        g._version[0] += 1
+        g._bump_version()
 
 
 

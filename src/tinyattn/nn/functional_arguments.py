@@ -1,0 +1,16 @@
+"""The check of a tensor argument that `tinyattn.nn.functional`, its convolutions and the layers share
+(as F.tensor_argument)."""
+
+from ..tensor import Tensor
+
+
+def tensor_argument(value, who, name="input"):
+    """`value` if it is a Tensor; otherwise a TypeError that says what to do (a NumPy array or a list
+    would fail later with a message about dtypes or attributes)."""
+    if not isinstance(value, Tensor):
+        library = type(value).__module__.split(".")[0]
+        kind = type(value).__name__ if library == "builtins" else f"{library}.{type(value).__name__}"
+        hint = " (or tinyattn.from_numpy)" if library == "numpy" else ""
+        raise TypeError(f"{who}: the {name} must be a tinyattn tensor, got a {kind}: convert it with "
+                        f"tinyattn.tensor(...){hint}")
+    return value

@@ -1,0 +1,209 @@
+"""The package's layout: each name of `tinyattn` defined in one place, `import tinyattn` loads the library
+without the app built on it, no import circle beyond an allow-list that is to shrink, and one way to count an
+in-place change (Tensor._bump_version)."""
+
+import ast
+import importlib
+import inspect
+import os
+import pathlib
+import subprocess
+import sys
+
+import tinyattn
+
+PACKAGE = pathlib.Path(tinyattn.__file__).parent
+
+
+def _root_sources():
+    """{module: names it gives the package root}: the modules __init__.py imports names from, read from its
+    source (`from .functions import *` gives the module's public names, `from .printing import x` gives x)."""
+    sources = {}
+    for node in ast.walk(ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            module = importlib.import_module(f"tinyattn.{node.module}")
+            if any(alias.name == "*" for alias in node.names):
+                names = getattr(module, "__all__", [n for n in vars(module) if not n.startswith("_")])
+            else:
+                names = [alias.name for alias in node.names]
+            sources.setdefault(module, set()).update(names)
+    return sources
+
+
+def test_each_public_name_of_the_package_root_is_defined_in_one_module():
+    # A function or class offered to the root by two modules is written twice, and which one `tinyattn.add`
+    # is depends on the order of __init__.py's imports.
+    definers = {}
+    for module, names in _root_sources().items():
+        for name in names:
+            value = getattr(module, name, None)
+            if (inspect.isfunction(value) or inspect.isclass(value)) and value.__module__ == module.__name__:
+                definers.setdefault(name, set()).add(module.__name__)
+    twice = {name: sorted(modules) for name, modules in definers.items() if len(modules) > 1}
+    assert not twice, f"defined in more than one module that the package root imports from: {twice}"
+    # and every public function of the root is the one its own module defines under that name
+    for name, value in vars(tinyattn).items():
+        if not name.startswith("_") and inspect.isfunction(value) and value.__module__.startswith("tinyattn"):
+            home = importlib.import_module(value.__module__)
+            assert getattr(home, value.__qualname__, None) is value, (name, value.__module__, value.__qualname__)
+
+
+def test_the_duplicate_check_sees_a_name_defined_twice(monkeypatch):
+    # the check above, fed a module that defines its own `add` too, reports it
+    import tinyattn.functions as functions
+
+    def add(input, other, *, alpha=1):
+        return input.add(other, alpha=alpha)
+
+    add.__module__ = functions.__name__
+    monkeypatch.setattr(functions, "add", add, raising=False)
+    monkeypatch.setattr(functions, "__all__", [*functions.__all__, "add"])
+    try:
+        test_each_public_name_of_the_package_root_is_defined_in_one_module()
+    except AssertionError as error:
+        assert "'add'" in str(error)
+    else:
+        raise AssertionError("a name defined in two modules went unnoticed")
+
+
+# the app built on the library, with its command line: `import tinyattn` must not need any of it
+APP_MODULES = ("cli", "demo", "bench", "training", "train_config", "checkpoint", "models", "data", "run_log",
+               "progress", "learner_loops", "torch_twins")
+
+
+def test_importing_the_library_does_not_load_the_app():
+    code = "import sys, tinyattn; print(' '.join(sorted(m for m in sys.modules if m.startswith('tinyattn'))))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PACKAGE.parent), *sys.path])}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    loaded = set(result.stdout.split())
+    assert "tinyattn.nn.functional" in loaded and "tinyattn.gradient_check" in loaded  # the library is there
+    app = sorted(loaded & {f"tinyattn.{name}" for name in APP_MODULES})
+    assert not app, f"import tinyattn loaded the app's modules {app}"
+
+
+# --- import circles: modules that import each other, directly or round about ---
+# Every import counts, wherever it stands (the top of a file, its bottom, inside a function): a late import
+# hides a circle from Python, not from a reader. The circles still allowed; each is to shrink or go, never grow:
+ALLOWED_CIRCLES = [
+    # the engine's core: Tensor and Function need each other (the Tensor class is imported at the bottom of
+    # autograd.py, the ops, functions and storages at the bottom of tensor.py)
+    {"tinyattn.autograd", "tinyattn.counting", "tinyattn.functions", "tinyattn.ops", "tinyattn.storage",
+     "tinyattn.tensor"},
+    # the exercises' own small engine, built from the exercises' solutions, and its checks
+    {"tinyattn.exercises.engine", "tinyattn.exercises.engine_checks", "tinyattn.exercises.e18_topological_order",
+     "tinyattn.exercises.e19_accumulate", "tinyattn.exercises.e20_unbroadcast", "tinyattn.exercises.e21_saved",
+     "tinyattn.exercises.e22_apply"},
+    # the exercises' framework: an exercise runs its checker, and the checker loads exercises
+    {"tinyattn.exercises.checker", "tinyattn.exercises.exercise"},
+]
+
+
+def _modules(package_dir):
+    """{dotted name: path} of every module of the package (a package is named by its __init__.py)."""
+    modules = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = list(path.relative_to(package_dir.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _imported_modules(name, path, modules):
+    """The package's modules that `name` imports. `from . import x` imports the module x when there is one,
+    else the package's __init__; imports of a package's __init__ are left out (it imports everything below
+    it, so every module would be in a circle with it)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            candidates = [f"{base}.{alias.name}" for alias in node.names] + [base]
+            candidates = [c for c in candidates[:-1] if c in modules] or [base]
+        else:
+            continue
+        for target in candidates:
+            while target and target not in modules:  # `import a.b.c` where c is a name: its module a.b
+                target = target.rpartition(".")[0]
+            if target and target != name and modules[target].name != "__init__.py":
+                found.add(target)
+    return found
+
+
+def import_circles(package_dir):
+    """The strongly connected components of the import graph with more than one module (Tarjan's algorithm)."""
+    modules = _modules(package_dir)
+    graph = {name: _imported_modules(name, path, modules) for name, path in modules.items()}
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(component)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def test_no_import_circle_outside_the_allowed_ones():
+    new = [sorted(c) for c in import_circles(PACKAGE) if not any(c <= allowed for allowed in ALLOWED_CIRCLES)]
+    assert not new, f"import circles: {new}; break each (a lower module for what both need), never allow it"
+
+
+def test_the_circle_check_finds_a_circle(tmp_path):
+    # a package of four modules: a and b import each other (one of them late, inside a function), c imports
+    # the package's __init__ (left out), d stands alone
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("from . import a\n")
+    (package / "a.py").write_text("from .sub import b\n")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "b.py").write_text("def f():\n    from ..a import g\n")
+    (package / "sub" / "c.py").write_text("from .. import a\nimport pkg\n")
+    (package / "d.py").write_text("import os\n")
+    assert import_circles(package) == [{"pkg.a", "pkg.sub.b"}]
+    (package / "sub" / "b.py").write_text("from .c import x\n")  # b -> c -> a -> b
+    assert import_circles(package) == [{"pkg.a", "pkg.sub.b", "pkg.sub.c"}]
+
+
+def test_a_version_is_bumped_one_way():
+    # an in-place change is counted by Tensor._bump_version alone (so a change to how versions are kept is
+    # made in one place): no module writes `x._version[0] += 1` itself
+    written = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+        allowed = {id(n) for f in functions if f.name == "_bump_version" and path.name == "tensor.py"
+                   for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript)
+                    and isinstance(node.target.value, ast.Attribute) and node.target.value.attr == "_version"
+                    and id(node) not in allowed):
+                written.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not written, f"versions bumped by hand (call the tensor's _bump_version()): {written}"
+    assert any(f.name == "_bump_version" for f in ast.walk(ast.parse((PACKAGE / "tensor.py").read_text()))
+               if isinstance(f, ast.FunctionDef))
