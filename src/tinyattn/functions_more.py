@@ -221,6 +221,21 @@ def swapdims(input, dim0, dim1):
     return input.transpose(dim0, dim1)
 
 
+def movedim(input, source, destination):
+    """A view with the dims `source` moved to the places `destination` (Tensor.movedim)."""
+    return input.movedim(source, destination)
+
+
+def moveaxis(input, source, destination):
+    """NumPy's name for movedim(input, source, destination)."""
+    return input.movedim(source, destination)
+
+
+def select(input, dim, index):
+    """The view input[..., index, ...] with `index` taken along `dim`, which goes away (Tensor.select)."""
+    return input.select(dim, index)
+
+
 def meshgrid(*tensors, indexing=None):
     """Coordinate grids from 1-D tensors: with indexing="ij" the k-th result varies along dim k;
     with "xy" the first two dims are swapped (NumPy's and MATLAB's convention). Without indexing,
@@ -683,9 +698,9 @@ def as_strided(input, size, stride, storage_offset=None):
     return input.as_strided(size, stride, storage_offset)
 
 
-def true_divide(input, other, *, out=None):
-    """input / other, always a true division (an integer tensor gives floats): div without rounding_mode."""
-    return div(input, other, out=out)
+def true_divide(dividend, divisor, *, out=None):
+    """dividend / divisor, always a true division (an integer tensor gives floats): div without rounding_mode."""
+    return div(dividend, divisor, out=out)
 
 
 def true_divide_(input, other):
@@ -785,7 +800,7 @@ for _name in TENSOR_METHODS:
 __all__ = [
     "asin", "acos", "atan", "atan2", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "sin_", "lerp",
     "addcmul", "addcdiv", "median", "std_mean", "var_mean", "dist", "cdist", "ravel", "swapaxes", "swapdims",
-    "meshgrid", "diag", "diagonal", "inverse", "det", "svd", "cross", "index_add", "logical_and", "logical_or",
+    "meshgrid", "movedim", "moveaxis", "select", "diag", "diagonal", "inverse", "det", "svd", "cross", "index_add", "logical_and", "logical_or",
     "logical_xor", "bitwise_xor", "multiply", "normal", "bernoulli", "logspace", "set_default_dtype",
     "set_default_tensor_type", "set_default_device", "get_default_device", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
