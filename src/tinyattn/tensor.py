@@ -1653,10 +1653,16 @@ class Tensor:
             node.saved_versions = tuple(v for v in node.saved_versions if v[0] is not self._version)
         self._check_fits_in_place(result)
         if node is not None and self._base is not None:
-            return self._inplace_on_view(result)
-        self._store(result.array)
-        if node is not None:
-            self.grad_fn, self.output_nr, self._requires_grad = node, 0, True
+            self._inplace_on_view(result)
+        else:
+            self._store(result.array)
+            if node is not None:
+                self.grad_fn, self.output_nr, self._requires_grad = node, 0, True
+        if node is not None and node.saved_versions:
+            # what the op saved of its output now belongs to this tensor (y.exp_() then y.add_(1) raises)
+            node.saved_versions = tuple((self._version, self._version[0], shape) if counter is result._version
+                                        else (counter, version, shape)
+                                        for counter, version, shape in node.saved_versions)
         return self
 
     def _inplace_direct(self, function, args):
