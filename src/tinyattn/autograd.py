@@ -209,6 +209,12 @@ class Node:
                 f"{self.name()}: trying to backward through the graph a second time (its saved "
                 "values were freed). Pass retain_graph=True to the first backward() if you need to."
             )
+        self.check_saved_versions()
+        return self.saved
+
+    def check_saved_versions(self):
+        """Raises if a tensor whose numbers the backward needs was changed in place since the forward
+        (backward checks every node's before calling it, as PyTorch does when it unpacks them)."""
         for counter, version, shape in self.saved_versions:
             if counter[0] != version:
                 raise BackwardError(
@@ -218,7 +224,6 @@ class Node:
                     "(masked_fill instead of masked_fill_, x = x + y instead of x += y) or .clone() it "
                     "before changing it."
                 )
-        return self.saved
 
     def mark_dirty(self, *tensors):
         """For your Functions: forward changed these inputs in place and returns them (as PyTorch's)."""
@@ -349,7 +354,7 @@ class Function:
             outputs = [Tensor._wrap(out_arrays[0])] if single else [Tensor._wrap(a) for a in out_arrays]
         if cls.is_view and not getattr(node, "copied", False):
             _mark_views(args[0], outputs, (cls, args[1:]))
-        if node.saved:
+        if record and (node.saved or node.computed_from):
             node.saved_versions = _saved_versions(node, tensors, outputs)
 
         if observers:
@@ -513,6 +518,8 @@ def _saved_versions(node, inputs, outputs):
                 continue  # an array the forward made from nothing the caller holds: no one can change it
         counter = owner._version
         versions.append((counter, counter[0], owner.array.shape))
+    if node.computed_from:
+        del node.computed_from  # only their versions are needed: let go of the arrays
     if node.function.takes_arrays:
         for item in saved:
             if isinstance(item, Tensor):  # a built-in op's backward reads arrays
@@ -718,6 +725,8 @@ def _accumulate(tensor, g):
 
 
 def _call_backward(node, grads):
+    if node.saved_versions and not node.released:
+        node.check_saved_versions()
     for index, g in enumerate(grads):
         if g is None and node.materialize_grads:  # an output nobody used: its gradient is zero
             shape, dt = node.output_meta[index]

@@ -1418,15 +1418,19 @@ class Tensor:
                     view = Tensor._wrap(array[(simple if type(simple) is tuple else (simple,)) + (Ellipsis,)])
                     autograd._mark_views(self, (view,), (ops.Index, (simple,)))
                     return view
-                return ops.Index.apply(self, simple)
+                return ops.Index.apply(self, simple) if type(simple) is not np.ndarray else ops.Index.apply(self, simple, key)
+        index_tensors = _index_tensors(key)
         key = _array_key(key, self)
         order = _pytorch_order(key, self.ndim)
-        result = ops.Index.apply(self, key)  # basic keys give a view: it shares self's version counter
+        # basic keys give a view: it shares self's version counter; the index tensors go along, for
+        # the check of their versions in backward
+        result = ops.Index.apply(self, key, *index_tensors)
         return result if order is None else ops.Permute.apply(result, order)
 
     def __setitem__(self, key, value):
         if self._setitem_simple(key, value):
             return
+        index_tensors = _index_tensors(key)
         key = _array_key(key, self)
         value = _value_to_write(self, value)
         if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1:
@@ -1444,7 +1448,7 @@ class Tensor:
             value = ops.Permute.apply(value.reshape(shape), tuple(numpy_order))
         try:
             if not self._setitem_direct(key, value):
-                self._inplace(ops.IndexPut, key, value)
+                self._inplace(ops.IndexPut, key, value, *index_tensors)
         except (ValueError, TypeError):  # NumPy's errors for a value that does not fit: name both shapes
             target = self.detach()[key].shape if order is None else None
             if isinstance(value, Tensor) and target is not None and ops.broadcast_shape(value.shape, target) != target:
@@ -1518,7 +1522,7 @@ class Tensor:
             if low < 0 or high >= size:
                 raise IndexError(f"gather: index {high if high >= size else low} is out of bounds for dim "
                                  f"{axis} with size {size} (valid indices are 0 to {size - 1})")
-        return ops.Gather.apply(self, axis, index.array)
+        return ops.Gather.apply(self, axis, index)
 
     def masked_fill(self, mask, value):
         """A copy with `value` where `mask` (bool, broadcast) is True; the gradient skips those."""
@@ -1985,8 +1989,8 @@ class Tensor:
         size = self.shape[axis] if self.ndim else 1
         _check_index_range(index, size, f"index_select: index {{}} is out of range for dim {axis} with size {size}")
         if self.ndim == 0:
-            return ops.IndexSelect.apply(self.reshape(1), 0, index.array).reshape(())
-        return ops.IndexSelect.apply(self, axis, index.array)
+            return ops.IndexSelect.apply(self.reshape(1), 0, index).reshape(())
+        return ops.IndexSelect.apply(self, axis, index)
 
     def masked_select(self, mask):
         """The elements where `mask` is True, as a 1-D tensor."""
@@ -1996,7 +2000,7 @@ class Tensor:
         if not _broadcastable(mask.shape, self.shape):
             raise ShapeError(f"masked_select: the mask's shape {list(mask.shape)} does not broadcast with the "
                              f"tensor's {list(self.shape)}")
-        return ops.MaskedSelect.apply(self, mask.array)
+        return ops.MaskedSelect.apply(self, mask)
 
     def repeat_interleave(self, repeats, dim=None, *, output_size=None, axis=None):
         """Each element (each slice along `dim`) repeated `repeats` times, or repeats[i] times for
@@ -2675,7 +2679,17 @@ def _mask_array(mask, like):
     backend.same_device([like.array, mask.array])
     if ops.broadcast_shape(mask.shape, like.shape) != like.shape:
         raise ShapeError(f"the mask's shape {list(mask.shape)} does not broadcast to the tensor's {list(like.shape)}")
-    return mask.array
+    return mask  # (a tensor: the op checks its version in backward)
+
+
+def _index_tensors(key):
+    """The index tensors (not 0-d integer ones, which index as ints) of a key: they go to the index
+    ops as arguments, so that one changed in place after the forward makes backward raise."""
+    if isinstance(key, Tensor):
+        return (key,) if key.ndim or key.dtype is dtypes.bool_ else ()
+    if type(key) is not tuple:
+        return ()
+    return tuple(p for p in key if isinstance(p, Tensor) and (p.ndim or p.dtype is dtypes.bool_))
 
 
 def _array_key(key, tensor):
@@ -2898,7 +2912,7 @@ def where(condition, input, other):
     if ops.broadcast_shape(*shapes) is None:
         raise ShapeError(f"where: the shapes of the condition {list(condition.shape)}, input {list(ops.shape_of(a))} "
                          f"and other {list(ops.shape_of(b))} cannot be broadcast together")
-    return ops.Where.apply(condition.array, a, b)
+    return ops.Where.apply(condition, a, b)
 
 
 from . import autograd, counting, functions, ops  # noqa: E402  (these modules use Tensor)
