@@ -49,6 +49,46 @@ class B:
         return mask
 
 
+def written(x, key, value):
+    x[key] = value
+    return x
+
+
+def exp_function(L):
+    """The Exp of PyTorch's docs: a Function that saves its output."""
+
+    class Exp(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            result = x.exp()
+            ctx.save_for_backward(result)
+            return result
+
+        @staticmethod
+        def backward(ctx, grad):
+            (result,) = ctx.saved_tensors
+            return grad * result
+
+    return Exp
+
+
+def square_function(L):
+    """A Function that saves its input."""
+
+    class Square(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 2 * x * grad
+
+    return Square
+
+
 def lstm(L):
     return L.nn.LSTM(3, 4)
 
@@ -101,7 +141,6 @@ CASES = [
     ("leaky_relu", [F(3, 4)], lambda L, x: L.nn.functional.leaky_relu(x, 0.1), 1, None),
     ("elu", [F(3, 4)], lambda L, x: L.nn.functional.elu(x), 1, None),
     ("softplus", [F(3, 4)], lambda L, x: L.nn.functional.softplus(x), 1, None),
-    ("hardtanh", [F(3, 4)], lambda L, x: L.nn.functional.hardtanh(x), 1, None),
     # reductions
     ("sum", [F(3, 4)], lambda L, x: x.sum(), 1, None),
     ("sum dim", [F(3, 4)], lambda L, x: x.sum(1), 1, None),
@@ -158,6 +197,31 @@ CASES = [
      lambda L, q, k, v: L.nn.functional.scaled_dot_product_attention(q, k, v), 1, None),
     ("causal attention", [F(2, 3, 4), F(2, 3, 4), F(2, 3, 4)],
      lambda L, q, k, v: L.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True), 1, None),
+    ("conv1d", [F(2, 2, 6), F(3, 2, 3)], lambda L, x, w: L.nn.functional.conv1d(x, w), 1, None),
+    ("conv_transpose2d", [F(1, 2, 3, 3), F(2, 3, 2, 2)],
+     lambda L, x, w: L.nn.functional.conv_transpose2d(x, w), 1, None),
+    ("max_pool2d with indices", [F(1, 2, 4, 4)],
+     lambda L, x: tuple(L.nn.functional.max_pool2d(x, 2, return_indices=True)), 2, None),
+    ("group_norm", [F(2, 4, 3), F(4), F(4)], lambda L, x, w, b: L.nn.functional.group_norm(x, 2, w, b), 1, None),
+    ("batch_norm", [F(4, 3), F(3), F(3)],
+     lambda L, x, w, b: L.nn.functional.batch_norm(x, None, None, w, b, training=True), 1, None),
+    ("normalize", [F(3, 4)], lambda L, x: L.nn.functional.normalize(x, dim=1), 1, None),
+    ("binary_cross_entropy", [F(3, 4, positive=True), F(3, 4, positive=True)],
+     lambda L, x, t: L.nn.functional.binary_cross_entropy(x / 3, t / 3), 1, None),
+    ("sort", [F(3, 4)], lambda L, x: tuple(x.sort(1)), 2, None),
+    ("topk", [F(3, 4)], lambda L, x: tuple(x.topk(2, 1)), 2, None),
+    ("cumprod", [F(3, 4)], lambda L, x: x.cumprod(1), 1, None),
+    ("scatter_add", [F(3, 4), I(3, 2, high=4), F(3, 2)], lambda L, x, i, v: x.scatter_add(1, i, v), 1, None),
+    ("scatter", [F(3, 4), I(3, 2, high=4), F(3, 2)], lambda L, x, i, v: x.scatter(1, i, v), 1, None),
+    ("setitem", [F(5, 3), I(2, high=5), F(3)], lambda L, x, i, v: written(x.clone(), i, v), 1, None),
+    ("index_add", [F(5, 3), I(2, high=5), F(2, 3)], lambda L, x, i, v: x.index_add(0, i, v), 1, None),
+    ("exp in place", [F(3, 4)], lambda L, x: x.clone().exp_(), 1, None),
+    ("relu in place", [F(3, 4)], lambda L, x: x.clone().relu_(), 1, None),
+    ("mul in place", [F(3, 4), F(3, 4)], lambda L, x, y: x.clone().mul_(y), 1, None),
+    ("sigmoid in place", [F(3, 4)], lambda L, x: x.clone().sigmoid_(), 1, None),
+    ("masked_fill in place", [F(3, 4), B(3, 4)], lambda L, x, m: x.clone().masked_fill_(m, 0.5), 1, None),
+    ("custom Exp", [F(3, 4)], lambda L, x: exp_function(L).apply(x), 1, None),
+    ("custom Square", [F(3, 4)], lambda L, x: square_function(L).apply(x), 1, None),
     ("nn.LSTM", [F(5, 2, 3)], lambda L, m, x: (lambda y, s: (y, *s))(*m(x)), 3, lstm),
     ("nn.GRU", [F(2, 5, 3)], lambda L, m, x: m(x), 2, gru),
 ]

@@ -1035,10 +1035,11 @@ class Gather(Op):
     """torch.gather: `out[i][j] = x[i][index[i][j]]` along `dim`."""
 
     @staticmethod
-    def forward(ctx, x, dim, index):
+    def forward(ctx, x, dim, index, saves_input=True):
         xp = ctx.xp
         axis = normalize_dim(dim, x.ndim)
-        ctx.save_for_backward(index, computed_from=(x,))  # PyTorch saves the input too (for its shape)
+        # PyTorch's gather saves the input too (for its shape); topk, which gathers, saves only the indices
+        ctx.save_for_backward(index, computed_from=(x,) if saves_input else ())
         ctx.axis, ctx.in_shape = axis, x.shape
         # like PyTorch, the index may be smaller than x in the other dims: gather from that corner
         corner = tuple(slice(None) if i == axis else slice(0, n) for i, n in enumerate(index.shape))
@@ -1050,7 +1051,7 @@ class Gather(Op):
         xp = ctx.xp
         full = xp.zeros(ctx.in_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
         # the scatter-add of take_along_axis: spell out the index along every dim
-        return backend.scatter_add(full, along_axis_key(xp, index, ctx.axis), grad), None, None
+        return backend.scatter_add(full, along_axis_key(xp, index, ctx.axis), grad), None, None, None
 
 
 class MaskedFill(Op):

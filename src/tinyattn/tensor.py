@@ -1153,7 +1153,8 @@ class Tensor:
         order = xp.argsort(self.array, axis=axis, descending=largest, stable=True)
         key = (slice(None),) * axis + (slice(0, k),)
         indices = Tensor._wrap(order[backend.index_key(xp, key, order.ndim)])
-        return TopkResult(self.gather(axis, indices), indices)
+        # (PyTorch's topk saves only the indices, not self as gather does)
+        return TopkResult(ops.Gather.apply(self, axis, indices, False), indices)
 
     def softmax(self, dim=None, *, axis=None):
         """exp(x) / sum(exp(x)) along `dim`: positive weights that sum to 1."""
@@ -2142,7 +2143,7 @@ class Tensor:
             )
         size = shape[axis]
         _check_index_range(index, size, f"{name}: index {{}} is out of range for dim {axis} with size {size}")
-        return axis, index.array, src
+        return axis, index, src  # (the index tensor: the op checks its version in backward)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -36,14 +36,18 @@ class LinearOp(Op):
     def forward(ctx, x, weight, bias):
         xp = ctx.xp
         # (batch * tokens, in): one big GEMM (the row count spelled out, not -1: in_features may be 0)
-        rows = xp.reshape(x, (math.prod(x.shape[:-1]), x.shape[-1]))
+        shape = (math.prod(x.shape[:-1]), x.shape[-1])
+        rows = backend.reshape_view(x, shape)
+        copied = rows is None  # x's layout (a transposed batch) needs a copy: as PyTorch's, x is then not saved
+        if copied:
+            rows = xp.reshape(x, shape)
         y = rows @ backend.matrix_transpose(weight)
         if bias is not None:
             y += bias
         # as PyTorch's: x (as its rows) for the weight's gradient, the weight for x's; nothing for the bias
         needs_x, needs_weight = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         ctx.save_for_backward(rows if needs_weight else None, weight if needs_x else None,
-                              computed_from=(x,) if needs_weight else ())
+                              computed_from=(x,) if needs_weight and not copied else ())
         ctx.in_shape, ctx.out_features = x.shape, weight.shape[0]
         return xp.reshape(y, x.shape[:-1] + (weight.shape[0],))
 
@@ -876,16 +880,45 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         weight = class_weight("nll_loss", weight, input, rows.shape[1])
         losses, _, total_weight = weighted_nll_rows(rows, targets, weight, ignore_index)
         return reduce_class_loss(losses, total_weight, reduction, shape)
-    valid = targets != ignore_index
-    safe_target = targets.long().masked_fill(~valid, 0)  # ignored places pick class 0, then count 0
-    if rows.shape[1]:
-        picked = -rows.gather(1, safe_target.unsqueeze(1)).squeeze(1)
-    else:  # no classes: every target is ignored (class_rows checked); the sum over no classes is 0
-        picked = -rows.sum(1)
-    picked = picked.masked_fill(~valid, 0.0)
-    if reduction == "none":
-        return picked.reshape(shape)
-    return picked.sum() / valid.sum() if reduction == "mean" else picked.sum()
+    loss = NllLossOp.apply(rows, targets.long(), ignore_index, reduction)
+    return loss.reshape(shape) if reduction == "none" else loss
+
+
+class NllLossOp(Op):
+    """-log_probs[row, target] for each row (0 where the target is ignore_index), reduced; the gradient
+    is -1 at each row's target (over the count of counted rows for the mean), 0 elsewhere.
+
+    As PyTorch's nll_loss, it saves the input and the target: changing either in place after the
+    forward makes backward raise."""
+
+    @staticmethod
+    def forward(ctx, log_probs, target, ignore_index, reduction):
+        xp = ctx.xp
+        valid = target != ignore_index
+        safe_target = xp.where(valid, target, 0)  # ignored places pick class 0, then count 0
+        if log_probs.shape[1]:
+            picked = xp.take_along_axis(log_probs, safe_target[:, None], axis=1)[:, 0]
+        else:  # no classes: every target is ignored (class_rows checked); nothing to pick
+            picked = xp.zeros(target.shape, dtype=log_probs.dtype, **backend.creation_kwargs(xp))
+        losses = xp.where(valid, -picked, 0.0)
+        count = xp.sum(xp.astype(valid, log_probs.dtype))
+        ctx.save_for_backward(safe_target, valid, count, computed_from=(log_probs, target))
+        ctx.reduction, ctx.in_shape = reduction, log_probs.shape
+        if reduction == "none":
+            return losses
+        total = backend.sum_along(losses, (0,))
+        return total / count if reduction == "mean" else total
+
+    @staticmethod
+    def backward(ctx, grad):
+        safe_target, valid, count = ctx.saved_tensors
+        xp = ctx.xp
+        scale = grad / count if ctx.reduction == "mean" else grad  # (one per row for 'none')
+        row_grad = xp.where(valid, -scale, 0.0)  # ignored rows get none (not inf * 0 where count is 0)
+        full = xp.zeros(ctx.in_shape, dtype=row_grad.dtype, **backend.creation_kwargs(xp))
+        if ctx.in_shape[1]:
+            xp.put_along_axis(full, safe_target[:, None], row_grad[:, None], axis=1)
+        return full, None, None, None
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -897,7 +930,37 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     if isinstance(target, Tensor):  # as in PyTorch, a 0-d target counts as a tensor in the dtype here
         dtype = dtypes.promote(input.dtype, target.dtype)
         input, target = input.to(dtype), target.to(dtype)
+        if (weight is None and reduction != "none" and tuple(input.shape) == tuple(target.shape)
+                and input.dtype.is_floating_point):
+            return MseLossOp.apply(input, target, reduction)
     return weighted_loss("mse_loss", (input - target) ** 2, weight, shape, reduction)
+
+
+class MseLossOp(Op):
+    """The mean (or sum) of (input - target)^2 over all elements; the gradient to the input is
+    2 (input - target) grad (/ n for the mean), its negative to the target.
+
+    As PyTorch's mse_loss, it saves the input and the target (changing either in place after the
+    forward makes backward raise), and computes the difference again in backward."""
+
+    @staticmethod
+    def forward(ctx, input, target, reduction):
+        diff = input - target
+        squares = diff**2  # (as the chain (input - target) ** 2 computes it: the same bits)
+        axes = tuple(range(squares.ndim))
+        ctx.save_for_backward(input, target)
+        ctx.reduction = reduction
+        if reduction == "sum":
+            return backend.sum_along(squares, axes)
+        return backend.mean_along(squares, axes, squares.size, False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target = ctx.saved_tensors
+        # as the chain's backwards: the mean's (grad / n), then the square's (2 * diff), then the subtraction's
+        share = grad / input.size if ctx.reduction == "mean" else grad
+        g = share * (2 * (input - target))
+        return (g if ctx.needs_input_grad[0] else None), (-g if ctx.needs_input_grad[1] else None), None
 
 
 def reduce_loss(loss, reduction):
