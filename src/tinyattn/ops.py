@@ -1485,7 +1485,7 @@ class Prod(Op):
     def forward(ctx, x, dim, keepdim):
         ctx.name_hint = "ProdBackward0" if dim is None else "ProdBackward1"  # PyTorch's overloads
         ctx.axes = normalize_dims(dim, x.ndim)
-        y = ctx.xp.prod(x, axis=ctx.axes, keepdims=keepdim)
+        y = ctx.xp.asarray(ctx.xp.prod(x, axis=ctx.axes, keepdims=keepdim))  # (an array, not a NumPy scalar)
         # PyTorch saves the input and the output (its backward divides by x where it can); this
         # backward needs only x, but changing y in place raises as it does in PyTorch
         ctx.save_for_backward(x, computed_from=(y,))

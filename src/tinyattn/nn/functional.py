@@ -915,10 +915,9 @@ class NllLossOp(Op):
         xp = ctx.xp
         scale = grad / count if ctx.reduction == "mean" else grad  # (one per row for 'none')
         row_grad = xp.where(valid, -scale, 0.0)  # ignored rows get none (not inf * 0 where count is 0)
-        full = xp.zeros(ctx.in_shape, dtype=row_grad.dtype, **backend.creation_kwargs(xp))
-        if ctx.in_shape[1]:
-            xp.put_along_axis(full, safe_target[:, None], row_grad[:, None], axis=1)
-        return full, None, None, None
+        classes = xp.arange(ctx.in_shape[1], **backend.creation_kwargs(xp))
+        at_target = classes[None, :] == safe_target[:, None]  # each row's target class
+        return xp.where(at_target, row_grad[:, None], 0.0), None, None, None
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
