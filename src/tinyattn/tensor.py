@@ -1664,8 +1664,10 @@ class Tensor:
             if node is not None:
                 self.grad_fn, self.output_nr, self._requires_grad = node, 0, True
         if node is not None and node.saved_versions:
-            # what the op saved of its output now belongs to this tensor (y.exp_() then y.add_(1) raises)
-            node.saved_versions = tuple((self._version, self._version[0], shape) if counter is result._version
+            # what the op saved of its output, or computed from this tensor's old numbers (a mask), now
+            # belongs to this tensor as written: a later change raises (y.exp_() then y.add_(1), as in PyTorch)
+            mine = self._version
+            node.saved_versions = tuple((mine, mine[0], shape) if counter is result._version or counter is mine
                                         else (counter, version, shape)
                                         for counter, version, shape in node.saved_versions)
         return self
