@@ -512,8 +512,11 @@ def _saved_versions(node, inputs, outputs):
                 # tensor that is no argument (an index tensor inside a key): checked all the same
                 owner = next((t for t in outputs if t.array is item.array), item)
             elif any(item is c for c in node.computed_from):
-                raise RuntimeError(f"internal error: {node.name()} says a saved array was computed from an "
-                                   "array that is none of its inputs and outputs")
+                if type(item) in _NUMPY_SCALARS and len(outputs) == 1:
+                    owner = outputs[0]  # a 0-d result NumPy gave as a scalar: apply made it the output's array
+                else:
+                    raise RuntimeError(f"internal error: {node.name()} says a saved array was computed from an "
+                                       "array that is none of its inputs and outputs")
             else:
                 continue  # an array the forward made from nothing the caller holds: no one can change it
         counter = owner._version
