@@ -400,6 +400,9 @@ def _apply_yours(cls, args, kwargs):
         if record and d.grad_fn is None and d._requires_grad:
             raise BackwardError("a leaf Variable that requires grad is being used in an in-place operation "
                                 f"({cls.__name__}.forward marked it dirty): work on a .clone() of the leaf")
+        if record and d._base is not None:  # (its base's graph would not see the change: refused, not wrong)
+            raise BackwardError(f"{cls.__name__}.forward marked dirty a view of another tensor, which tinyattn "
+                                "does not record: mark the tensor it is a view of, or work on a .clone()")
         d._version[0] += 1  # changed in place: its version moves on, as PyTorch's mark_dirty does
     if record and positions:
         node.sequence = next(_sequence)

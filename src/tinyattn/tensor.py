@@ -1419,7 +1419,9 @@ class Tensor:
                     view = Tensor._wrap(array[(simple if type(simple) is tuple else (simple,)) + (Ellipsis,)])
                     autograd._mark_views(self, (view,), (ops.Index, (simple,)))
                     return view
-                return ops.Index.apply(self, simple) if type(simple) is not np.ndarray else ops.Index.apply(self, simple, key)
+                if type(simple) is np.ndarray:  # C[ix]: the index tensor goes along (its version is checked)
+                    return ops.Index.apply(self, simple, key)
+                return ops.Index.apply(self, simple)
         index_tensors = _index_tensors(key)
         key = _array_key(key, self)
         order = _pytorch_order(key, self.ndim)
@@ -1534,15 +1536,15 @@ class Tensor:
             _scalar(value)  # a 0-d tensor only, as below
             _check_differentiable_dtype(value, self.dtype, "masked_fill")
             return where(mask, value.to(self.dtype), self)  # so that the value receives its gradient too
-        return ops.MaskedFill.apply(self, _mask_array(mask, self), _value_to_write(self, _scalar(value)))
+        return ops.MaskedFill.apply(self, _mask_tensor(mask, self), _value_to_write(self, _scalar(value)))
 
     def masked_fill_(self, mask, value):
         """In place: `value` written where `mask` (bool, broadcast) is True."""
         if isinstance(value, Tensor) and value.requires_grad and autograd.grad_mode.enabled and self.is_floating_point():
             _scalar(value)
-            _mask_array(mask, self)
+            _mask_tensor(mask, self)
             return self.copy_(where(mask, value.to(self.dtype), self))  # the value receives its gradient
-        return self._inplace(ops.MaskedFill, _mask_array(mask, self), _value_to_write(self, _scalar(value)), True)
+        return self._inplace(ops.MaskedFill, _mask_tensor(mask, self), _value_to_write(self, _scalar(value)), True)
 
     def histogram(self, bins=100, *, range=None, weight=None, density=False):
         """(hist, bin_edges): how many elements fall in each of the bins."""
@@ -2674,7 +2676,7 @@ def _argext(x, dim, keepdim, name):
     return Tensor._wrap(xp.astype(result, xp.int64))
 
 
-def _mask_array(mask, like):
+def _mask_tensor(mask, like):
     if not isinstance(mask, Tensor):
         mask = Tensor._from_data(mask, device=like.device)
     if mask.dtype is not dtypes.bool_:
