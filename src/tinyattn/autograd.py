@@ -190,12 +190,13 @@ class Node:
         """Keep what backward needs: arrays (built-in ops) or tensors (your Functions).
 
         Each item saved is tied to the tensor it belongs to, whose version is recorded now and checked
-        when backward reads `saved_tensors`: a tensor changed in place in between raises, as in PyTorch,
-        instead of giving a wrong gradient. An input's or the output's array (or tensor) is told by
-        itself; a tensor that is not an argument (an index tensor inside a key) is saved as the tensor.
-        An array the forward computed from inputs or the output (a mask, a reshaped output, im2col's
-        rows) names them in `computed_from`, so that their versions are checked too. Arrays computed
-        from nothing the caller holds (a random mask) need no check.
+        before backward runs: a tensor changed in place in between raises, as in PyTorch, instead of
+        giving a wrong gradient. An input's or the output's array (or tensor) is told by itself (index
+        tensors are arguments of the index ops for this). An array the forward computed from inputs or
+        the output (a mask, a reshaped output, im2col's columns) names them in `computed_from`, so that
+        their versions are checked too; `computed_from` alone records the versions of tensors whose
+        numbers PyTorch's backward reads and this one does not need. Arrays computed from nothing the
+        caller holds (a random mask) need no check.
         """
         self.saved = items
         if computed_from:
@@ -511,8 +512,8 @@ def _saved_versions(node, inputs, outputs):
                 break
         if owner is None:
             if isinstance(item, Tensor):
-                # an output of your Function's forward (apply gave back a tensor around its array), or a
-                # tensor that is no argument (an index tensor inside a key): checked all the same
+                # your Function's: an output of its forward (apply gave back a tensor around its array),
+                # or a tensor it computed (its own version counter, which nobody else holds)
                 owner = next((t for t in outputs if t.array is item.array), item)
             elif any(item is c for c in node.computed_from):
                 if type(item) in _NUMPY_SCALARS and len(outputs) == 1:
@@ -526,11 +527,6 @@ def _saved_versions(node, inputs, outputs):
         versions.append((counter, counter[0], owner.array.shape))
     if node.computed_from:
         del node.computed_from  # only their versions are needed: let go of the arrays
-    if node.function.takes_arrays:
-        for item in saved:
-            if isinstance(item, Tensor):  # a built-in op's backward reads arrays
-                node.saved = tuple(i.array if isinstance(i, Tensor) else i for i in saved)
-                break
     return tuple(versions)
 
 
