@@ -315,3 +315,53 @@ def test_backward_raises_where_pytorch_raises(case, target, seed):
         assert (mine is None) == (reference is None)
         if mine is not None:
             np.testing.assert_allclose(mine, reference, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def layer_case(make, x):
+    """A layer, its output's weighted sum, a step of SGD between two backwards of it: the step changes
+    the parameters in place, so the second backward raises where the layer saved a parameter."""
+
+    def run(L):
+        L.manual_seed(0)
+        layer = make(L)
+        optimizer = L.optim.SGD(layer.parameters(), lr=0.1)
+        out = layer(x(L))
+        out = out[0] if isinstance(out, tuple) else out  # (a recurrent layer's output, not its state)
+        loss = (out * L.linspace(-1, 1, out.numel()).reshape(out.shape)).sum()
+        loss.backward(retain_graph=True)
+        optimizer.step()
+        try:
+            loss.backward()
+        except RuntimeError as error:
+            assert "modified by an inplace operation" in str(error)
+            return "raises"
+        return "works"
+
+    return run
+
+
+@pytest.mark.parametrize("name, run", [
+    ("Linear", layer_case(lambda L: L.nn.Linear(3, 2), lambda L: L.randn(4, 3))),
+    ("Conv2d", layer_case(lambda L: L.nn.Conv2d(1, 2, 3), lambda L: L.randn(1, 1, 4, 4))),
+    ("LayerNorm", layer_case(lambda L: L.nn.LayerNorm(3), lambda L: L.randn(4, 3))),
+    ("Embedding", layer_case(lambda L: L.nn.Embedding(5, 3), lambda L: L.tensor([1, 2, 1]))),
+    ("LSTM", layer_case(lambda L: L.nn.LSTM(3, 2), lambda L: L.randn(4, 1, 3))),
+])
+def test_a_parameter_update_between_forward_and_backward(name, run):
+    assert run(tinyattn) == run(torch), name
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss", "mse_loss"])
+def test_a_loss_divided_in_place_before_backward(loss):
+    """`loss /= accumulation_steps` (gradient accumulation): works, as in PyTorch, and scales the gradient."""
+    grads = []
+    for L in (tinyattn, torch):
+        x = L.tensor(np.linspace(-1, 1, 12).reshape(4, 3), requires_grad=True)
+        if loss == "mse_loss":
+            value = L.nn.functional.mse_loss(x, L.zeros(4, 3, dtype=x.dtype))
+        else:
+            value = getattr(L.nn.functional, loss)(x, L.tensor([0, 2, 1, 2]))
+        value /= 4
+        value.backward()
+        grads.append(x.grad.detach().numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
