@@ -1419,9 +1419,8 @@ class Tensor:
                     view = Tensor._wrap(array[(simple if type(simple) is tuple else (simple,)) + (Ellipsis,)])
                     autograd._mark_views(self, (view,), (ops.Index, (simple,)))
                     return view
-                if type(simple) is np.ndarray:  # C[ix]: the index tensor goes along (its version is checked)
-                    return ops.Index.apply(self, simple, key)
-                return ops.Index.apply(self, simple)
+                # C[ix]: the index tensor itself is the key (an argument: its version is checked)
+                return ops.Index.apply(self, key if type(simple) is np.ndarray else simple)
         index_tensors = _index_tensors(key)
         key = _array_key(key, self)
         order = _pytorch_order(key, self.ndim)
