@@ -541,7 +541,7 @@ def test_custom_function_saved_tensor_modified_in_place():
     y = x * 1
     z = Square.apply(y)
     y.add_(1)
-    with pytest.raises(BackwardError, match="modified by an in-place operation"):
+    with pytest.raises(BackwardError, match="modified by an inplace operation"):
         z.sum().backward()
 
 
@@ -554,7 +554,7 @@ def test_inplace_change_of_a_saved_tensor_raises():
     y = x * 2
     z = y * y
     y.add_(1)
-    with pytest.raises(BackwardError, match=r"modified by an in-place operation.*version 1, expected 0"):
+    with pytest.raises(BackwardError, match=r"modified by an inplace operation.*version 1, expected 0"):
         z.sum().backward()
     e = x.exp()  # exp saves its output
     e.mul_(2)

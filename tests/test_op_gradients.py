@@ -470,8 +470,8 @@ def test_inplace_op_on_a_view(xp_backend, data):
         elif op == "masked_fill_":
             view.masked_fill_(mask(chosen), 0.25)
         elif op in ("exp_", "tanh_"):
-            getattr(view, op)()
-            view.mul_(v)  # so that the value has a gradient too
+            view.mul_(v)  # so that the value has a gradient too (before: exp_ and tanh_ save their
+            getattr(view, op)()  # output, and changing it afterwards makes backward raise, as in PyTorch)
         else:
             getattr(view, op)(v)
         return y * y + view.sum()

@@ -167,7 +167,9 @@ class Node:
     # What most nodes keep as it is, as class attributes: a node that changes one gets its own (one
     # node is made per op, so the fewer attributes it sets, the cheaper the op).
     saved = ()
-    saved_versions = ()
+    saved_versions = ()  # ((the version counter of the tensor a saved item belongs to, its version, shape), ...)
+    computed_from = ()  # arrays the saved ones were computed from (see save_for_backward)
+    dirty = non_differentiable = ()  # what a Function's forward marked (mark_dirty, mark_non_differentiable)
     released = False
     retained = None
     hooks = None  # [(output index, hook)] from register_hook on the outputs
@@ -180,12 +182,25 @@ class Node:
     # --- the ctx API of PyTorch ---
 
     def set_materialize_grads(self, value):
-        """False: backward gets None (not zeros) for an output nobody used, and can skip its work."""
+        """False: backward gets None (not zeros) for an output nobody used (or a non-differentiable
+        one), and can skip its work."""
         self.materialize_grads = bool(value)
 
-    def save_for_backward(self, *items):
-        """Keep arrays (built-in ops) or tensors (your Functions) for the backward pass."""
+    def save_for_backward(self, *items, computed_from=()):
+        """Keep what backward needs: arrays (built-in ops) or tensors (your Functions).
+
+        Each item saved is tied to the tensor it belongs to, whose version is recorded now and checked
+        before backward runs: a tensor changed in place in between raises, as in PyTorch, instead of
+        giving a wrong gradient. An input's or the output's array (or tensor) is told by itself (index
+        tensors are arguments of the index ops for this). An array the forward computed from inputs or
+        the output (a mask, a reshaped output, im2col's columns) names them in `computed_from`, so that
+        their versions are checked too; `computed_from` alone records the versions of tensors whose
+        numbers PyTorch's backward reads and this one does not need. Arrays computed from nothing the
+        caller holds (a random mask) need no check.
+        """
         self.saved = items
+        if computed_from:
+            self.computed_from = computed_from
 
     @property
     def saved_tensors(self):
@@ -195,15 +210,29 @@ class Node:
                 f"{self.name()}: trying to backward through the graph a second time (its saved "
                 "values were freed). Pass retain_graph=True to the first backward() if you need to."
             )
+        self.check_saved_versions()
+        return self.saved
+
+    def check_saved_versions(self):
+        """Raises if a tensor whose numbers the backward needs was changed in place since the forward
+        (backward checks every node's before calling it, as PyTorch does when it unpacks them)."""
         for counter, version, shape in self.saved_versions:
             if counter[0] != version:
                 raise BackwardError(
                     f"one of the tensors needed by {self.name()} to compute gradients (shape "
-                    f"{list(shape)}) was modified by an in-place operation after it was used: it is "
+                    f"{list(shape)}) has been modified by an inplace operation after it was used: it is "
                     f"at version {counter[0]}, expected {version}. Use the out-of-place op "
-                    "(masked_fill instead of masked_fill_, x = x + y instead of x += y) or .clone() it."
+                    "(masked_fill instead of masked_fill_, x = x + y instead of x += y) or .clone() it "
+                    "before changing it."
                 )
-        return self.saved
+
+    def mark_dirty(self, *tensors):
+        """For your Functions: forward changed these inputs in place and returns them (as PyTorch's)."""
+        self.dirty = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        """For your Functions: these outputs (indices, masks) get no gradient and do not require grad."""
+        self.non_differentiable = tensors
 
     # --- what PyTorch shows of a grad_fn ---
 
@@ -246,8 +275,12 @@ class Function:
         raise NotImplementedError("a Function must define backward(ctx, grad_output)")
 
     @classmethod
-    def apply(cls, *args):
-        """Runs forward and, when a gradient is needed, records the node that backward will call."""
+    def apply(cls, *args, **kwargs):
+        """Runs forward and, when a gradient is needed, records the node that backward will call.
+
+        Keyword arguments go to forward as they are: as in PyTorch, they get no gradient."""
+        if not cls.takes_arrays:
+            return _apply_yours(cls, args, kwargs)
         # This runs for every op, so it walks the arguments once and keeps to plain loops; the common
         # case (a built-in op on NumPy arrays) takes no detour through helpers.
         node = _new_node(Node)  # Node(cls), without the call of __init__
@@ -280,30 +313,18 @@ class Function:
         # known before forward runs, so that forward saves only what the needed gradients use
         node.needs_input_grad = tuple(needs) if record else (False,) * len(args)
 
-        if cls.takes_arrays:
-            quiet = float_errors_off()  # inf and NaN without NumPy's warnings, as in PyTorch
-            try:
-                result = cls.forward(node, *arrays)
-            finally:
-                float_errors_restore(quiet)
-        else:
-            versions = [t._version[0] for t in tensors]
-            with no_grad():
-                result = cls.forward(node, *args)
-            changed = [i for i, (t, v) in enumerate(zip(tensors, versions)) if t._version[0] != v]
-            if record and changed:
-                raise BackwardError(
-                    f"{cls.__name__}.forward changed its input tensor {changed[0]} in place: the graph would "
-                    "not know the values it was given, so its gradients would be wrong. Work on a copy "
-                    "inside forward (x = x.clone())"
-                )
+        quiet = float_errors_off()  # inf and NaN without NumPy's warnings, as in PyTorch
+        try:
+            result = cls.forward(node, *arrays, **kwargs)
+        finally:
+            float_errors_restore(quiet)
         single = type(result) is not tuple
         if single:
             if type(result) in _NUMPY_SCALARS:  # (a full reduction's NumPy scalar: as the 0-d array it stands for)
                 result = _as_array(result)
-            out_arrays = [result.array if isinstance(result, Tensor) else result]
+            out_arrays = [result]
         else:
-            out_arrays = [r.array if isinstance(r, Tensor) else r for r in result]
+            out_arrays = list(result)
         if xp is None:
             xp = node.xp = backend.namespace(out_arrays[0])
 
@@ -334,13 +355,80 @@ class Function:
             outputs = [Tensor._wrap(out_arrays[0])] if single else [Tensor._wrap(a) for a in out_arrays]
         if cls.is_view and not getattr(node, "copied", False):
             _mark_views(args[0], outputs, (cls, args[1:]))
-        if node.saved:
-            node.saved_versions = _saved_versions(node.saved, tensors, outputs)
+        if record and (node.saved or node.computed_from):
+            node.saved_versions = _saved_versions(node, tensors, outputs)
 
         if observers:
             for observer in observers_here():
                 observer.on_forward(node, args, outputs)
         return outputs[0] if single else tuple(outputs)
+
+
+def _apply_yours(cls, args, kwargs):
+    """Function.apply for a Function you write (on tensors): the same steps as a built-in op's, and
+    what PyTorch lets such a forward do besides: return Python numbers (given back as they are, with
+    None for their gradient in backward), change inputs it marks dirty, mark outputs non-differentiable."""
+    node = Node(cls)
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+    record = any(needs) and grad_mode.enabled
+    node.needs_input_grad = needs if record else (False,) * len(args)
+    node.xp = backend.same_device([t.array for t in tensors]) if tensors else None
+    versions = [t._version[0] for t in tensors]
+    with no_grad():
+        result = cls.forward(node, *args, **kwargs)
+    dirty = node.dirty
+    changed = [i for i, (t, v) in enumerate(zip(tensors, versions))
+               if t._version[0] != v and not any(t is d for d in dirty)]
+    if record and changed:
+        raise BackwardError(
+            f"{cls.__name__}.forward changed its input tensor {changed[0]} in place: the graph would "
+            "not know the values it was given, so its gradients would be wrong. Work on a copy "
+            "inside forward (x = x.clone()), or call ctx.mark_dirty(x) and return x"
+        )
+    single = type(result) is not tuple
+    results = [result] if single else list(result)
+    positions = [i for i, r in enumerate(results) if isinstance(r, Tensor)]  # the rest: numbers, given back
+    if len(positions) != len(results):
+        node.result_positions = (tuple(positions), len(results))
+    if node.xp is None and positions:
+        node.xp = backend.namespace(results[positions[0]].array)
+    outputs = list(results)
+    for d in dirty:
+        if not any(d is r for r in results):
+            raise BackwardError(f"{cls.__name__}.forward marked a tensor dirty (changed in place) that it does "
+                                "not return: return every tensor given to ctx.mark_dirty")
+        if record and d.grad_fn is None and d._requires_grad:
+            raise BackwardError("a leaf Variable that requires grad is being used in an in-place operation "
+                                f"({cls.__name__}.forward marked it dirty): work on a .clone() of the leaf")
+        if record and d._base is not None:  # (its base's graph would not see the change: refused, not wrong)
+            raise BackwardError(f"{cls.__name__}.forward marked dirty a view of another tensor, which tinyattn "
+                                "does not record: mark the tensor it is a view of, or work on a .clone()")
+        d._bump_version()  # changed in place: its version moves on, as PyTorch's mark_dirty does
+    if record and positions:
+        node.sequence = next(_sequence)
+        node.edges = tuple(_edge_to(a) if need else None for a, need in zip(args, needs))
+        node.input_meta = tuple((a.array.shape, a.array.dtype) if isinstance(a, Tensor) else None for a in args)
+        node.output_meta = tuple((results[i].array.shape, results[i].array.dtype) for i in positions)
+        for nr, i in enumerate(positions):
+            r = results[i]
+            if any(r is n for n in node.non_differentiable):
+                outputs[i] = Tensor._wrap(r.array)  # no grad_fn: backward gets zeros (or None) for it
+            elif any(r is d for d in dirty):  # the input itself, now made by this node
+                r.grad_fn, r.output_nr, r._requires_grad = node, nr, True
+            else:
+                outputs[i] = Tensor._wrap(r.array, _is_float(r.array), node, nr)
+    else:
+        node.saved = ()
+        for i in positions:
+            if not any(results[i] is d for d in dirty):
+                outputs[i] = Tensor._wrap(results[i].array)
+    if node.saved:
+        node.saved_versions = _saved_versions(node, tensors, [outputs[i] for i in positions])
+    if observers:
+        for observer in observers_here():
+            observer.on_forward(node, args, [outputs[i] for i in positions])
+    return outputs[0] if single else tuple(outputs)
 
 
 _ndarray = backend.np.ndarray
@@ -408,18 +496,37 @@ def _edge_to(tensor):
     return (tensor, 0)
 
 
-def _saved_versions(saved, inputs, outputs):
-    """For each saved item that is an input's or output's data, that tensor's version counter now."""
+def _saved_versions(node, inputs, outputs):
+    """For each item saved (and each array named in computed_from), the version counter of the tensor
+    it belongs to, its version now and its shape: what saved_tensors checks (see save_for_backward)."""
     versions = []
     candidates = inputs + outputs  # (two short lists: one list is quicker to walk than a chain of them)
-    for item in saved:
+    saved = node.saved
+    for item in saved + node.computed_from if node.computed_from else saved:
         if item is None:  # (what an op keeps in place of a gradient it need not compute)
             continue
+        owner = None
         for t in candidates:
-            if item is t or item is t.array:
-                counter = t._version
-                versions.append((counter, counter[0], t.array.shape))
+            if item is t.array or item is t:
+                owner = t
                 break
+        if owner is None:
+            if isinstance(item, Tensor):
+                # your Function's: an output of its forward (apply gave back a tensor around its array),
+                # or a tensor it computed (its own version counter, which nobody else holds)
+                owner = next((t for t in outputs if t.array is item.array), item)
+            elif any(item is c for c in node.computed_from):
+                if type(item) in _NUMPY_SCALARS and len(outputs) == 1:
+                    owner = outputs[0]  # a 0-d result NumPy gave as a scalar: apply made it the output's array
+                else:
+                    raise RuntimeError(f"internal error: {node.name()} says a saved array was computed from an "
+                                       "array that is none of its inputs and outputs")
+            else:
+                continue  # an array the forward made from nothing the caller holds: no one can change it
+        counter = owner._version
+        versions.append((counter, counter[0], owner.array.shape))
+    if node.computed_from:
+        del node.computed_from  # only their versions are needed: let go of the arrays
     return tuple(versions)
 
 
@@ -631,6 +738,8 @@ def _accumulate(tensor, g):
 
 
 def _call_backward(node, grads):
+    if node.saved_versions and not node.released:
+        node.check_saved_versions()
     for index, g in enumerate(grads):
         if g is None and node.materialize_grads:  # an output nobody used: its gradient is zero
             shape, dt = node.output_meta[index]
@@ -639,8 +748,16 @@ def _call_backward(node, grads):
     if function.takes_arrays:
         result = function.backward(node, *grads)
     else:
+        grads = [None if g is None else Tensor._wrap(g) for g in grads]
+        layout = getattr(node, "result_positions", None)
+        if layout is not None:  # forward also returned numbers: None is their gradient, as in PyTorch
+            positions, count = layout
+            spread = [None] * count
+            for g, i in zip(grads, positions):
+                spread[i] = g
+            grads = spread
         with no_grad():
-            result = function.backward(node, *[None if g is None else Tensor._wrap(g) for g in grads])
+            result = function.backward(node, *grads)
     if not isinstance(result, tuple):
         result = (result,)
     if len(result) > len(node.edges) and all(r is None for r in result[len(node.edges):]):

@@ -437,7 +437,7 @@ def _index_add_arguments(input, dim, index, source):
 def index_add(input, dim, index, source, *, alpha=1):
     """A copy of input with alpha * source added at the positions `index` along `dim` (repeats add up)."""
     axis, index_array = _index_add_arguments(input, dim, index, source)
-    return ops_more.IndexAdd.apply(input, axis, index_array, source, alpha)
+    return ops_more.IndexAdd.apply(input, axis, index_array, source, alpha, index)  # (index: for its version)
 
 
 def index_add_(input, dim, index, source, *, alpha=1):

@@ -217,7 +217,9 @@ class Pow(Op):
             y = ctx.xp.astype(a**b, ctx.xp.bool)  # NumPy would give int8
         else:
             y = power(a, b)
-        ctx.save_for_backward(a, b, y)
+        # as PyTorch: the base and exponent; the result only for the exponent's gradient (a ** 3 then
+        # y.add_(1) is fine, the base changed in place is not)
+        ctx.save_for_backward(a, b, y if ctx.needs_input_grad[1] else None)
         return y
 
     @staticmethod
@@ -365,13 +367,14 @@ class Relu(Op):
 
     @staticmethod
     def forward(ctx, x):
-        ctx.save_for_backward(x <= 0)  # where the gradient stops
-        return ctx.xp.where(x < 0, 0, x)
+        y = ctx.xp.where(x < 0, 0, x)
+        ctx.save_for_backward(y)  # the output, as PyTorch's (y <= 0 exactly where x <= 0)
+        return y
 
     @staticmethod
     def backward(ctx, grad):
-        (blocked,) = ctx.saved_tensors
-        return ctx.xp.where(blocked, 0, grad)
+        (y,) = ctx.saved_tensors
+        return ctx.xp.where(y <= 0, 0, grad)  # where the gradient stops
 
 
 class Abs(Op):
@@ -401,21 +404,17 @@ class Clamp(Op):
         ctx.name_hint = "ClampBackward0" if hasattr(low, "shape") or hasattr(high, "shape") else "ClampBackward1"
         y = x if low is None else xp.maximum(x, low)
         y = y if high is None else xp.minimum(y, high)
-        inside = xp.ones_like(y, dtype=xp.bool)
-        if low is not None:
-            inside &= x >= low
-        if high is not None:
-            inside &= x <= high
-        bounds_need_x = ctx.needs_input_grad[1] or ctx.needs_input_grad[2]
-        ctx.save_for_backward(inside, x if bounds_need_x else None, low, high)
-        ctx.x_shape = x.shape
+        ctx.save_for_backward(x, low, high)  # as PyTorch: the input (and tensor bounds), not the output
         return y
 
     @staticmethod
     def backward(ctx, grad):
-        inside, x, low, high = ctx.saved_tensors
+        x, low, high = ctx.saved_tensors
         xp = ctx.xp
-        gx = unbroadcast(xp, xp.where(inside, grad, 0), ctx.x_shape)
+        inside = x >= low if low is not None else True  # (a bound broadcasts x: not in place)
+        if high is not None:
+            inside = inside & (x <= high)
+        gx = unbroadcast(xp, xp.where(inside, grad, 0), x.shape)
         glow = ghigh = None
         if ctx.needs_input_grad[1]:
             raised = x < low if high is None else (x < low) & (low < high)
@@ -524,9 +523,9 @@ class LogSumExp(Op):
             shift = xp.max(x, axis=axes, keepdims=True)
             shift = xp.where(xp.isinf(shift), xp.zeros_like(shift), shift)  # all -inf (or an inf): no shift
             out = xp.log(xp.sum(xp.exp(x - shift), axis=axes, keepdims=True)) + shift
-        ctx.save_for_backward(x, out)
-        ctx.axes = axes
-        return out if keepdim else xp.reshape(out, tuple(n for i, n in enumerate(x.shape) if i not in axes))
+        result = out if keepdim else xp.reshape(out, tuple(n for i, n in enumerate(x.shape) if i not in axes))
+        ctx.save_for_backward(x, out, computed_from=(result,))  # PyTorch's: the input and the output
+        return result
 
     @staticmethod
     def backward(ctx, grad):
@@ -571,24 +570,25 @@ class Var(Op):
         count = math.prod(x.shape[a] for a in axes)
         mean = xp.mean(wide, axis=axes, keepdims=True)
         centered = wide - mean
-        ctx.save_for_backward(xp.astype(centered, x.dtype))
         ctx.axes, ctx.keepdim, ctx.denominator = axes, keepdim, max(count - correction, 0)
         ctx.dof = count - correction  # the backward's divisor, as PyTorch's (negative where correction > count)
-        ctx.at_mean = wide == mean if (dim is None or x.ndim == 0) and ctx.dof <= 0 else None  # see slope
+        at_mean = wide == mean if (dim is None or x.ndim == 0) and ctx.dof <= 0 else None  # see slope
+        # PyTorch saves x: the centred x stands for it (and x changed in place raises)
+        ctx.save_for_backward(xp.astype(centered, x.dtype), at_mean, computed_from=(x,))
         return xp.sum(centered * centered, axis=axes, keepdims=keepdim) / ctx.denominator
 
     @staticmethod
     def backward(ctx, grad):
-        (centered,) = ctx.saved_tensors
+        centered, at_mean = ctx.saved_tensors
         kept = ctx.xp.reshape(grad, keepdims_shape(centered.shape, ctx.axes))
-        return Var.slope(ctx, kept, centered), None, None, None
+        return Var.slope(ctx, kept, centered, at_mean), None, None, None
 
     @staticmethod
-    def slope(ctx, kept, centered):
+    def slope(ctx, kept, centered, at_mean):
         """kept * d var / dx = kept * 2 (x - mean) / (n - correction), as PyTorch computes it: with no
         degrees of freedom left over all dims, inf (NaN where x is the mean)."""
-        if ctx.at_mean is not None:
-            return kept * ctx.xp.where(ctx.at_mean, math.nan, math.inf)
+        if at_mean is not None:
+            return kept * ctx.xp.where(at_mean, math.nan, math.inf)
         return kept * (2 / ctx.dof if ctx.dof else math.inf) * centered
 
 
@@ -600,16 +600,16 @@ class Std(Op):
     def forward(ctx, x, dim, correction, keepdim):
         xp = ctx.xp
         std = xp.astype(xp.sqrt(Var.wide_variance(ctx, x, dim, correction, keepdim)), x.dtype)
-        ctx.save_for_backward(*ctx.saved, std)  # after the centred x that Var saved
+        ctx.save_for_backward(*ctx.saved, std, computed_from=(x,))  # PyTorch's: x and the output
         return std
 
     @staticmethod
     def backward(ctx, grad):
-        centered, std = ctx.saved_tensors
+        centered, at_mean, std = ctx.saved_tensors
         xp = ctx.xp
         shape = keepdims_shape(centered.shape, ctx.axes)
         kept = xp.reshape(grad, shape) / xp.reshape(xp.where(std == 0, math.inf, 2 * std), shape)
-        return Var.slope(ctx, kept, centered), None, None, None
+        return Var.slope(ctx, kept, centered, at_mean), None, None, None
 
 
 class MaxAlongDim(Op):
@@ -621,25 +621,22 @@ class MaxAlongDim(Op):
         ctx.name_hint = "Min" if take_min else "Max"
         axis = normalize_dim(dim, x.ndim)
         pick = xp.argmin if take_min else xp.argmax
-        indices = pick(x, axis=axis, keepdims=True)
-        positions = xp.reshape(
-            xp.arange(x.shape[axis], **backend.creation_kwargs(xp)),
-            tuple(-1 if i == axis else 1 for i in range(x.ndim)),
-        )
-        chosen = positions == indices
-        ctx.save_for_backward(chosen)
-        ctx.axis, ctx.keepdim = axis, keepdim
+        kept = xp.astype(pick(x, axis=axis, keepdims=True), xp.int64)
+        indices = kept if keepdim else xp.squeeze(kept, axis=axis)
+        ctx.save_for_backward(indices)  # the indices output, as PyTorch's
+        ctx.axis, ctx.keepdim, ctx.size = axis, keepdim, x.shape[axis]
         values = (xp.min if take_min else xp.max)(x, axis=axis, keepdims=keepdim)
-        if not keepdim:
-            indices = xp.squeeze(indices, axis=axis)
-        return values, xp.astype(indices, xp.int64)
+        return values, indices
 
     @staticmethod
     def backward(ctx, grad, _indices_grad):
-        (chosen,) = ctx.saved_tensors
+        (indices,) = ctx.saved_tensors
+        xp = ctx.xp
         if not ctx.keepdim:
-            grad = ctx.xp.expand_dims(grad, axis=ctx.axis)
-        return ctx.xp.where(chosen, grad, 0), None, None, None
+            grad, indices = xp.expand_dims(grad, axis=ctx.axis), xp.expand_dims(indices, axis=ctx.axis)
+        positions = xp.reshape(xp.arange(ctx.size, **backend.creation_kwargs(xp)),
+                               tuple(-1 if i == ctx.axis else 1 for i in range(grad.ndim)))
+        return xp.where(positions == indices, grad, 0), None, None, None
 
 
 class MaxAll(Op):
@@ -649,14 +646,15 @@ class MaxAll(Op):
     def forward(ctx, x, take_min):
         xp = ctx.xp
         ctx.name_hint = "MinBackward1" if take_min else "MaxBackward1"  # PyTorch's overload for all elements
-        y = xp.min(x) if take_min else xp.max(x)
-        ctx.save_for_backward(xp.isnan(x) if xp.isnan(y) else x == y)  # a NaN result: its gradient to the NaNs
+        y = xp.asarray(xp.min(x) if take_min else xp.max(x))  # (an array, not a NumPy scalar: it is saved)
+        ctx.save_for_backward(x, y)  # PyTorch's: the input and the output
         return y
 
     @staticmethod
     def backward(ctx, grad):
-        (chosen,) = ctx.saved_tensors
+        x, y = ctx.saved_tensors
         xp = ctx.xp
+        chosen = xp.isnan(x) if xp.isnan(y) else x == y  # a NaN result: its gradient to the NaNs
         return xp.where(chosen, grad / xp.sum(xp.astype(chosen, grad.dtype)), 0), None
 
 
@@ -930,8 +928,11 @@ class Index(Op):
     is_view = True  # for basic keys (ints, slices, None, ...); forward sets ctx.copied otherwise
 
     @staticmethod
-    def forward(ctx, x, key):
-        ctx.in_shape, ctx.in_dtype, ctx.key = x.shape, x.dtype, key
+    def forward(ctx, x, key, *index_arrays):
+        # the index tensors of the key come as arguments too (their arrays are the key's): so that one
+        # changed in place after the forward makes backward raise, as in PyTorch
+        ctx.in_shape, ctx.in_dtype = x.shape, x.dtype
+        ctx.save_for_backward(key, *index_arrays)
         if _ints(key):  # x[3], x[k, j], the commonest keys: a view (a trailing ... keeps a 0-d result an array)
             ctx.name_hint = "Select"
             return x[(key, Ellipsis) if type(key) is int else key + (Ellipsis,)]
@@ -954,24 +955,26 @@ class Index(Op):
     @staticmethod
     def backward(ctx, grad):
         xp = ctx.xp
+        key = ctx.saved_tensors[0]
         full = xp.zeros(ctx.in_shape, dtype=ctx.in_dtype, **backend.creation_kwargs(xp))
-        if is_basic_key(ctx.key):
+        if is_basic_key(key):
             # None only added size-1 axes: write without it (the Array API's setitem takes no None)
-            parts = tuple(p for p in (ctx.key if isinstance(ctx.key, tuple) else (ctx.key,)) if p is not None)
+            parts = tuple(p for p in (key if isinstance(key, tuple) else (key,)) if p is not None)
             key = parts if Ellipsis in parts else parts + (Ellipsis,)
             full[key] = xp.reshape(grad, full[key].shape)
         else:
-            full = backend.scatter_add(full, backend.index_key(xp, ctx.key, len(ctx.in_shape)), grad)
-        return full, None
+            full = backend.scatter_add(full, backend.index_key(xp, key, len(ctx.in_shape)), grad)
+        return (full,) + (None,) * (len(ctx.needs_input_grad) - 1)
 
 
 class IndexPut(Op):
     """x[key] = value, out of place (the in-place `x[key] = v` writes this result back into x)."""
 
     @staticmethod
-    def forward(ctx, x, key, value):
+    def forward(ctx, x, key, value, *index_arrays):
         xp = ctx.xp
-        ctx.key, ctx.value_shape = key, shape_of(value)
+        ctx.value_shape = shape_of(value)
+        ctx.save_for_backward(key, *index_arrays)  # the key's index tensors, as Index's
         parts = key if isinstance(key, tuple) else (key,)
         if any(p is None or isinstance(p, int) or isinstance(p, slice) and p != slice(None) for p in parts):
             ctx.name_hint = "CopySlices"  # PyTorch writes through a view of x there (x[0] = v)
@@ -980,12 +983,13 @@ class IndexPut(Op):
     @staticmethod
     def backward(ctx, grad):
         xp = ctx.xp
+        key = ctx.saved_tensors[0]
         gx = gv = None
         if ctx.needs_input_grad[0]:
-            gx = backend.setitem(xp.asarray(grad, copy=True), ctx.key, 0)
+            gx = backend.setitem(xp.asarray(grad, copy=True), key, 0)
         if ctx.needs_input_grad[2]:
-            gv = unbroadcast(xp, backend.getitem(grad, ctx.key), ctx.value_shape)
-        return gx, None, gv
+            gv = unbroadcast(xp, backend.getitem(grad, key), ctx.value_shape)
+        return (gx, None, gv) + (None,) * (len(ctx.needs_input_grad) - 3)
 
 
 class CopySlices(Op):
@@ -1031,10 +1035,11 @@ class Gather(Op):
     """torch.gather: `out[i][j] = x[i][index[i][j]]` along `dim`."""
 
     @staticmethod
-    def forward(ctx, x, dim, index):
+    def forward(ctx, x, dim, index, saves_input=True):
         xp = ctx.xp
         axis = normalize_dim(dim, x.ndim)
-        ctx.save_for_backward(index)
+        # PyTorch's gather saves the input too (for its shape); topk, which gathers, saves only the indices
+        ctx.save_for_backward(index, computed_from=(x,) if saves_input else ())
         ctx.axis, ctx.in_shape = axis, x.shape
         # like PyTorch, the index may be smaller than x in the other dims: gather from that corner
         corner = tuple(slice(None) if i == axis else slice(0, n) for i, n in enumerate(index.shape))
@@ -1046,7 +1051,7 @@ class Gather(Op):
         xp = ctx.xp
         full = xp.zeros(ctx.in_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
         # the scatter-add of take_along_axis: spell out the index along every dim
-        return backend.scatter_add(full, along_axis_key(xp, index, ctx.axis), grad), None, None
+        return backend.scatter_add(full, along_axis_key(xp, index, ctx.axis), grad), None, None, None
 
 
 class MaskedFill(Op):
@@ -1478,9 +1483,12 @@ class Prod(Op):
     @staticmethod
     def forward(ctx, x, dim, keepdim):
         ctx.name_hint = "ProdBackward0" if dim is None else "ProdBackward1"  # PyTorch's overloads
-        ctx.save_for_backward(x)
         ctx.axes = normalize_dims(dim, x.ndim)
-        return ctx.xp.prod(x, axis=ctx.axes, keepdims=keepdim)
+        y = ctx.xp.asarray(ctx.xp.prod(x, axis=ctx.axes, keepdims=keepdim))  # (an array, not a NumPy scalar)
+        # PyTorch saves the input and the output (its backward divides by x where it can); this
+        # backward needs only x, but changing y in place raises as it does in PyTorch
+        ctx.save_for_backward(x, computed_from=(y,))
+        return y
 
     @staticmethod
     def backward(ctx, grad):
@@ -1508,16 +1516,17 @@ class Amax(Op):
         ctx.name_hint = "Amin" if take_min else "Amax"
         axes = normalize_dims(dim, x.ndim)
         y = (xp.min if take_min else xp.max)(x, axis=axes, keepdims=True)
-        ctx.save_for_backward(x == y)
-        ctx.axes, ctx.in_shape = axes, x.shape
-        return y if keepdim else xp.reshape(y, tuple(n for i, n in enumerate(x.shape) if i not in axes))
+        ctx.axes = axes
+        result = y if keepdim else xp.reshape(y, tuple(n for i, n in enumerate(x.shape) if i not in axes))
+        ctx.save_for_backward(x, y, computed_from=(result,))  # PyTorch's: the input and the output
+        return result
 
     @staticmethod
     def backward(ctx, grad):
-        (chosen,) = ctx.saved_tensors
+        x, y = ctx.saved_tensors
         xp = ctx.xp
-        kept = xp.reshape(grad, keepdims_shape(ctx.in_shape, ctx.axes))
-        chosen = xp.astype(chosen, grad.dtype)
+        kept = xp.reshape(grad, keepdims_shape(x.shape, ctx.axes))
+        chosen = xp.astype(x == y, grad.dtype)
         count = xp.sum(chosen, axis=ctx.axes, keepdims=True)
         # PyTorch's formula: a max that is NaN equals none of its numbers (count 0), and its row gets NaN
         return kept / count * chosen, None, None, None
@@ -1545,9 +1554,10 @@ class LinalgVectorNorm(Op):
             norm = xp.sum(xp.astype(x != 0, x.dtype), axis=axes, keepdims=True)
         else:
             norm = xp.sum(size**ord, axis=axes, keepdims=True) ** (1 / ord)
-        ctx.save_for_backward(x, norm)
         ctx.ord, ctx.axes = ord, axes
-        return norm if keepdim else xp.reshape(norm, tuple(n for i, n in enumerate(x.shape) if i not in axes))
+        result = norm if keepdim else xp.reshape(norm, tuple(n for i, n in enumerate(x.shape) if i not in axes))
+        ctx.save_for_backward(x, norm, computed_from=(result,))  # PyTorch's: the input and the output
+        return result
 
     @staticmethod
     def backward(ctx, grad):
@@ -1583,11 +1593,13 @@ class Cumprod(Op):
     @staticmethod
     def forward(ctx, x, axis):
         xp = ctx.xp
-        ctx.save_for_backward(x)
         ctx.axis = axis
         if x.dtype == xp.float32:
-            return xp.astype(xp.cumulative_prod(xp.astype(x, xp.float64), axis=axis), xp.float32)
-        return xp.cumulative_prod(x, axis=axis, dtype=None if x.dtype == xp.bool else x.dtype)  # int32 stays int32
+            y = xp.astype(xp.cumulative_prod(xp.astype(x, xp.float64), axis=axis), xp.float32)
+        else:
+            y = xp.cumulative_prod(x, axis=axis, dtype=None if x.dtype == xp.bool else x.dtype)  # int32 stays int32
+        ctx.save_for_backward(x, computed_from=(y,))  # PyTorch saves the output too: y changed in place raises
+        return y
 
     @staticmethod
     def backward(ctx, grad):
@@ -1620,10 +1632,10 @@ class Sort(Op):
     @staticmethod
     def forward(ctx, x, axis, descending):
         xp = ctx.xp
-        indices = xp.argsort(x, axis=axis, descending=descending, stable=True)
-        ctx.save_for_backward(indices)
+        indices = xp.astype(xp.argsort(x, axis=axis, descending=descending, stable=True), xp.int64)
+        ctx.save_for_backward(indices)  # the indices output, as PyTorch's
         ctx.axis = axis
-        return xp.take_along_axis(x, indices, axis=axis), xp.astype(indices, xp.int64)
+        return xp.take_along_axis(x, indices, axis=axis), indices
 
     @staticmethod
     def backward(ctx, grad, _indices_grad):
@@ -1639,7 +1651,7 @@ class IndexSelect(Op):
 
     @staticmethod
     def forward(ctx, x, axis, index):
-        ctx.save_for_backward(index)
+        ctx.save_for_backward(index)  # (the index tensor is an argument: changed in place, backward raises)
         ctx.axis, ctx.in_shape = axis, x.shape
         return ctx.xp.take(x, index, axis=axis)
 
@@ -1685,8 +1697,8 @@ class MaskedSelect(Op):
     def forward(ctx, x, mask):
         xp = ctx.xp
         shape = broadcast_shape(x.shape, mask.shape)
-        mask = xp.broadcast_to(mask, shape)
-        ctx.save_for_backward(mask)
+        ctx.save_for_backward(xp.broadcast_to(mask, shape), computed_from=(x, mask))  # PyTorch's: both
+        mask = ctx.saved[0]
         ctx.in_shape = x.shape
         return backend.getitem(xp.broadcast_to(x, shape), mask)
 

@@ -142,6 +142,7 @@ class Convolution(Op):
     def forward(ctx, x, weight, bias, stride, pads, dilation, groups):
         xp = ctx.xp
         ctx.in_shape, ctx.weight_shape = x.shape, weight.shape
+        inputs = (x, weight)  # what PyTorch saves: the columns and filters stand for them
         if x.ndim == 3:  # conv1d: a row of pixels is an image of height 1
             x, weight = x[:, :, None, :], weight[:, :, None, :]
         (n, _, height, width), (out_channels, group_channels, kh, kw) = x.shape, weight.shape
@@ -155,7 +156,7 @@ class Convolution(Op):
         if bias is not None:
             out = out + xp.reshape(bias, (1, out_channels, 1, 1))
         needs_x, needs_weight = ctx.needs_input_grad[:2]
-        ctx.save_for_backward(filters if needs_x else None, cols if needs_weight else None)
+        ctx.save_for_backward(filters if needs_x else None, cols if needs_weight else None, computed_from=inputs)
         ctx.slices, ctx.pads, ctx.groups, ctx.x_shape, ctx.out_size = slices, pads, groups, x.shape, out_size
         return xp.reshape(out, (n, out_channels, out_size[1])) if len(ctx.in_shape) == 3 else out
 
@@ -191,6 +192,7 @@ class ConvolutionTranspose(Op):
     def forward(ctx, x, weight, bias, stride, pads, dilation, groups, out_size):
         xp = ctx.xp
         ctx.in_shape, ctx.weight_shape = x.shape, weight.shape
+        inputs = (x, weight)  # what PyTorch saves: the rows and filters stand for them
         ctx.name_hint = "Convolution"  # PyTorch's one name for both
         if x.ndim == 3:  # conv_transpose1d: rows of height 1
             x, weight = x[:, :, None, :], weight[:, :, None, :]
@@ -203,7 +205,7 @@ class ConvolutionTranspose(Op):
         if bias is not None:
             out = out + xp.reshape(bias, (1, group_out * groups, 1, 1))
         needs_x, needs_weight = ctx.needs_input_grad[:2]
-        ctx.save_for_backward(filters if needs_x else None, x_rows if needs_weight else None)
+        ctx.save_for_backward(filters if needs_x else None, x_rows if needs_weight else None, computed_from=inputs)
         ctx.slices, ctx.pads, ctx.groups, ctx.in_size = slices, pads, groups, (height, width)
         return xp.reshape(out, out.shape[:2] + (out.shape[3],)) if len(ctx.in_shape) == 3 else out
 
@@ -246,10 +248,10 @@ class MaxPool2DWithIndices(Op):
         slices = window_slices(kernel, stride, dilation, out_size)
         stacked = windows(xp, padded, slices, axis=-3)  # (..., kh * kw, out_h, out_w)
         best = xp.argmax(stacked, axis=-3)  # the kernel offset of each window's maximum
-        ctx.save_for_backward(best)
         ctx.slices, ctx.pads, ctx.padded_shape, ctx.image_size = slices, pads, padded.shape, x.shape[-2:]
         out = xp.max(stacked, axis=-3)
         if not return_indices:
+            ctx.save_for_backward(best, computed_from=(x,))  # PyTorch saves x (and its indices)
             return out
         # offset k is kernel row k // kw and column k % kw; its pixel in the unpadded image:
         (top, _), (left, _) = pads
@@ -257,7 +259,9 @@ class MaxPool2DWithIndices(Op):
         first_col = xp.arange(out_size[1], **backend.creation_kwargs(xp)) * stride[1] - left
         rows = first_row + (best // kernel[1]) * dilation[0]
         cols = first_col + (best % kernel[1]) * dilation[1]
-        return out, xp.astype(rows * x.shape[-1] + cols, xp.int64)
+        indices = xp.astype(rows * x.shape[-1] + cols, xp.int64)
+        ctx.save_for_backward(best, computed_from=(x, indices))  # x and the indices output, as PyTorch's
+        return out, indices
 
     @staticmethod
     def backward(ctx, grad, *_indices_grad):
@@ -302,13 +306,15 @@ class AvgPool2D(Op):
             rows, cols = (pool_counts(xp, x.shape[axis], kernel[i], stride[i], padding[i], out_size[i],
                                       count_include_pad) for i, axis in enumerate((-2, -1)))
             divisor = xp.astype(xp.reshape(rows, (-1, 1)) * cols, x.dtype)
-        ctx.divisor, ctx.slices, ctx.pads = divisor, slices, pads
+        ctx.save_for_backward(divisor, computed_from=(x,))  # PyTorch saves x (for its shape)
+        ctx.slices, ctx.pads = slices, pads
         ctx.padded_shape, ctx.image_size = padded.shape, x.shape[-2:]
         return total / divisor
 
     @staticmethod
     def backward(ctx, grad):
-        share = grad / ctx.divisor
+        (divisor,) = ctx.saved_tensors
+        share = grad / divisor
         grad_padded = add_windows(ctx.xp, [share] * len(ctx.slices), ctx.padded_shape, ctx.slices)
         return crop(grad_padded, ctx.pads, ctx.image_size), None, None, None, None, None, None, None
 
@@ -330,6 +336,7 @@ class AdaptiveAvgPool2D(Op):
         xp = ctx.xp
         ctx.rows, ctx.cols = adaptive_windows(x.shape[-2], out_size[0]), adaptive_windows(x.shape[-1], out_size[1])
         ctx.in_shape = x.shape
+        ctx.save_for_backward(computed_from=(x,))  # PyTorch saves x (for its shape): x changed in place raises
         if out_size == (1, 1):
             ctx.name_hint = "MeanBackward1"  # PyTorch computes the global average as a mean, and says so
         if 0 in out_size:  # nothing to average

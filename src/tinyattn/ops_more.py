@@ -189,9 +189,10 @@ class IndexAdd(Op):
     and to source as alpha times the gradient at the places it was added to."""
 
     @staticmethod
-    def forward(ctx, x, axis, index, source, alpha):
+    def forward(ctx, x, axis, index, source, alpha, index_given=None):
         xp = ctx.xp
-        ctx.save_for_backward(index)
+        # as PyTorch's: the index tensor given (of which `index` is a flattened copy) and the source
+        ctx.save_for_backward(index, computed_from=(index_given, source))
         ctx.axis, ctx.alpha = axis, alpha
         key = (slice(None),) * axis + (index,)
         added = source if alpha == 1 else source * alpha  # (the caller checked source's dtype is x's)
@@ -205,7 +206,7 @@ class IndexAdd(Op):
             gsource = ctx.xp.take(grad, index, axis=ctx.axis)
             if ctx.alpha != 1:
                 gsource = gsource * ctx.alpha
-        return grad, None, None, gsource, None
+        return grad, None, None, gsource, None, None
 
 
 # ---------------------------------------------------------------------------------------------

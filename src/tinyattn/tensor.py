@@ -1303,7 +1303,8 @@ class Tensor:
         key = (slice(None),) * axis + (slice(0, k),)
         # the first k of the order, in their own memory (a slice of it would not be contiguous: .view() refuses)
         indices = Tensor._wrap(backend.contiguous(order[backend.index_key(xp, key, order.ndim)]))
-        return TopkResult(self.gather(axis, indices), indices)
+        # (PyTorch's topk saves only the indices, not self as gather does)
+        return TopkResult(ops.Gather.apply(self, axis, indices, False), indices)
 
     def softmax(self, dim=None, *, axis=None):
         """exp(x) / sum(exp(x)) along `dim`: positive weights that sum to 1."""
@@ -1573,10 +1574,14 @@ class Tensor:
                     view = Tensor._wrap(array[(simple if type(simple) is tuple else (simple,)) + (Ellipsis,)])
                     autograd._mark_views(self, (view,), (ops.Index, (simple,)))
                     return view
-                return ops.Index.apply(self, simple)
+                # C[ix]: the index tensor itself is the key (an argument: its version is checked)
+                return ops.Index.apply(self, key if type(simple) is np.ndarray else simple)
+        index_tensors = _index_tensors(key)
         key = _array_key(key, self)
         order = _pytorch_order(key, self.ndim)
-        result = ops.Index.apply(self, key)  # basic keys give a view: it shares self's version counter
+        # basic keys give a view: it shares self's version counter; the index tensors go along, for
+        # the check of their versions in backward
+        result = ops.Index.apply(self, key, *index_tensors)
         return result if order is None else ops.Permute.apply(result, order)
 
     def __setitem__(self, key, value):
@@ -1584,6 +1589,7 @@ class Tensor:
             key = _sequence_as_tuple(key)
         if self._setitem_simple(key, value):
             return
+        index_tensors = _index_tensors(key)
         key = _array_key(key, self)
         value = _value_to_write(self, value)
         if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1:
@@ -1601,7 +1607,7 @@ class Tensor:
             value = ops.Permute.apply(value.reshape(shape), tuple(numpy_order))
         try:
             if not self._setitem_direct(key, value):
-                self._inplace(ops.IndexPut, key, value)
+                self._inplace(ops.IndexPut, key, value, *index_tensors)
         except (ValueError, TypeError):  # NumPy's errors for a value that does not fit: name both shapes
             target = self.detach()[key].shape if order is None else None
             if isinstance(value, Tensor) and target is not None and ops.broadcast_shape(value.shape, target) != target:
@@ -1675,7 +1681,7 @@ class Tensor:
             if low < 0 or high >= size:
                 raise IndexError(f"gather: index {high if high >= size else low} is out of bounds for dim "
                                  f"{axis} with size {size} (valid indices are 0 to {size - 1})")
-        return ops.Gather.apply(self, axis, index.array)
+        return ops.Gather.apply(self, axis, index)
 
     def masked_fill(self, mask, value):
         """A copy with `value` where `mask` (bool, broadcast) is True; the gradient skips those."""
@@ -1686,15 +1692,15 @@ class Tensor:
             _scalar(value)  # a 0-d tensor only, as below
             _check_differentiable_dtype(value, self.dtype, "masked_fill")
             return where(mask, value.to(self.dtype), self)  # so that the value receives its gradient too
-        return ops.MaskedFill.apply(self, _mask_array(mask, self), _value_to_write(self, _scalar(value)))
+        return ops.MaskedFill.apply(self, _mask_tensor(mask, self), _value_to_write(self, _scalar(value)))
 
     def masked_fill_(self, mask, value):
         """In place: `value` written where `mask` (bool, broadcast) is True."""
         if isinstance(value, Tensor) and value.requires_grad and autograd.grad_mode.enabled and self.is_floating_point():
             _scalar(value)
-            _mask_array(mask, self)
+            _mask_tensor(mask, self)
             return self.copy_(where(mask, value.to(self.dtype), self))  # the value receives its gradient
-        return self._inplace(ops.MaskedFill, _mask_array(mask, self), _value_to_write(self, _scalar(value)), True)
+        return self._inplace(ops.MaskedFill, _mask_tensor(mask, self), _value_to_write(self, _scalar(value)), True)
 
     def histogram(self, bins=100, *, range=None, weight=None, density=False):
         """(hist, bin_edges): how many elements fall in each of the bins."""
@@ -1812,10 +1818,18 @@ class Tensor:
             node.saved_versions = tuple(v for v in node.saved_versions if v[0] is not self._version)
         self._check_fits_in_place(result)
         if node is not None and self._base is not None:
-            return self._inplace_on_view(result)
-        self._store(result.array)
-        if node is not None:
-            self.grad_fn, self.output_nr, self._requires_grad = node, 0, True
+            self._inplace_on_view(result)
+        else:
+            self._store(result.array)
+            if node is not None:
+                self.grad_fn, self.output_nr, self._requires_grad = node, 0, True
+        if node is not None and node.saved_versions:
+            # what the op saved of its output, or computed from this tensor's old numbers (a mask), now
+            # belongs to this tensor as written: a later change raises (y.exp_() then y.add_(1), as in PyTorch)
+            mine = self._version
+            node.saved_versions = tuple((mine, mine[0], shape) if counter is result._version or counter is mine
+                                        else (counter, version, shape)
+                                        for counter, version, shape in node.saved_versions)
         return self
 
     def _inplace_direct(self, function, args):
@@ -2148,8 +2162,8 @@ class Tensor:
         size = self.shape[axis] if self.ndim else 1
         _check_index_range(index, size, f"index_select: index {{}} is out of range for dim {axis} with size {size}")
         if self.ndim == 0:
-            return ops.IndexSelect.apply(self.reshape(1), 0, index.array).reshape(())
-        return ops.IndexSelect.apply(self, axis, index.array)
+            return ops.IndexSelect.apply(self.reshape(1), 0, index).reshape(())
+        return ops.IndexSelect.apply(self, axis, index)
 
     def masked_select(self, mask):
         """The elements where `mask` is True, as a 1-D tensor."""
@@ -2159,7 +2173,7 @@ class Tensor:
         if not _broadcastable(mask.shape, self.shape):
             raise ShapeError(f"masked_select: the mask's shape {list(mask.shape)} does not broadcast with the "
                              f"tensor's {list(self.shape)}")
-        return ops.MaskedSelect.apply(self, mask.array)
+        return ops.MaskedSelect.apply(self, mask)
 
     def repeat_interleave(self, repeats, dim=None, *, output_size=None, axis=None):
         """Each element (each slice along `dim`) repeated `repeats` times, or repeats[i] times for
@@ -2301,7 +2315,7 @@ class Tensor:
             )
         size = shape[axis]
         _check_index_range(index, size, f"{name}: index {{}} is out of range for dim {axis} with size {size}")
-        return axis, index.array, src
+        return axis, index, src  # (the index tensor: the op checks its version in backward)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2830,7 +2844,7 @@ def _argext(x, dim, keepdim, name):
     return Tensor._wrap(xp.astype(result, xp.int64))
 
 
-def _mask_array(mask, like):
+def _mask_tensor(mask, like):
     if not isinstance(mask, Tensor):
         mask = Tensor._from_data(mask, device=like.device)
     if mask.dtype is not dtypes.bool_:
@@ -2838,7 +2852,17 @@ def _mask_array(mask, like):
     backend.same_device([like.array, mask.array])
     if ops.broadcast_shape(mask.shape, like.shape) != like.shape:
         raise ShapeError(f"the mask's shape {list(mask.shape)} does not broadcast to the tensor's {list(like.shape)}")
-    return mask.array
+    return mask  # (a tensor: the op checks its version in backward)
+
+
+def _index_tensors(key):
+    """The index tensors (not 0-d integer ones, which index as ints) of a key: they go to the index
+    ops as arguments, so that one changed in place after the forward makes backward raise."""
+    if isinstance(key, Tensor):
+        return (key,) if key.ndim or key.dtype is dtypes.bool_ else ()
+    if type(key) is not tuple:
+        return ()
+    return tuple(p for p in key if isinstance(p, Tensor) and (p.ndim or p.dtype is dtypes.bool_))
 
 
 def _array_key(key, tensor):
@@ -3074,7 +3098,7 @@ def where(condition, input, other):
     if ops.broadcast_shape(*shapes) is None:
         raise ShapeError(f"where: the shapes of the condition {list(condition.shape)}, input {list(ops.shape_of(a))} "
                          f"and other {list(ops.shape_of(b))} cannot be broadcast together")
-    return ops.Where.apply(condition.array, a, b)
+    return ops.Where.apply(condition, a, b)
 
 
 from . import autograd, counting, functions, ops  # noqa: E402  (these modules use Tensor)

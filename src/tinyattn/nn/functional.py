@@ -37,19 +37,26 @@ class LinearOp(Op):
     def forward(ctx, x, weight, bias):
         xp = ctx.xp
         # (batch * tokens, in): one big GEMM (the row count spelled out, not -1: in_features may be 0)
-        rows = xp.reshape(x, (math.prod(x.shape[:-1]), x.shape[-1]))
+        shape = (math.prod(x.shape[:-1]), x.shape[-1])
+        rows = backend.reshape_view(x, shape)
+        copied = rows is None  # x's layout (a transposed batch) needs a copy: as PyTorch's, x is then not saved
+        if copied:
+            rows = xp.reshape(x, shape)
         y = rows @ backend.matrix_transpose(weight)
         if bias is not None:
             y += bias
-        ctx.save_for_backward(rows, weight)
-        ctx.in_shape = x.shape
+        # as PyTorch's: x (as its rows) for the weight's gradient, the weight for x's; nothing for the bias
+        needs_x, needs_weight = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        ctx.save_for_backward(rows if needs_weight else None, weight if needs_x else None,
+                              computed_from=(x,) if needs_weight and not copied else ())
+        ctx.in_shape, ctx.out_features = x.shape, weight.shape[0]
         return xp.reshape(y, x.shape[:-1] + (weight.shape[0],))
 
     @staticmethod
     def backward(ctx, grad):
         rows, weight = ctx.saved_tensors
         xp = ctx.xp
-        grad_rows = xp.reshape(grad, (rows.shape[0], weight.shape[0]))
+        grad_rows = xp.reshape(grad, (math.prod(ctx.in_shape[:-1]), ctx.out_features))
         gx = xp.reshape(grad_rows @ weight, ctx.in_shape) if ctx.needs_input_grad[0] else None
         gw = backend.matrix_transpose(grad_rows) @ rows if ctx.needs_input_grad[1] else None
         gb = backend.sum_along(grad_rows, (0,)) if ctx.needs_input_grad[2] else None
@@ -99,7 +106,7 @@ class EmbeddingOp(Op):
     def forward(ctx, ids, weight, padding_idx=None):
         xp = ctx.xp
         flat = xp.reshape(ids, (-1,))
-        ctx.save_for_backward(flat)
+        ctx.save_for_backward(flat, computed_from=(ids,))  # PyTorch's: the ids
         ctx.weight_shape = weight.shape
         ctx.padding_idx = padding_idx
         return xp.reshape(xp.take(weight, flat, axis=0), ids.shape + (weight.shape[1],))
@@ -278,7 +285,8 @@ class LayerNormOp(Op):
         y, normalized, inv_std = parallel.map_blocks(
             lambda part: layer_norm_rows(xp, part, flat_weight, flat_bias, averager, eps), rows,
             whole_on_one_thread=True)
-        ctx.save_for_backward(normalized, inv_std, flat_weight, averager)
+        # PyTorch saves the input, weight and bias: changing any of them in place makes backward raise
+        ctx.save_for_backward(normalized, inv_std, flat_weight, averager, computed_from=(x, weight, bias))
         ctx.in_shape, ctx.normalized_shape = x.shape, normalized_shape
         return xp.reshape(y, x.shape)
 
@@ -494,7 +502,7 @@ class SoftplusOp(Op):
         # log(1 + e^z) = max(z, 0) + log(1 + e^-|z|): no overflow for large z
         soft = (xp.maximum(scaled, xp.zeros_like(scaled)) + xp.log1p(xp.exp(-xp.abs(scaled)))) / beta
         linear = scaled > threshold
-        ctx.save_for_backward(scaled, linear)
+        ctx.save_for_backward(scaled, linear, computed_from=(x,))  # PyTorch saves x: they stand for it
         return xp.where(linear, x, soft)
 
     @staticmethod
@@ -510,7 +518,7 @@ class LeakyReluOp(Op):
     @staticmethod
     def forward(ctx, x, negative_slope):
         positive = x > 0
-        ctx.save_for_backward(positive)
+        ctx.save_for_backward(positive, computed_from=(x,))  # PyTorch saves x: the mask stands for it
         ctx.negative_slope = negative_slope
         return ctx.xp.where(positive, x, x * negative_slope)
 
@@ -529,7 +537,7 @@ class EluOp(Op):
         xp = ctx.xp
         positive = x > 0
         negative_part = xp.minimum(x, xp.zeros_like(x))  # exp() of the negative part only: no overflow
-        ctx.save_for_backward(positive, negative_part)
+        ctx.save_for_backward(positive, negative_part, computed_from=(x,))  # PyTorch saves x
         ctx.alpha = alpha
         return xp.where(positive, x, alpha * xp.expm1(negative_part))
 
@@ -707,7 +715,9 @@ class CrossEntropyOp(Op):
                 picked = xp.zeros(target.shape, dtype=logits.dtype, **backend.creation_kwargs(xp))
             losses = xp.where(valid, -picked, 0.0)
             count = xp.sum(xp.astype(valid, logits.dtype))
-        ctx.save_for_backward(shifted, log_total, safe_target, valid, count)  # (the softmax: in backward)
+        # (the softmax: in backward). As PyTorch's, the target is saved (changed in place, backward
+        # raises), the logits are not (log_softmax keeps its own output, which no one else holds)
+        ctx.save_for_backward(shifted, log_total, safe_target, valid, count, computed_from=(target,))
         ctx.reduction = reduction
         if reduction == "none":
             return losses
@@ -870,7 +880,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
     if weight is None and not label_smoothing and _plain_class_batch(input, target, ignore_index):
-        return CrossEntropyOp.apply(input, target.array, None, reduction)  # (as below, checked at once)
+        return CrossEntropyOp.apply(input, target, None, reduction)  # (as below, checked at once)
     rows, targets, shape = class_rows("cross_entropy", input, target, ignore_index)
     if weight is not None or label_smoothing:
         weight = None if weight is None else class_weight("cross_entropy", weight, input, rows.shape[1])
@@ -883,7 +893,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         classes = rows.shape[1]  # (no classes: e / 0 is inf, as PyTorch's double division, and 0 * inf NaN)
         return (1 - label_smoothing) * loss + reduce_class_loss(spread, total_weight, reduction, shape) * (
             label_smoothing / classes if classes else math.inf)
-    loss = CrossEntropyOp.apply(rows, targets.long().array, ignore_index, reduction)
+    loss = CrossEntropyOp.apply(rows, targets.long(), ignore_index, reduction)
     return loss.reshape(shape) if reduction == "none" else loss
 
 
@@ -897,16 +907,44 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         weight = class_weight("nll_loss", weight, input, rows.shape[1])
         losses, _, total_weight = weighted_nll_rows(rows, targets, weight, ignore_index)
         return reduce_class_loss(losses, total_weight, reduction, shape)
-    valid = targets != ignore_index
-    safe_target = targets.long().masked_fill(~valid, 0)  # ignored places pick class 0, then count 0
-    if rows.shape[1]:
-        picked = -rows.gather(1, safe_target.unsqueeze(1)).squeeze(1)
-    else:  # no classes: every target is ignored (class_rows checked); the sum over no classes is 0
-        picked = -rows.sum(1)
-    picked = picked.masked_fill(~valid, 0.0)
-    if reduction == "none":
-        return picked.reshape(shape)
-    return picked.sum() / valid.sum() if reduction == "mean" else picked.sum()
+    loss = NllLossOp.apply(rows, targets.long(), ignore_index, reduction)
+    return loss.reshape(shape) if reduction == "none" else loss
+
+
+class NllLossOp(Op):
+    """-log_probs[row, target] for each row (0 where the target is ignore_index), reduced; the gradient
+    is -1 at each row's target (over the count of counted rows for the mean), 0 elsewhere.
+
+    As PyTorch's nll_loss, it saves the input and the target: changing either in place after the
+    forward makes backward raise."""
+
+    @staticmethod
+    def forward(ctx, log_probs, target, ignore_index, reduction):
+        xp = ctx.xp
+        valid = target != ignore_index
+        safe_target = xp.where(valid, target, 0)  # ignored places pick class 0, then count 0
+        if log_probs.shape[1]:
+            picked = xp.take_along_axis(log_probs, safe_target[:, None], axis=1)[:, 0]
+        else:  # no classes: every target is ignored (class_rows checked); nothing to pick
+            picked = xp.zeros(target.shape, dtype=log_probs.dtype, **backend.creation_kwargs(xp))
+        losses = xp.where(valid, -picked, 0.0)
+        count = xp.sum(xp.astype(valid, log_probs.dtype))
+        ctx.save_for_backward(safe_target, valid, count, computed_from=(log_probs, target))
+        ctx.reduction, ctx.in_shape = reduction, log_probs.shape
+        if reduction == "none":
+            return losses
+        total = backend.sum_along(losses, (0,))
+        return total / count if reduction == "mean" else total
+
+    @staticmethod
+    def backward(ctx, grad):
+        safe_target, valid, count = ctx.saved_tensors
+        xp = ctx.xp
+        scale = grad / count if ctx.reduction == "mean" else grad  # (one per row for 'none')
+        row_grad = xp.where(valid, -scale, 0.0)  # ignored rows get none (not inf * 0 where count is 0)
+        classes = xp.arange(ctx.in_shape[1], **backend.creation_kwargs(xp))
+        at_target = classes[None, :] == safe_target[:, None]  # each row's target class
+        return xp.where(at_target, row_grad[:, None], 0.0), None, None, None
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -918,7 +956,37 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     if isinstance(target, Tensor):  # as in PyTorch, a 0-d target counts as a tensor in the dtype here
         dtype = dtypes.promote(input.dtype, target.dtype)
         input, target = input.to(dtype), target.to(dtype)
+        if (weight is None and reduction != "none" and tuple(input.shape) == tuple(target.shape)
+                and input.dtype.is_floating_point):
+            return MseLossOp.apply(input, target, reduction)
     return weighted_loss("mse_loss", (input - target) ** 2, weight, shape, reduction)
+
+
+class MseLossOp(Op):
+    """The mean (or sum) of (input - target)^2 over all elements; the gradient to the input is
+    2 (input - target) grad (/ n for the mean), its negative to the target.
+
+    As PyTorch's mse_loss, it saves the input and the target (changing either in place after the
+    forward makes backward raise), and computes the difference again in backward."""
+
+    @staticmethod
+    def forward(ctx, input, target, reduction):
+        diff = input - target
+        squares = diff**2  # (as the chain (input - target) ** 2 computes it: the same bits)
+        axes = tuple(range(squares.ndim))
+        ctx.save_for_backward(input, target)
+        ctx.reduction = reduction
+        if reduction == "sum":
+            return backend.sum_along(squares, axes)
+        return backend.mean_along(squares, axes, squares.size, False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target = ctx.saved_tensors
+        # as the chain's backwards: the mean's (grad / n), then the square's (2 * diff), then the subtraction's
+        share = grad / input.size if ctx.reduction == "mean" else grad
+        g = share * (2 * (input - target))
+        return (g if ctx.needs_input_grad[0] else None), (-g if ctx.needs_input_grad[1] else None), None
 
 
 def reduce_loss(loss, reduction):
@@ -1170,7 +1238,12 @@ class AttentionOp(Op):
     def forward(ctx, q, k, v, blocked, bias, scale, keep):
         xp = ctx.xp
         context, weights = by_batch(lambda *parts: attention_forward(xp, *parts, scale), q, k, v, blocked, bias, keep)
-        ctx.save_for_backward(q, k, v, weights, keep)
+        # what PyTorch's attention on the CPU saves: v as it is (changed in place, backward raises) and
+        # q and k as copies (it keeps them scaled), so that changing q or k in place later is fine
+        needs_q, needs_k = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        q_copy = xp.asarray(q, copy=True) if needs_k or ctx.needs_input_grad[4] else q
+        k_copy = xp.asarray(k, copy=True) if needs_q or ctx.needs_input_grad[4] else k
+        ctx.save_for_backward(q_copy, k_copy, v, weights, keep)
         ctx.scale = scale
         ctx.bias_shape = None if bias is None else bias.shape
         ctx.set_materialize_grads(False)  # the weights output is mostly unused: get None, not zeros
