@@ -145,11 +145,12 @@ def main(argv=None):
     """`tinyattn exercises ...`: list, start, check or hint; returns the exit status."""
     parser = build_parser()
     args, unknown = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    if unknown:  # said by the action's own parser, which points to its own --help
+        own = parser if args.action is None else _action_parser(parser, args.action)
+        own.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.action is None:
         parser.print_help()
         return EXIT_BAD_INPUT
-    if unknown:  # said by the action's own parser, which points to its own --help
-        _action_parser(parser, args.action).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         if args.action == "verify":
             course, names = args.course, args.names
