@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from . import checker, wire
+from . import checker, task, wire
 from .diagnosis import Finding
 from .task import Task
 
@@ -85,9 +85,12 @@ def check_file(exercise, path, course=None, examples=checker.EXAMPLES, seed=chec
         loaded = child.load()
         if loaded is not None:
             return loaded
-        if isinstance(exercise, Task):
+        if isinstance(exercise, Task) and exercise.probe is None:  # a judge in one piece: run beside the code
             return child.check_task(examples, seed)
-        result = checker.check(exercise, child, examples, seed=seed)
+        if isinstance(exercise, Task):
+            result = task.check(exercise, child, examples, seed=seed)
+        else:
+            result = checker.check(exercise, child, examples, seed=seed)
     except ChildFailed as failed:
         return _failed(exercise, failed.finding)
     except Exception:
@@ -149,6 +152,16 @@ class Child(checker.Remote):
     def check_task(self, examples, seed):
         self._send({"op": "task", "examples": examples, "seed": seed})
         return self._result(self._reply().get("result"))
+
+    def probe(self, case):
+        """What the learner's piece did on `case`, as its Task's probe notes it (plain data)."""
+        self._send({"op": "probe", "case": task.case_data(case)})
+        answer = self._reply()
+        if "verdict" in answer:
+            raise self._verdict(answer["verdict"])
+        if not isinstance(answer.get("steps"), dict):
+            self._fail(_garbled("sent back something other than what the code did"))
+        return answer["steps"]
 
     def evaluate(self, case, dtype, kind):
         self._send({"op": "evaluate", "case": case, "dtype": "float32" if str(dtype).endswith("float32")

@@ -48,6 +48,15 @@ def main():
         if message["op"] == "task":
             result = exercise.check(loaded, message["examples"], message["seed"])
             wire.send(channel_out, {"result": result_data(result)})
+        elif message["op"] == "probe":
+            from . import task
+
+            try:
+                steps = task.run_probe(exercise, loaded, task.case_from(message["case"]))
+            except checker._Verdict as verdict:
+                wire.send(channel_out, {"verdict": verdict_data(verdict)})
+                continue
+            wire.send(channel_out, {"steps": steps})
         elif message["op"] == "evaluate":
             try:
                 done = checker.evaluate_here(exercise, loaded, message["case"], kinds[message["dtype"]],
