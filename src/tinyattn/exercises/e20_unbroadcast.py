@@ -55,6 +55,9 @@ DIRECT = (((2, 3, 4), (3, 1)), ((2, 3, 4), (1, 4)), ((2, 3, 4), ()), ((5, 1, 3),
           ((4, 2, 1, 3), (2, 1, 1)))
 
 
+MOST_CALLS, MOST_DIMS = 1000, 6  # far more than a graph of the engine makes: the verdict reads no more
+
+
 def probe(piece, recipe, steps):
     """Every call the engine makes of the learner's unbroadcast on the recipe's graph (grad, shape,
     result), up to one whose result is not an array; the leaves' gradients; then the results of
@@ -98,7 +101,12 @@ def _direct_grad(grad_shape):
 
 
 def verdict(recipe, steps):
-    for call in steps["calls"]:
+    calls = steps["calls"]
+    if len(calls) > MOST_CALLS or any(np.ndim(call["grad"]) > MOST_DIMS for call in calls):
+        raise wrong("garbled", "answered with something else",
+                    "The process that ran your code sent back more calls, or gradients of more dims, than the "
+                    "engine makes.")
+    for call in calls:
         _check_call(np.asarray(call["grad"], dtype=np.float64), tuple(call["shape"]), call["result"])
     leaves = received_leaves(recipe, steps["engine"])
     results = steps["direct"]
