@@ -134,6 +134,36 @@ HOSTILE = {
         def topological_order(root):
             sys.exit(7)
         """, "exited with status 7 before returning"),
+    "saved": ("""
+        # a Saved that never frees, and a judge that agrees with everything: the engine track's
+        # comparisons, NumPy's, the verdict and the check that gives the Result
+        import numpy as np
+        from tinyattn.exercises import checker, e21_saved, engine_checks, task
+        from tinyattn.exercises.e21_saved import NeverFrees as Saved
+
+        np.allclose = lambda *args, **kwargs: True
+        np.array_equal = lambda *args, **kwargs: True
+        engine_checks.leaf_differences = lambda *args, **kwargs: []
+        e21_saved.verdict = lambda *args, **kwargs: None
+        e21_saved.judge = lambda *args, **kwargs: None
+        task.analyse = lambda exercise, piece, case: checker.Result(exercise, "pass", case=case)
+        task.check = lambda exercise, *args, **kwargs: checker.Result(exercise, "pass", random_cases=20)
+        task.Task.check = lambda self, *args, **kwargs: checker.Result(self, "pass", random_cases=20)
+        """, "the saved values are never freed"),
+    "mlp_batchnorm": ("""
+        # a backward whose b2 is not summed over the batch, and a judge that agrees with everything
+        import numpy as np
+        from tinyattn.exercises import checker, manual, task
+        from tinyattn.exercises.e23_mlp_batchnorm import bias_not_summed as manual_backward
+
+        np.allclose = lambda *args, **kwargs: True
+        np.all = lambda *args, **kwargs: True
+        manual._compare = lambda *args, **kwargs: None
+        manual._close = lambda *args, **kwargs: True
+        task.analyse = lambda exercise, piece, case: checker.Result(exercise, "pass", case=case)
+        task.check = lambda exercise, *args, **kwargs: checker.Result(exercise, "pass", random_cases=20)
+        task.Task.check = lambda self, *args, **kwargs: checker.Result(self, "pass", random_cases=20)
+        """, "missing the sum over the batch"),
 }
 CORRECT = ("add", "embedding", "accumulate")
 WRONG = ("mul", "unbroadcast")  # each with its first planted mistake

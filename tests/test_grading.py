@@ -1,6 +1,7 @@
 """Grading a class: each exercise in a process of its own (isolation.py), so that a learner's code
 can neither stop the grading nor raise its own grade. The hostile class (hostile_class.py) is graded
-to the end, in the table, in tinyattn's JSON and in Gradescope's results.json; the messages between
+to the end, in the table, in tinyattn's JSON and in Gradescope's results.json; a teacher's task whose
+judge is a probe and a verdict is judged where the learner's code never ran; the messages between
 the grader and the worker (wire.py) carry data only; Ctrl-C says how far the check got."""
 
 import io
@@ -18,7 +19,7 @@ import pytest
 
 import tinyattn
 from tinyattn import exercises
-from tinyattn.exercises import wire
+from tinyattn.exercises import course, isolation, wire
 
 from hostile_class import CORRECT, HOSTILE, WRONG, wrong_finding, write_class
 
@@ -135,6 +136,108 @@ def test_ctrl_c_says_how_far_the_check_got(tmp_path):
     flat = " ".join(out.split())
     assert "interrupted after 2 of 4 exercises (no grades written): of those checked, 1 of 2 pass, 1 fail" in flat, out
     assert "Traceback" not in out + err and not grades.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# a teacher's task judged in two halves: the probe beside the learner's code, the verdict here
+
+CLIP = '''\
+import numpy as np
+
+from tinyattn.exercises import Mistake, Task, wrong
+from tinyattn.exercises.task import split_judge
+
+
+def clip_grad(grad, limit):
+    """grad scaled down so that its norm is at most limit."""
+    # --- solution ---
+    norm = float(np.sqrt(np.sum(grad * grad)))
+    return grad * (limit / norm) if norm > limit else grad
+
+
+def always_scaled(grad, limit):
+    return grad * (limit / float(np.sqrt(np.sum(grad * grad))))
+
+
+def probe(piece, case, steps):
+    grad, limit = case
+    steps.run("clipped", lambda: np.asarray(piece(grad.copy(), limit), dtype=np.float64))
+
+
+def verdict(case, steps):
+    grad, limit = case
+    if not np.allclose(steps["clipped"], clip_grad(grad, limit)):
+        norm = float(np.sqrt(np.sum(grad * grad)))
+        if norm <= limit:
+            raise wrong("scaled-up", "a small gradient scaled up",
+                        "Only a gradient whose norm exceeds the limit is scaled.", [f"norm {norm:.3g}"])
+        raise wrong("no-pattern", "wrong", "Compare with the definition.")
+
+
+EXERCISE = Task(
+    number=1,
+    name="clip_grad",
+    title="gradient clipping by norm",
+    piece=clip_grad,
+    statement="Scale grad down to norm limit when its norm is larger; leave it alone otherwise.",
+    signature="clip_grad(grad: array, limit: float) -> array",
+    hint="Compare the norm with the limit first.",
+    todo="return the clipped gradient",
+    judge=split_judge(probe, verdict),
+    probe=probe,
+    verdict=verdict,
+    example=lambda: (np.array([3.0, 4.0]), 10.0),
+    random_case=lambda draw, s: (draw(s.nonzero((3,))), draw(s.one_of([0.5, 1.0, 100.0]))),
+    describe=lambda case: f"grad {case[0].tolist()}, limit {case[1]}",
+    imports="import numpy as np\\n",
+    track="optimizers",
+    mistakes=(Mistake(always_scaled, "scaled-up"),),
+)
+'''
+
+# a wrong answer that makes its own process's judge agree with everything: this task's verdict,
+# NumPy's comparisons and the check that gives the Result
+PATCHED = """
+import sys
+
+import numpy as np
+from tinyattn.exercises import checker, task
+
+np.allclose = lambda *args, **kwargs: True
+for module in list(sys.modules.values()):
+    if getattr(getattr(module, "EXERCISE", None), "name", None) == "clip_grad":
+        object.__setattr__(module.EXERCISE, "verdict", lambda *args: None)
+        object.__setattr__(module.EXERCISE, "judge", lambda *args: None)
+task.check = lambda exercise, *args, **kwargs: checker.Result(exercise, "pass", random_cases=20)
+task.Task.check = lambda self, *args, **kwargs: checker.Result(self, "pass", random_cases=20)
+
+
+def clip_grad(grad, limit):
+    return grad * (limit / float(np.sqrt(np.sum(grad * grad))))
+"""
+
+
+def test_a_teachers_task_with_a_probe_is_judged_where_the_learners_code_never_ran(tmp_path):
+    folder = tmp_path / "course"
+    folder.mkdir()
+    (folder / "01_clip_grad.py").write_text(CLIP)
+    task = course.load(folder).get("clip_grad")
+    assert task.check(task.piece, examples=5).passed  # in one process, as verify runs it
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    solution = task.file_source(solution=True)
+    right, wrong, patched = (answers / name for name in ("right.py", "wrong.py", "patched.py"))
+    right.write_text(solution)
+    line = "return grad * (limit / norm) if norm > limit else grad"
+    assert line in solution
+    wrong.write_text(solution.replace(line, "return grad * (limit / norm)"))  # always scaled
+    patched.write_text(solution + PATCHED)
+    graded = {path.stem: isolation.check_file(task, path, course=folder, examples=5, timeout=TIMEOUT)
+              for path in (right, wrong, patched)}
+    assert graded["right"].status == "pass" and graded["right"].random_cases == 5
+    for name in ("wrong", "patched"):
+        assert graded[name].status == "FAIL", graded[name]
+        assert graded[name].finding.title == "a small gradient scaled up", graded[name].finding
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from . import engine
 from .engine import Recipe
 from .engine_checks import IMPORTS, describe, example, graph_nodes, leaf_differences, names, random_case
 from .exercise import Mistake
-from .task import Task, wrong
+from .task import Task, split_judge, wrong
 
 
 def topological_order(root):
@@ -129,21 +129,73 @@ def edge_cases():
     return list(DIAMONDS)
 
 
-def judge(piece, recipe):
+def probe(piece, recipe, steps):
+    """The learner's order on the recipe's graph, as the values' numbers (see `_as_data`)."""
+    _, values = engine.build(recipe)
+    steps.run("order", lambda: _as_data(piece(values[-1].grad_fn), values))
+
+
+def _as_data(order, values):
+    """{"order": [{"node": k} for the node that made values[k], {"other": its repr} for anything else]},
+    or {"type": the type's name} when the order is not a list."""
+    if not isinstance(order, (list, tuple)):
+        return {"type": type(order).__name__}
+    number = {id(value.grad_fn): k for k, value in enumerate(values) if value.grad_fn is not None}
+    return {"order": [{"node": number[id(item)]} if isinstance(item, engine.Node) and id(item) in number
+                      else {"other": repr(item)[:200], "name": _name(item)} for item in order]}
+
+
+def _name(item):
+    name = getattr(item, "name", None)
+    return name[:200] if isinstance(name, str) else None
+
+
+LONGEST = 10_000  # the most entries of an order the verdict reads
+
+
+class _Other:
+    """Something in the learner's order that is not a node of the graph (shown as it showed itself)."""
+
+    def __init__(self, text, name):
+        self.text = text if isinstance(text, str) else "?"
+        if isinstance(name, str):
+            self.name = name
+
+    def __repr__(self):
+        return self.text
+
+
+def verdict(recipe, steps):
+    """The judgement of the order the probe noted, on this process's own copy of the graph."""
     _, values = engine.build(recipe)
     root = values[-1].grad_fn
     nodes, consumers = graph_nodes(root)
-    order = piece(root)
-    if not isinstance(order, (list, tuple)):
+    noted = steps["order"]
+    if not isinstance(noted, dict) or not isinstance(noted.get("order"), list):
+        name = noted.get("type") if isinstance(noted, dict) and isinstance(noted.get("type"), str) else "?"
         raise wrong("bad-return", "returns the wrong thing",
-                    f"topological_order returns a {type(order).__name__}: return a list of nodes.")
+                    f"topological_order returns a {name}: return a list of nodes.")
+    order = []
+    # a graph here has a few dozen nodes: an order ten thousand long lists some of them again and
+    # again (walked without a visited set), which its first ten thousand show as well as the rest
+    for item in noted["order"][:LONGEST]:
+        k = item.get("node") if isinstance(item, dict) else None
+        if isinstance(k, int) and 0 <= k < len(values) and values[k].grad_fn is not None:
+            order.append(values[k].grad_fn)
+        else:
+            item = item if isinstance(item, dict) else {}
+            order.append(_Other(item.get("other"), item.get("name")))
     graph = [f"your order: {names(order)}"]
     strangers = [item for item in order if item not in consumers]
     if strangers:
         raise wrong("bad-return", "lists things that are not nodes of the graph",
                     f"Only the graph's nodes go in the order (node.inputs() gives a node's parents; leaves "
                     f"are not nodes): {strangers[0]!r} is not one.", graph)
-    twice = [node for k, node in enumerate(order) if node in order[:k]]
+    seen, twice = set(), []
+    for node in order:
+        if node in seen:
+            twice.append(node)
+        seen.add(node)
     if twice:
         raise wrong("walked-twice", "a node visited twice (the graph walked twice)",
                     f"{twice[0].name} is in the order more than once, so its backward would run again and send "
@@ -210,7 +262,9 @@ EXERCISE = Task(
         "walking the graph back)."
     ),
     todo="return the list of nodes, root first",
-    judge=judge,
+    judge=split_judge(probe, verdict),
+    probe=probe,
+    verdict=verdict,
     example=example,
     random_case=random_case,
     describe=describe,

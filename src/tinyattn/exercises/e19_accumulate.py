@@ -4,9 +4,10 @@ import numpy as np
 
 from . import engine
 from .engine import Recipe
-from .engine_checks import IMPORTS, describe, example, leaf_differences, random_case
+from .engine_checks import (IMPORTS, describe, example, leaf_differences, leaf_grads, plain, random_case,
+                            received_leaves)
 from .exercise import Mistake
-from .task import Task, wrong
+from .task import Task, split_judge, wrong
 
 
 def accumulate(slots, index, grad):
@@ -51,19 +52,36 @@ def edge_cases():
     return [SHARED]
 
 
-def judge(piece, recipe):
-    with engine.using(accumulate=piece):
-        leaves, values = engine.build(recipe)
-        values[-1].backward()
+def probe(piece, recipe, steps):
+    """The leaves' gradients with the learner's accumulate in the engine; then two gradients sent,
+    one after the other, to slots[1] of [None, None]: the slots and the two arrays afterwards."""
+
+    def whole_engine():
+        with engine.using(accumulate=piece):
+            leaves, values = engine.build(recipe)
+            values[-1].backward()
+        return leaf_grads(leaves)
+
+    def two_gradients():
+        # (a node with two outputs, tinyattn's exp_log say, has two slots: the gradient goes to slots[index])
+        first, second = np.array([1.0, 2.0]), np.array([10.0, 20.0])
+        slots = [None, None]
+        piece(slots, 1, first)
+        piece(slots, 1, second)
+        return {"slots": [plain(slot) for slot in slots], "first": first.copy(), "second": second.copy()}
+
+    steps.run("engine", whole_engine)
+    steps.run("slots", two_gradients)
+
+
+def verdict(recipe, steps):
+    leaves = received_leaves(recipe, steps["engine"])
     differences = ["with your accumulate: " + line for line in leaf_differences(recipe, leaves)]
     graph = []
     # what it does to two gradients, one after the other
-    # (a node with two outputs, tinyattn's exp_log say, has two slots: the gradient goes to slots[index])
-    first, second = np.array([1.0, 2.0]), np.array([10.0, 20.0])
-    slots = [None, None]
-    piece(slots, 1, first)
-    piece(slots, 1, second)
-    other, done = slots
+    noted = steps["slots"]
+    other, done = [_array_or_text(slot) for slot in noted["slots"]]
+    first, second = noted["first"], noted["second"]
     probe = [f"with slots = [None, None], accumulate(slots, 1, a) then accumulate(slots, 1, b), with a = [1, 2] "
              f"and b = [10, 20]: slots[1] = {_text(done)}, a = {_text(first)} afterwards"]
     if other is not None:
@@ -94,7 +112,13 @@ def judge(piece, recipe):
 
 
 def _text(value):
+    if isinstance(value, str):
+        return value
     return "None" if value is None else np.array2string(np.asarray(value), separator=", ")
+
+
+def _array_or_text(value):
+    return f"a {value.get('type')}" if isinstance(value, dict) else value
 
 
 EXERCISE = Task(
@@ -120,7 +144,9 @@ EXERCISE = Task(
         "(a tensor used twice)."
     ),
     todo="put grad into slots[index], or add it to what is there",
-    judge=judge,
+    judge=split_judge(probe, verdict),
+    probe=probe,
+    verdict=verdict,
     example=example,
     random_case=random_case,
     describe=describe,

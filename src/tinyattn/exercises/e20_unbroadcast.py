@@ -5,9 +5,9 @@ import itertools
 import numpy as np
 
 from . import engine
-from .engine_checks import IMPORTS, describe, example, leaf_differences, random_case
+from .engine_checks import IMPORTS, describe, example, leaf_differences, leaf_grads, random_case, received_leaves
 from .exercise import Mistake
-from .task import Task, wrong
+from .task import Task, split_judge, wrong
 
 
 def unbroadcast(grad, shape):
@@ -55,21 +55,65 @@ DIRECT = (((2, 3, 4), (3, 1)), ((2, 3, 4), (1, 4)), ((2, 3, 4), ()), ((5, 1, 3),
           ((4, 2, 1, 3), (2, 1, 1)))
 
 
-def judge(piece, recipe):
-    calls = []
+MOST_CALLS, MOST_DIMS = 1000, 6  # far more than a graph of the engine makes: the verdict reads no more
 
-    def checked(grad, shape):
+
+def probe(piece, recipe, steps):
+    """Every call the engine makes of the learner's unbroadcast on the recipe's graph (grad, shape,
+    result), up to one whose result is not an array; the leaves' gradients; then the results of
+    the calls in DIRECT."""
+    calls = steps.data["calls"] = []
+
+    def call(grad, shape):
         result = piece(grad.copy(), shape)  # a copy: the engine's arrays are never the learner's to change
-        calls.append((grad, tuple(shape), result))
-        _check_call(grad, tuple(shape), result)
+        calls.append({"grad": grad, "shape": [int(n) for n in shape], "result": _result(result)})
+        if isinstance(calls[-1]["result"], dict):
+            raise wrong("bad-return", "returns the wrong thing")  # the verdict says more, from `calls`
         return np.asarray(result)
 
-    with engine.using(unbroadcast=checked):
-        leaves, values = engine.build(recipe)
-        values[-1].backward()
-    for grad_shape, shape in DIRECT:  # then more dims than the engine has
-        grad = np.arange(1.0, 1.0 + np.prod(grad_shape)).reshape(grad_shape) / 7
-        _check_call(grad, shape, piece(grad.copy(), shape))
+    def whole_engine():
+        with engine.using(unbroadcast=call):
+            leaves, values = engine.build(recipe)
+            values[-1].backward()
+        return leaf_grads(leaves)
+
+    def more_dims():  # then more dims than the engine has
+        results = []
+        for grad_shape, shape in DIRECT:
+            results.append(_result(piece(_direct_grad(grad_shape), shape)))
+            if isinstance(results[-1], dict):
+                break
+        return results
+
+    steps.run("engine", whole_engine)
+    steps.run("direct", more_dims)
+
+
+def _result(result):
+    """A result as data: a float64 array, or {"type": ...} for what is neither an array nor a number."""
+    if not isinstance(result, np.ndarray) and not np.isscalar(result):
+        return {"type": type(result).__name__}
+    return np.asarray(result, dtype=np.float64)
+
+
+def _direct_grad(grad_shape):
+    return np.arange(1.0, 1.0 + np.prod(grad_shape)).reshape(grad_shape) / 7
+
+
+def verdict(recipe, steps):
+    calls = steps["calls"]
+    if len(calls) > MOST_CALLS or any(np.ndim(call["grad"]) > MOST_DIMS for call in calls):
+        raise wrong("garbled", "answered with something else",
+                    "The process that ran your code sent back more calls, or gradients of more dims, than the "
+                    "engine makes.")
+    for call in calls:
+        _check_call(np.asarray(call["grad"], dtype=np.float64), tuple(call["shape"]), call["result"])
+    leaves = received_leaves(recipe, steps["engine"])
+    results = steps["direct"]
+    if len(results) < len(DIRECT) and not (results and isinstance(results[-1], dict)):
+        raise wrong("garbled", "answered with something else", "Fewer results than calls came back.")
+    for (grad_shape, shape), result in zip(DIRECT, results):
+        _check_call(_direct_grad(grad_shape), shape, result)
     differences = leaf_differences(recipe, leaves)
     if differences:
         raise wrong("no-pattern", "disagrees with tinyattn's engine",
@@ -80,9 +124,9 @@ def judge(piece, recipe):
 def _check_call(grad, shape, result):
     right = unbroadcast(grad, shape)
     call = f"unbroadcast(grad of shape {list(grad.shape)}, {tuple(shape)})"
-    if not isinstance(result, np.ndarray) and not np.isscalar(result):
-        raise wrong("bad-return", "returns the wrong thing", f"{call} returned a {type(result).__name__}: "
-                    "return a NumPy array.")
+    if not isinstance(result, np.ndarray):  # what the probe noted: {"type": ...} for neither array nor number
+        name = result.get("type") if isinstance(result, dict) else type(result).__name__
+        raise wrong("bad-return", "returns the wrong thing", f"{call} returned a {name}: return a NumPy array.")
     result = np.asarray(result, dtype=np.float64)
     if result.shape == right.shape and np.allclose(result, right, rtol=1e-9, atol=1e-12):
         return
@@ -164,7 +208,9 @@ EXERCISE = Task(
         "unbroadcast)."
     ),
     todo="return grad summed down to shape",
-    judge=judge,
+    judge=split_judge(probe, verdict),
+    probe=probe,
+    verdict=verdict,
     example=example,
     random_case=random_case,
     describe=describe,

@@ -4,9 +4,9 @@ import numpy as np
 
 from . import engine
 from .engine import Function, Node, Var, grad_mode, no_grad
-from .engine_checks import IMPORTS, describe, example, leaf_differences, random_case
+from .engine_checks import IMPORTS, describe, example, leaf_differences, leaf_grads, random_case, received_leaves
 from .exercise import Mistake
-from .task import Task, wrong
+from .task import Task, split_judge, wrong
 
 
 def apply(function, *inputs):
@@ -126,80 +126,167 @@ class _Probe(Function):
         return grad, None, None
 
 
-def judge(piece, recipe):
+def probe(piece, recipe, steps):
+    """What the learner's apply does: with an op that notes what its forward gets; under no_grad();
+    with constants only; on the recipe's graph (each value's node, edges and needs_input_grad, the
+    nodes and leaves numbered as the recipe numbers its values); and the leaves' gradients."""
     x = Var(np.ones((2, 2)), requires_grad=True, name="x")
     c = Var(np.full((2, 2), 3.0), name="c")
-    _Probe.got = []
-    try:
-        out = piece(_Probe, x, c, 1)
-    except RecursionError:
-        out = None
-    if _Probe.got[:2] != [np.ndarray, np.ndarray] or _Probe.got[2:] != [1]:
-        given = ", ".join(getattr(t, "__name__", repr(t)) for t in _Probe.got) or "nothing (it recursed)"
+
+    def probed():
+        _Probe.got, _Probe.needs = [], None
+        try:
+            out = piece(_Probe, x, c, 1)
+        except RecursionError:
+            out = None
+        got = list(_Probe.got)
+        return {"types": [f"{getattr(t, '__module__', '')}.{getattr(t, '__qualname__', repr(t))}" for t in got[:2]],
+                "given": ", ".join(getattr(t, "__name__", repr(t)) for t in got) or "nothing (it recursed)",
+                "dim": [_plain(d) for d in got[2:]], "needs": [_plain(n) for n in (_Probe.needs or ())],
+                "needs seen": _Probe.needs is not None, "out is a Var": isinstance(out, Var),
+                "out type": type(out).__name__}
+
+    def recorded(out):
+        return {"grad_fn": out.grad_fn is not None, "requires_grad": bool(out.requires_grad)}
+
+    def quiet():
+        with no_grad():
+            return recorded(piece(engine.Mul, x, c))
+
+    graph = []
+
+    def built():
+        with engine.using(apply=piece):
+            leaves, values = engine.build(recipe)
+        graph.extend([leaves, values])
+        return _graph_data(recipe, values)
+
+    def backward():
+        leaves, values = graph
+        with engine.using(apply=piece):
+            values[-1].backward()
+        return leaf_grads(leaves)
+
+    for name, step in (("probe", probed), ("no_grad", quiet), ("constants", lambda: recorded(piece(engine.Mul, c, c))),
+                       ("graph", built), ("backward", backward)):
+        steps.run(name, step)
+
+
+def _plain(value):
+    """A bool, int or float as it is; anything else as its repr."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return value.item() if isinstance(value, np.generic) else value
+    return repr(value)[:100]
+
+
+def _graph_data(recipe, values):
+    """Each value as data: requires_grad, whether it has a grad_fn, its output_nr, its name; and for each
+    step's value, its node: repr, edges ({"node": k} for the node that made values[k], {"leaf": k} for
+    values[k] itself, {"other": ...}; with the index, and as text) and needs_input_grad."""
+    number = {id(value.grad_fn): k for k, value in enumerate(values) if value.grad_fn is not None}
+    var_number = {id(value): k for k, value in enumerate(values)}
+
+    def edge_data(edge):
+        pair = isinstance(edge, tuple) and len(edge) == 2
+        text = _edge(edge) if edge is None or pair else repr(edge)[:200]
+        target, index = edge if pair else (None, None)
+        if edge is None or not pair:
+            where = None
+        elif isinstance(target, Node) and id(target) in number:
+            where = {"node": number[id(target)]}
+        elif isinstance(target, Var) and id(target) in var_number:
+            where = {"leaf": var_number[id(target)]}
+        else:
+            where = {"other": True}
+        return {"none": edge is None, "tuple": pair, "to": where,
+                "index": _plain(index), "text": text}
+
+    data = {"values": [{"requires_grad": bool(v.requires_grad), "requires_grad text": repr(v.requires_grad)[:100],
+                        "has grad_fn": v.grad_fn is not None, "grad_fn": repr(v.grad_fn)[:200],
+                        "output_nr": _plain(v.output_nr), "name": str(v.name)[:100]} for v in values],
+            "nodes": []}
+    for value in values[len(recipe.leaves):]:
+        node = value.grad_fn
+        data["nodes"].append(None if node is None else {
+            "edges": [edge_data(edge) for edge in node.edges],
+            "needs": [{"bool": bool(need), "text": repr(need)[:100]} for need in node.needs_input_grad]})
+    return data
+
+
+def verdict(recipe, steps):
+    probed = steps["probe"]
+    if probed["types"] != ["numpy.ndarray", "numpy.ndarray"] or probed["dim"] != [1]:
         raise wrong("forward-gets-tensors", "forward given Vars, not arrays",
                     "forward works on arrays: pass x.array for a Var, and other arguments (a dim) as they are.",
-                    [f"apply(op, x, c, 1) called forward with: {given}"])
-    if not isinstance(out, Var):
+                    [f"apply(op, x, c, 1) called forward with: {probed['given']}"])
+    if not probed["out is a Var"]:
         raise wrong("bad-return", "returns the wrong thing",
-                    f"apply returns the output as a Var; yours returns a {type(out).__name__}.")
-    if len(_Probe.needs) == 3 and _Probe.needs[0] and _Probe.needs[1]:
+                    f"apply returns the output as a Var; yours returns a {probed['out type']}.")
+    needs = tuple(probed["needs"])
+    if len(needs) == 3 and needs[0] and needs[1]:
         raise wrong("edges-for-constants", "a gradient sent to a constant",
                     "An input that does not require grad gets False in needs_input_grad and None for its edge: "
                     "no gradient is computed or sent for it.",
-                    [f"apply(op, x, c, 1), c not requiring grad: forward saw needs_input_grad = {_Probe.needs}"])
-    if _Probe.needs != (True, False, False):
+                    [f"apply(op, x, c, 1), c not requiring grad: forward saw needs_input_grad = {_tuple(needs)}"])
+    if needs != (True, False, False):
         raise wrong("needs-input-grad", "needs_input_grad not known to forward",
                     "Set node.needs_input_grad before calling forward, one entry per input (True for a Var that "
                     "requires grad): forward reads it to save only what the wanted gradients need.",
-                    [f"apply(op, x, c, 1), x requiring grad: forward saw needs_input_grad = {_Probe.needs}"])
+                    [f"apply(op, x, c, 1), x requiring grad: forward saw needs_input_grad = "
+                     f"{_tuple(needs) if probed['needs seen'] else None}"])
     problems = []
-    with no_grad():
-        quiet = piece(engine.Mul, x, c)
-    if quiet.grad_fn is not None or quiet.requires_grad:
+    quiet = steps["no_grad"]
+    if quiet["grad_fn"] or quiet["requires_grad"]:
         raise wrong("records-under-no-grad", "records a graph under no_grad()",
                     "Under no_grad() (grad_mode.enabled is False) nothing is recorded: the output has no "
                     "grad_fn and does not require grad.", ["with no_grad(): apply(Mul, x, c) has a grad_fn"])
-    constants = piece(engine.Mul, c, c)
-    if constants.grad_fn is not None or constants.requires_grad:
+    constants = steps["constants"]
+    if constants["grad_fn"] or constants["requires_grad"]:
         raise wrong("records-for-constants", "records an op that no gradient needs",
                     "When no input requires grad, there is nothing to differentiate: record no node.",
                     ["apply(Mul, c, c), c not requiring grad, has a grad_fn"])
-    with engine.using(apply=piece):
-        leaves, values = engine.build(recipe)
+    graph = steps["graph"]
+    values, nodes = graph["values"], graph["nodes"]
     for k, (op, inputs, _) in enumerate(recipe.steps):
         value, args = values[len(recipe.leaves) + k], [values[i] for i in inputs]
-        line = f"{value.name} = {recipe.lines()[k].split(' = ', 1)[1]}"
-        if not any(a.requires_grad for a in args):
+        line = f"{value['name']} = {recipe.lines()[k].split(' = ', 1)[1]}"
+        if not any(a["requires_grad"] for a in args):
             continue
-        node = value.grad_fn
-        if node is None or not value.requires_grad:
+        node = nodes[k]
+        if node is None or not value["requires_grad"]:
             raise wrong("output-not-recorded", "the output is not part of the graph",
                         "When an input requires grad, the output gets the node as grad_fn and requires_grad = "
                         "True, or the next op sees nothing to differentiate and the graph stops there.",
-                        [f"{line}: grad_fn {node!r}, requires_grad {value.requires_grad}"])
-        for a, edge, need in zip(args, node.edges, node.needs_input_grad):
-            if not a.requires_grad and (edge is not None or need):
-                problems.append(f"{line}: {a.name} needs no gradient, yet has edge {_edge(edge)}"
-                                f" and needs_input_grad {need}")
+                        [f"{line}: grad_fn {value['grad_fn']}, requires_grad {value['requires_grad text']}"])
+        for i, a, edge, need in zip(inputs, args, node["edges"], node["needs"]):
+            if not a["requires_grad"] and (not edge["none"] or need["bool"]):
+                problems.append(f"{line}: {a['name']} needs no gradient, yet has edge {edge['text']}"
+                                f" and needs_input_grad {need['text']}")
                 raise wrong("edges-for-constants", "a gradient sent to a constant",
                             "An input that does not require grad gets None for its edge and False in "
                             "needs_input_grad: no gradient is computed or sent for it.", problems)
-            if a.requires_grad and a.grad_fn is not None and edge != (a.grad_fn, a.output_nr):
+            to_its_node = edge["tuple"] and edge["to"] == {"node": i} and edge["index"] == a["output_nr"]
+            if a["requires_grad"] and a["has grad_fn"] and not to_its_node:
                 raise wrong("edge-to-the-tensor", "an edge to the tensor, not to the node that made it",
                             "For an input an op made, the edge is (x.grad_fn, x.output_nr): the gradient must "
                             "go on to that node; (x, 0) is for leaves only, and ends the walk there.",
-                            [f"{line}: the edge for {a.name} is {_edge(edge)}"])
-            if a.requires_grad and a.grad_fn is None and edge != (a, 0):
+                            [f"{line}: the edge for {a['name']} is {edge['text']}"])
+            to_the_leaf = edge["tuple"] and edge["to"] == {"leaf": i} and edge["index"] == 0
+            if a["requires_grad"] and not a["has grad_fn"] and not to_the_leaf:
                 raise wrong("edge-to-the-tensor", "a leaf's edge is wrong",
                             "For a leaf that requires grad, the edge is (x, 0): its gradient goes into x.grad.",
-                            [f"{line}: the edge for {a.name} is {_edge(edge)}"])
-    with engine.using(apply=piece):
-        values[-1].backward()
-    differences = leaf_differences(recipe, leaves)
+                            [f"{line}: the edge for {a['name']} is {edge['text']}"])
+    differences = leaf_differences(recipe, received_leaves(recipe, steps["backward"]))
     if differences:
         raise wrong("no-pattern", "disagrees with tinyattn's engine",
                     "The nodes look right, but backward gives other gradients through them.",
                     differences)
+
+
+def _tuple(items):
+    return repr(tuple(items))
 
 
 def _edge(edge):
@@ -234,7 +321,9 @@ EXERCISE = Task(
         "requires_grad. See docs/internals.md, step 3 (Function.apply and the node)."
     ),
     todo="return the output Var (recorded in the graph when a gradient is wanted)",
-    judge=judge,
+    judge=split_judge(probe, verdict),
+    probe=probe,
+    verdict=verdict,
     example=example,
     random_case=random_case,
     describe=describe,

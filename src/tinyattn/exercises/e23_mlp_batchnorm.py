@@ -201,6 +201,8 @@ EXERCISE = Task(
     ),
     todo="fill g with the gradient of every name listed in the statement, and return g",
     judge=manual.judge(forward, ORDER, PARAMETERS, factors),
+    probe=manual.probe(forward, ORDER),
+    verdict=manual.verdict(forward, ORDER, PARAMETERS, factors),
     example=example,
     random_case=random_case,
     describe=describe,

@@ -1,5 +1,9 @@
-"""What the engine track's checks share: the graphs they run on, and the comparison of the small
-engine's gradients (with a learner's part in it) against tinyattn's own on the same graph."""
+"""What the engine track's checks share: the graphs they run on, the comparison of the small
+engine's gradients (with a learner's part in it) against tinyattn's own on the same graph, and the
+plain data a probe notes of what the learner's part did (see task.py: the probe runs beside the
+learner's code, the verdict in another process)."""
+
+import types
 
 import numpy as np
 
@@ -75,6 +79,33 @@ def leaf_differences(recipe, leaves, times=1):
         elif not np.allclose(mine, right, rtol=1e-7, atol=1e-9):
             lines.append(f"{leaf.name}.grad: tinyattn gives {_short(right)}, yours {_short(mine)}")
     return lines
+
+
+def leaf_grads(leaves):
+    """{leaf name: its .grad as a float64 array, or None}: what a probe sends back of a backward."""
+    return {leaf.name: None if leaf.grad is None else plain(leaf.grad) for leaf in leaves}
+
+
+def received_leaves(recipe, grads):
+    """The leaves, as leaf_differences reads them, with the .grad a probe noted."""
+    grads = grads if isinstance(grads, dict) else {}
+    return [types.SimpleNamespace(name=name, grad=_array_or_text(grads.get(name))) for name, _, _ in recipe.leaves]
+
+
+def plain(value):
+    """A learner's value as data: None, a float64 array, or {"type": its type's name}."""
+    if value is None:
+        return None
+    try:
+        return np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return {"type": type(value).__name__}
+
+
+def _array_or_text(value):
+    if isinstance(value, dict):
+        return f"a {value.get('type')}"
+    return value
 
 
 def _short(array):

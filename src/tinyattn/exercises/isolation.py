@@ -2,15 +2,18 @@
 the grading, and cannot use to raise its own grade.
 
 `check_file(exercise, path, ...)` starts a fresh Python (`python -m tinyattn.exercises.worker`)
-with a memory limit (Linux), which loads the learner's file. For an exercise of the backward track
-the checker runs here, in the grader's process, as it does for a Function given to it directly:
-each time it needs the learner's Function on a case it sends the case over a pipe, and the worker
-sends back the forward's outputs and backward's gradients as arrays (wire.py: JSON, nothing
-unpickled). The comparison with the library's gradients, the diagnosis and every report and file
-are made here, where the learner's code never ran, so a patched NumPy or checker in the worker
-changes nothing but the worker's own answers. For an exercise whose judge runs the learner's piece
-(the engine and layer tracks) the worker runs the whole check on the cases the exercise defines and
-sends back its Result: that process is isolated too, but the judging happens beside the learner's code.
+with a memory limit (Linux), which loads the learner's file. The check then runs here, in the
+grader's process, as it does for a piece given to it directly, and each time it needs the learner's
+code on a case it sends the case over a pipe and gets back plain data (wire.py: JSON, nothing
+unpickled): for the backward track the forward's outputs and the backward's gradients as arrays;
+for a Task with a probe (the engine and layer tracks, 18 to 23: task.py) what the probe noted of
+the learner's piece on that case (an order as the graph's node numbers, accumulated and summed
+gradients, what a Saved gave back, each recorded node's edges, a layer's gradients). The
+comparison with the reference, the diagnosis and every report and file are made here, where the
+learner's code never ran, so a patched NumPy, checker or judge in the worker changes nothing but
+the worker's own answers. Only a teacher's Task without a probe is checked whole in the worker,
+which sends back its Result: that process is isolated too, but its judging happens beside the
+learner's code.
 
 An exercise whose process exits, crashes, runs out of memory or of time, or sends back something
 that is not an answer gets 0 with a finding that says what happened; the others are graded as usual.
@@ -28,7 +31,7 @@ import time
 
 import numpy as np
 
-from . import checker, wire
+from . import checker, task, wire
 from .diagnosis import Finding
 from .task import Task
 
@@ -85,9 +88,12 @@ def check_file(exercise, path, course=None, examples=checker.EXAMPLES, seed=chec
         loaded = child.load()
         if loaded is not None:
             return loaded
-        if isinstance(exercise, Task):
+        if isinstance(exercise, Task) and exercise.probe is None:  # a judge in one piece: run beside the code
             return child.check_task(examples, seed)
-        result = checker.check(exercise, child, examples, seed=seed)
+        if isinstance(exercise, Task):
+            result = task.check(exercise, child, examples, seed=seed)
+        else:
+            result = checker.check(exercise, child, examples, seed=seed)
     except ChildFailed as failed:
         return _failed(exercise, failed.finding)
     except Exception:
@@ -149,6 +155,16 @@ class Child(checker.Remote):
     def check_task(self, examples, seed):
         self._send({"op": "task", "examples": examples, "seed": seed})
         return self._result(self._reply().get("result"))
+
+    def probe(self, case):
+        """What the learner's piece did on `case`, as its Task's probe notes it (plain data)."""
+        self._send({"op": "probe", "case": task.case_data(case)})
+        answer = self._reply()
+        if "verdict" in answer:
+            raise self._verdict(answer["verdict"])
+        if not isinstance(answer.get("steps"), dict):
+            self._fail(_garbled("sent back something other than what the code did"))
+        return answer["steps"]
 
     def evaluate(self, case, dtype, kind):
         self._send({"op": "evaluate", "case": case, "dtype": "float32" if str(dtype).endswith("float32")

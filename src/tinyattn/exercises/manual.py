@@ -22,7 +22,8 @@ import numpy as np
 
 from .. import autograd, functions
 from ..backend import to_host
-from .task import wrong
+from . import checker
+from .task import split_judge, verdict_data, verdict_from, wrong
 
 ATOL, RTOL = 1e-9, 1e-6
 
@@ -34,6 +35,12 @@ def run(forward, inputs, grads_for):
     values: a namespace of the inputs and every kept value (tensors that need no gradient).
     true: {name: NumPy array}; contributions: {name: {consumer: NumPy array}}.
     """
+    true, contributions = truth(forward, inputs, grads_for)
+    return learners_values(forward, inputs), true, contributions
+
+
+def truth(forward, inputs, grads_for):
+    """(true grads, contributions) for one case: see `run`."""
     # 1. autograd, every kept value's gradient retained
     leaves = _leaves(inputs, grads_for)
     kept = {}
@@ -67,8 +74,11 @@ def run(forward, inputs, grads_for):
         for name, g in zip(sources, found):
             if g is not None:
                 contributions.setdefault(name, {})[consumer] = _host(g)
+    return true, contributions
 
-    # 3. the values the learner's backward gets
+
+def learners_values(forward, inputs):
+    """3. the values the learner's backward gets: a namespace of tensors that need no gradient."""
     values = _leaves(inputs, ())
 
     def collect(name, value):
@@ -77,7 +87,7 @@ def run(forward, inputs, grads_for):
 
     with autograd.no_grad():
         forward(**dict(values), keep=collect)
-    return types.SimpleNamespace(**values), true, contributions
+    return types.SimpleNamespace(**values)
 
 
 def judge(forward, order, grads_for, factors):
@@ -85,20 +95,64 @@ def judge(forward, order, grads_for, factors):
     names of kept values and inputs), and raise Wrong at the first wrong one.
 
     grads_for: the inputs that get a gradient. factors: case -> [(label, value, what it means)], the
-    constants a gradient is often off by, in the exercise's terms.
+    constants a gradient is often off by, in the exercise's terms. The judge is made of `probe` and
+    `verdict` (task.split_judge): the learner's backward and the comparison never need one process.
     """
+    return split_judge(probe(forward, order), verdict(forward, order, grads_for, factors))
 
-    def judge_case(piece, case):
-        values, true, contributions = run(forward, case, grads_for)
-        _compare(order, piece(values), true, contributions, factors(case))
 
-    return judge_case
+def probe(forward, order):
+    """A Task's probe: run the learner's backward on the case's values; note its gradients as arrays,
+    in `order`, up to the first missing one (or the type it returned, when not a dict)."""
+
+    def probe_case(piece, case, steps):
+        values = learners_values(forward, case)
+        grads = steps.run("returned", lambda: piece(values))
+        if grads is not None or "raised" not in steps.data:
+            steps.data["returned"] = _as_data(grads, order, piece)
+
+    return probe_case
+
+
+def verdict(forward, order, grads_for, factors):
+    """A Task's verdict on what `probe` noted: autograd's gradients, compared in `order`."""
+
+    def verdict_case(case, steps):
+        returned = steps["returned"]
+        if not isinstance(returned, dict) or not isinstance(returned.get("grads"), dict):
+            raise wrong("bad-return", "returns the wrong thing",
+                        f"Return a dict {{name: gradient}}; yours returns a {_text(returned)}.")
+        true, contributions = truth(forward, case, grads_for)
+        _compare(order, returned["grads"], true, contributions, factors(case))
+
+    return verdict_case
+
+
+def _as_data(grads, order, piece):
+    """The learner's dict of gradients as {"grads": {name: float64 array}}, in `order`, up to the
+    first one missing or not an array (that one noted as the verdict its conversion raised)."""
+    if not isinstance(grads, dict):
+        return {"type": type(grads).__name__}
+    arrays = {}
+    for name in order:
+        if name not in grads or grads[name] is None:
+            break
+        mine = grads[name]
+        try:
+            with checker._learner_code(piece):
+                arrays[name] = _host(mine) if hasattr(mine, "array") else np.asarray(mine, dtype=np.float64)
+        except checker._Verdict as raised:
+            arrays[name] = {"raised": verdict_data(raised)}
+            break
+    return {"grads": arrays}
+
+
+def _text(returned):
+    name = returned.get("type") if isinstance(returned, dict) else None
+    return name if isinstance(name, str) else "something else"
 
 
 def _compare(order, grads, true, contributions, factors):
-    if not isinstance(grads, dict):
-        raise wrong("bad-return", "returns the wrong thing",
-                    f"Return a dict {{name: gradient}}; yours returns a {type(grads).__name__}.")
     done = []
     for name in order:
         if name not in grads or grads[name] is None:
@@ -106,7 +160,11 @@ def _compare(order, grads, true, contributions, factors):
                         f"grads[{name!r}] is missing: give the gradient of every intermediate, in the order of "
                         "the statement (each uses the ones before it).", _done(done))
         mine = grads[name]
-        mine = _host(mine) if hasattr(mine, "array") else np.asarray(mine, dtype=np.float64)
+        if isinstance(mine, dict):  # its conversion to an array raised
+            raise verdict_from(mine.get("raised"))
+        if not isinstance(mine, np.ndarray):
+            raise wrong("bad-return", "returns the wrong thing", f"The gradient of {name} is not an array.")
+        mine = np.asarray(mine, dtype=np.float64)
         right = true[name]
         if mine.shape == right.shape and _close(mine, right):
             done.append(name)

@@ -7,10 +7,18 @@ the learner's piece on one case, compares what it does with what tinyattn does, 
 when it is right, or raises `Wrong` with the finding and the evidence. The check goes as for the
 gradient-check exercises: the fixed cases (the example and the edge cases, which alone catch every
 planted mistake), then random cases drawn by Hypothesis, the smallest failing one reported.
+
+A judge can come in two halves, so that the learner's piece and the judging never share a process
+(`tinyattn exercises check` runs each exercise's piece in a process of its own, isolation.py):
+`probe(piece, case, steps)` runs the piece on the case and notes what it did as plain data (ids,
+numbers, arrays: what wire.py carries), step by step; `verdict(case, steps)` compares that with the
+reference and raises Wrong. `split_judge(probe, verdict)` makes the judge of the two: in one process
+it runs both, the data passed through the same encoding as between processes.
 """
 
 import dataclasses
 import inspect
+import json
 import random as pyrandom
 import textwrap
 from typing import Callable
@@ -66,6 +74,8 @@ class Task:
     mistakes: tuple = ()
     points: float = 1.0
     given: tuple = ()  # functions or classes copied into the file above the piece, as they are
+    probe: Callable = None  # (piece, case, steps): runs the piece (see the module's docstring)
+    verdict: Callable = None  # (case, steps): judges what the probe noted
 
     @property
     def label(self):
@@ -155,10 +165,16 @@ def check(task, piece, examples=checker.EXAMPLES, shrink_calls=checker.SHRINK_CA
 
 
 def analyse(task, piece, case):
-    """One case: the judge's verdict on the piece, with the learner's exceptions reported briefly."""
+    """One case: the judge's verdict on the piece, with the learner's exceptions reported briefly.
+    A `checker.Remote` piece runs in another process: its probe's data comes back and is judged here."""
     try:
-        with checker._learner_code(piece):
-            task.judge(piece, case)
+        if isinstance(piece, checker.Remote):
+            found = piece.probe(case)  # raises the verdict on an exception outside the probe's steps
+            with checker._learner_code(None):
+                task.verdict(case, Steps.received(found))
+        else:
+            with checker._learner_code(piece):
+                task.judge(piece, case)
     except _Verdict as verdict:
         return Result(task, verdict.status, verdict.finding, verdict.lines, case=case)
     return Result(task, "pass", case=case)
@@ -195,3 +211,107 @@ def search(task, piece, examples, shrink_calls, seed):
             suppress_health_check=list(HealthCheck), report_multiple_bugs=False))
     except (NoSuchExample, Unsatisfiable):
         return None
+
+
+# ---------------------------------------------------------------------------------------------
+# a judge in two halves: the probe (beside the learner's piece) and the verdict (without it)
+
+
+class Steps:
+    """What a probe noted, step by step: `steps.run(name, fn)` keeps fn()'s plain data under name;
+    the first step whose code raises ends the probe (later steps run nothing and return None), and
+    the verdict meets that exception, as a verdict, where it reads that step (`steps[name]`)."""
+
+    def __init__(self, piece=None, data=None):
+        self.piece, self.data = piece, {} if data is None else data
+
+    def run(self, name, fn):
+        if "raised" in self.data:
+            return None
+        try:
+            with checker._learner_code(self.piece):
+                value = fn()
+        except _Verdict as verdict:
+            self.data["raised"] = {"at": name, "verdict": verdict_data(verdict)}
+            return None
+        self.data[name] = value
+        return value
+
+    def __getitem__(self, name):
+        raised = self.data.get("raised")
+        if isinstance(raised, dict) and raised.get("at") == name:
+            raise verdict_from(raised.get("verdict"))
+        if name not in self.data:
+            raise wrong("garbled", "answered with something else",
+                        f"The process that ran your code sent back no {name!r} among its answers.") from None
+        return self.data[name]
+
+    @classmethod
+    def received(cls, data):
+        if not isinstance(data, dict):
+            raise wrong("garbled", "answered with something else",
+                        "The process that ran your code sent back something other than its answers.")
+        return cls(data=data)
+
+
+def split_judge(probe, verdict):
+    """The judge made of a probe and a verdict (see the module's docstring), for one process."""
+
+    def judge(piece, case):
+        steps = Steps(piece)
+        probe(piece, case, steps)
+        verdict(case, Steps.received(_through_the_wire(steps.data)))
+
+    return judge
+
+
+def run_probe(task, piece, case):
+    """The probe's data for one case (what the process that runs the learner's piece sends back)."""
+    steps = Steps(piece)
+    with checker._learner_code(piece):
+        task.probe(piece, case, steps)
+    return steps.data
+
+
+def _through_the_wire(data):
+    """`data` as the other process would read it (the same encoding, in one process)."""
+    from . import wire
+
+    return wire._decode(json.loads(json.dumps(wire._encode(data))))
+
+
+def case_data(case):
+    """A case as plain data (a Recipe of the engine track as a dict), and back with case_from."""
+    if dataclasses.is_dataclass(case):
+        return {"__recipe__": {field.name: getattr(case, field.name) for field in dataclasses.fields(case)}}
+    return case
+
+
+def case_from(data):
+    if isinstance(data, dict) and "__recipe__" in data:
+        from .engine import Recipe
+
+        return Recipe(**data["__recipe__"])
+    return data
+
+
+def verdict_data(verdict):
+    found = verdict.finding
+    return {"status": verdict.status, "lines": [str(line) for line in verdict.lines],
+            "finding": None if found is None else {"id": found.id, "title": found.title, "note": found.note,
+                                                   "explanation": found.explanation}}
+
+
+def verdict_from(data):
+    """The verdict a probe noted, rebuilt (text only, of bounded length)."""
+    data = data if isinstance(data, dict) else {}
+    found = data.get("finding") if isinstance(data.get("finding"), dict) else {}
+    status = data.get("status") if data.get("status") in ("FAIL", "not done yet") else "FAIL"
+    lines = data.get("lines") if isinstance(data.get("lines"), list) else []
+    return _Verdict(status, Finding(*(_text(found.get(key)) for key in ("id", "title", "note", "explanation"))),
+                    [_text(line) for line in lines[:40]])
+
+
+def _text(value, longest=500):
+    text = value if isinstance(value, str) else ""
+    return text if len(text) <= longest else text[: longest - 3] + "..."

@@ -5,8 +5,10 @@ any learner's code runs (the learner's prints go nowhere). The grader's first me
 exercise, the learner's file and the memory limit; the worker loads the file and answers
 `{"loaded": true}` or the Result that says why it does not load. For an exercise of the backward
 track it then answers each `{"op": "evaluate", case, dtype, kind}` with the outputs and gradients of
-the learner's Function (the grader compares them with the library's); for an exercise whose judge
-runs the learner's piece (the engine and layer tracks), `{"op": "task"}` gets the whole check's Result.
+the learner's Function (the grader compares them with the library's); for a Task with a probe (the
+engine and layer tracks), each `{"op": "probe", case}` with what the probe noted of the learner's
+piece (the grader's verdict judges it); for a teacher's Task without one, `{"op": "task"}` gets the
+whole check's Result.
 """
 
 import os
@@ -48,6 +50,15 @@ def main():
         if message["op"] == "task":
             result = exercise.check(loaded, message["examples"], message["seed"])
             wire.send(channel_out, {"result": result_data(result)})
+        elif message["op"] == "probe":
+            from . import task
+
+            try:
+                steps = task.run_probe(exercise, loaded, task.case_from(message["case"]))
+            except checker._Verdict as verdict:
+                wire.send(channel_out, {"verdict": verdict_data(verdict)})
+                continue
+            wire.send(channel_out, {"steps": steps})
         elif message["op"] == "evaluate":
             try:
                 done = checker.evaluate_here(exercise, loaded, message["case"], kinds[message["dtype"]],
