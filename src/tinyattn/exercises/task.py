@@ -281,18 +281,10 @@ def _through_the_wire(data):
 
 
 def case_data(case):
-    """A case as plain data (a Recipe of the engine track as a dict), and back with case_from."""
+    """A case as plain data (a Recipe of the engine track as a dict; the worker's case_from reads it back)."""
     if dataclasses.is_dataclass(case):
         return {"__recipe__": {field.name: getattr(case, field.name) for field in dataclasses.fields(case)}}
     return case
-
-
-def case_from(data):
-    if isinstance(data, dict) and "__recipe__" in data:
-        from .engine import Recipe
-
-        return Recipe(**data["__recipe__"])
-    return data
 
 
 def verdict_data(verdict):
