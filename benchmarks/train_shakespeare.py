@@ -52,11 +52,11 @@ if ARGS.threads:  # before NumPy is imported: OpenBLAS reads these once
 import numpy as np  # noqa: E402
 
 import tinyattn  # noqa: E402
-from tinyattn import data as tdata  # noqa: E402
-from tinyattn import training  # noqa: E402
-from tinyattn.models import build_model  # noqa: E402
+from tinyattn.app import text_data as tdata  # noqa: E402
+from tinyattn.app import training  # noqa: E402
+from tinyattn.app.models import build_model  # noqa: E402
 
-from tinyattn.torch_twins import torch_gpt_class  # noqa: E402
+from tinyattn.app.torch_twins import torch_gpt_class  # noqa: E402
 
 SEED = 1337
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import tinyattn
-from tinyattn import bench, nn
+from tinyattn import nn
+from tinyattn.app import bench
 
 
 @pytest.mark.parametrize("size", [(2, 6, 8, 2), (3, 5, 12, 3)])
@@ -102,7 +103,7 @@ def test_peak_memory_counts_the_subprocess_alone():
 def test_peak_memory_sees_a_big_array():
     if not sys.platform.startswith("linux"):
         pytest.skip("the memory benchmark reads /proc (Linux)")
-    code = ("import numpy as np, tinyattn.bench as b\n"
+    code = ("import numpy as np, tinyattn.app.bench as b\n"
             "start = b.reset_peak_memory()\n"
             "a = np.ones(100 * 2**20, dtype=np.uint8)\n"
             "del a\n"
@@ -260,7 +261,7 @@ def test_the_contended_case_times_both_thread_counts_quiet_and_busy_and_stops_it
 
 
 def test_the_busy_neighbour_dies_with_the_benchmark_even_when_it_is_killed():
-    program = ("import sys, time; from tinyattn import bench; n = bench.BusyNeighbour(); n.resume(); "
+    program = ("import sys, time; from tinyattn.app import bench; n = bench.BusyNeighbour(); n.resume(); "
                "print(n.process.pid, flush=True); time.sleep(60)")
     parent = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
     pid = int(parent.stdout.readline())

@@ -23,9 +23,10 @@ import numpy as np
 import pytest
 
 import tinyattn
-from tinyattn import learner_loops, parallel, threads
-from tinyattn.data import default_corpus
-from tinyattn.training import TrainConfig, train
+from tinyattn import parallel, threads
+from tinyattn.app import learner_loops
+from tinyattn.app.text_data import default_corpus
+from tinyattn.app.training import TrainConfig, train
 
 STEPS = 20
 FAST_STEPS = 5

@@ -13,11 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinyattn
-from tinyattn import checkpoint as ckpt
-from tinyattn.checkpoint import CheckpointError, load_checkpoint, load_model_state, save_checkpoint
-from tinyattn.models import GPT, GPTConfig, build_model
+from tinyattn.app import checkpoint as ckpt
+from tinyattn.app.checkpoint import CheckpointError, load_checkpoint, load_model_state, save_checkpoint
+from tinyattn.app.models import GPT, GPTConfig, build_model
 from tinyattn.optim import AdamW
-from tinyattn.training import TrainConfig, train
+from tinyattn.app.training import TrainConfig, train
 
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" * 12
 TINY = dict(model="gpt", batch_size=4, block_size=16, n_layer=1, n_head=2, n_embd=16, eval_iters=2,
@@ -255,7 +255,7 @@ def test_the_optimizer_state_of_a_0d_parameter_is_kept(tmp_path):
 @pytest.mark.parametrize("config", [dict(vocab_size=5, block_size=3, n_layer=2, n_head=2, n_embd=4),
                                     dict(vocab_size=7, block_size=1, n_layer=1, n_head=1, n_embd=2, bias=False)])
 def test_state_shapes_agree_with_the_models(config):
-    from tinyattn.models import state_shapes
+    from tinyattn.app.models import state_shapes
 
     model = build_model("gpt", **config)
     assert list(state_shapes("gpt", **config)) == [(k, tuple(v.shape)) for k, v in model.state_dict().items()]

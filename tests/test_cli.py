@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tinyattn import cli
+from tinyattn.app import cli
 
 TEXT = "When forty winters shall besiege thy brow,\nAnd dig deep trenches in thy beauty's field,\n" * 10
 SMALL = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4",
@@ -242,7 +242,7 @@ class FakeTerminal:
 
 
 def test_progress_bar_draws_one_line_on_a_terminal_and_nothing_elsewhere():
-    from tinyattn.progress import ProgressBar
+    from tinyattn.app.progress import ProgressBar
 
     terminal = FakeTerminal(True)
     bar = ProgressBar(10, stream=terminal, min_interval=0.0)
@@ -263,7 +263,7 @@ def test_progress_bar_draws_one_line_on_a_terminal_and_nothing_elsewhere():
 
 
 def test_generate_refuses_a_checkpoint_of_nan_weights(capsys, tmp_path, corpus):
-    from tinyattn import checkpoint, models
+    from tinyattn.app import checkpoint, models
 
     out_dir = tmp_path / "out"
     assert run(capsys, "train", "--data", corpus, "--steps", 3, "--out", out_dir, *SMALL)[0] == 0

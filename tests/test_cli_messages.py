@@ -5,7 +5,8 @@ import io
 
 import pytest
 
-from tinyattn import bench, gradient_check
+from tinyattn import gradient_check
+from tinyattn.app import bench
 from tinyattn.exercises import command as exercises_command
 
 

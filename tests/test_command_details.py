@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 import tinyattn
-from tinyattn import cli, console, missing
+from tinyattn import console, missing
+from tinyattn.app import cli
 from tinyattn.exercises import command
 
 EXERCISES_DIR = pathlib.Path(tinyattn.__file__).parent / "exercises"

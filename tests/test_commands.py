@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from tinyattn import cli
+from tinyattn.app import cli
 
 TEXT = "When forty winters shall besiege thy brow,\nAnd dig deep trenches in thy beauty's field,\n" * 10
 SMALL = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4",
@@ -187,8 +187,8 @@ def test_the_help_lists_the_commands_tested():
 
 
 def train_saved_before_it_stopped(folder, err):
-    from tinyattn import checkpoint
-    from tinyattn.models import build_model
+    from tinyattn.app import checkpoint
+    from tinyattn.app.models import build_model
 
     saved = checkpoint.load_checkpoint(folder / "piped")  # complete, and it loads
     model = build_model(saved.meta["model"]["kind"], **saved.meta["model"]["config"])

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tinyattn import cli, exercises
+from tinyattn import exercises
+from tinyattn.app import cli
 from tinyattn.exercises import checker, engine, grades, report
 from tinyattn.exercises.exercise import SOLUTION_MARKER
 from tinyattn.exercises.strategies import Strategies
@@ -22,7 +23,7 @@ from tinyattn.exercises.task import Task
 TASKS = exercises.track("engine") + exercises.track("layer")
 MISTAKES = [(task, mistake) for task in TASKS for mistake in task.mistakes]
 STRATEGIES = Strategies()
-HIDE_HYPOTHESIS = ("import sys; sys.modules['hypothesis'] = None; from tinyattn import cli; "
+HIDE_HYPOTHESIS = ("import sys; sys.modules['hypothesis'] = None; from tinyattn.app import cli; "
                    "sys.exit(cli.main(sys.argv[1:]))")
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import tinyattn
-from tinyattn.data import (CharTokenizer, DataError, check_length, default_corpus, get_batch, load_text,
+from tinyattn.app.text_data import (CharTokenizer, DataError, check_length, default_corpus, get_batch, load_text,
                            train_val_split)
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n"

@@ -1,4 +1,4 @@
-"""`tinyattn demo`: the seed's multi-head attention walk prints the seed's numbers (tinyattn/demo.py)."""
+"""`tinyattn demo`: the seed's multi-head attention walk prints the seed's numbers (tinyattn/app/demo.py)."""
 
 import contextlib
 import io
@@ -9,7 +9,8 @@ import re
 import pytest
 
 import tinyattn
-from tinyattn import autograd, demo
+from tinyattn import autograd
+from tinyattn.app import demo
 
 SEED_CELLS = pathlib.Path(__file__).parent / "seed_cells" / "000.json"
 

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tinyattn import cli, exercises
+from tinyattn import exercises
+from tinyattn.app import cli
 from tinyattn.exercises import checker, report
 from tinyattn.exercises.exercise import SKELETON_RAISE, SOLUTION_MARKER
 from tinyattn.exercises.strategies import Strategies
@@ -128,7 +129,7 @@ def mistake_folders(tmp_path):
     return folders
 
 
-HIDE_HYPOTHESIS = ("import sys; sys.modules['hypothesis'] = None; from tinyattn import cli; "
+HIDE_HYPOTHESIS = ("import sys; sys.modules['hypothesis'] = None; from tinyattn.app import cli; "
                    "sys.exit(cli.main(sys.argv[1:]))")
 
 

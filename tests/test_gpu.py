@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import tinyattn
-from tinyattn import models, nn, optim
+from tinyattn import nn, optim
+from tinyattn.app import models
 
 pytestmark = [
     pytest.mark.gpu,

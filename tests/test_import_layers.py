@@ -66,9 +66,20 @@ def test_the_duplicate_check_sees_a_name_defined_twice(monkeypatch):
         raise AssertionError("a name defined in two modules went unnoticed")
 
 
-# the app built on the library, with its command line: `import tinyattn` must not need any of it
-APP_MODULES = ("cli", "demo", "bench", "training", "train_config", "checkpoint", "models", "data", "run_log",
+# the app built on the library, with its command line, is the package tinyattn.app: `import tinyattn` must not
+# need any of it
+APP_PACKAGE = "tinyattn.app"
+APP_MODULES = ("cli", "demo", "bench", "training", "train_config", "checkpoint", "models", "text_data", "run_log",
                "progress", "learner_loops", "torch_twins")
+
+
+def test_the_app_is_a_package_of_its_own():
+    # every module of the app lives in tinyattn.app, none of them at the package root any more
+    modules = _modules(PACKAGE)
+    assert {f"{APP_PACKAGE}.{name}" for name in APP_MODULES} <= set(modules)
+    assert not {f"tinyattn.{name}" for name in (*APP_MODULES, "data")} & set(modules)
+    # `python -m tinyattn` and the console script run the app's command line
+    assert _imported_modules("tinyattn.__main__", modules["tinyattn.__main__"], modules) == {f"{APP_PACKAGE}.cli"}
 
 
 def test_importing_the_library_does_not_load_the_app():
@@ -77,8 +88,30 @@ def test_importing_the_library_does_not_load_the_app():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     loaded = set(result.stdout.split())
     assert "tinyattn.nn.functional" in loaded and "tinyattn.gradient_check" in loaded  # the library is there
-    app = sorted(loaded & {f"tinyattn.{name}" for name in APP_MODULES})
+    app = sorted(m for m in loaded if m == APP_PACKAGE or m.startswith(APP_PACKAGE + "."))
     assert not app, f"import tinyattn loaded the app's modules {app}"
+
+
+# the library's modules that import the app, each late (inside the function that needs it): the gradient
+# checker's module checks include the app's GPT
+LIBRARY_MODULES_USING_THE_APP = {"tinyattn.gradient_check": {"tinyattn.app.models"}}
+
+
+def test_the_library_does_not_import_the_app():
+    # the app imports the library, never the other way round (the entry point of `python -m tinyattn` aside)
+    modules = _modules(PACKAGE)
+    found = {}
+    for name, path in modules.items():
+        if name.startswith(APP_PACKAGE) or name == "tinyattn.__main__":
+            continue
+        app = {m for m in _imported_modules(name, path, modules) if m.startswith(APP_PACKAGE)}
+        if app:
+            found[name] = app
+    assert found == LIBRARY_MODULES_USING_THE_APP, f"library modules that import the app: {found}"
+    # and that one import stands inside a function, so importing the module does not load the app
+    tree = ast.parse(modules["tinyattn.gradient_check"].read_text(encoding="utf-8"))
+    top = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    assert not any(node.module and "app" in node.module.split(".") for node in top if isinstance(node, ast.ImportFrom))
 
 
 # --- import circles: modules that import each other, directly or round about ---

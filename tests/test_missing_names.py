@@ -139,7 +139,7 @@ def test_the_distributions_namespace_says_what_it_lacks():
 
 
 def coverage(capsys, *names):
-    from tinyattn import cli
+    from tinyattn.app import cli
 
     code = cli.main(["coverage", *names])
     return code, capsys.readouterr().out.splitlines()
@@ -178,7 +178,7 @@ def test_coverage_command_finds_a_bare_name_in_every_namespace(capsys):
 
 
 def test_coverage_command_needs_a_name(capsys):
-    from tinyattn import cli
+    from tinyattn.app import cli
 
     with pytest.raises(SystemExit) as exit_status:
         cli.main(["coverage"])

@@ -9,8 +9,8 @@ import pytest
 import tinyattn
 from tinyattn import nn
 from tinyattn.errors import ShapeError
-from tinyattn.data import CharTokenizer, get_batch
-from tinyattn.models import GPT, BigramLanguageModel, GPTConfig, build_model, parameter_groups
+from tinyattn.app.text_data import CharTokenizer, get_batch
+from tinyattn.app.models import GPT, BigramLanguageModel, GPTConfig, build_model, parameter_groups
 from tinyattn.optim import AdamW
 
 TINY = dict(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=16)
@@ -191,7 +191,7 @@ def test_parameter_groups_decay_matrices_only():
 
 def test_gpt_matches_its_pytorch_twin(torch):
     """Same weights: the same logits, loss and gradients as the PyTorch GPT of the benchmark."""
-    from tinyattn.torch_twins import torch_gpt_class
+    from tinyattn.app.torch_twins import torch_gpt_class
 
     model = tiny_gpt(seed=3)
     twin = torch_gpt_class(torch)(dataclasses.asdict(model.config))

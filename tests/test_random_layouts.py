@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import tinyattn
-from tinyattn import checkpoint, functions, random as trandom
+from tinyattn import functions, random as trandom
+from tinyattn.app import checkpoint
 
 # ---------------------------------------------------------------- helpers
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import tinyattn
 import tinyattn.nn as nn
 from tinyattn.errors import CheckpointError, DeviceError, UnpicklingError
-from tinyattn.models import GPT, GPTConfig
+from tinyattn.app.models import GPT, GPTConfig
 from tinyattn.optim import SGD, Adam, AdamW
 from tinyattn.serialization import load_file, load_metadata, save_file
 from tinyattn.serialization import checks

@@ -250,7 +250,7 @@ def test_no_loader_of_the_library_opts_in_to_weights_only_false():
 
 
 def test_generate_never_runs_the_trusted_unpickler(tmp_path, monkeypatch, capsys):
-    from tinyattn import cli
+    from tinyattn.app import cli
 
     def refuse(*args, **kwargs):
         raise AssertionError("the library opted in to weights_only=False")

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import tinyattn
-from tinyattn import cli, nn, parallel, threads
+from tinyattn import nn, parallel, threads
+from tinyattn.app import cli
 from tinyattn.nn import functional as F
 
 
@@ -330,7 +331,7 @@ def test_stacked_products_of_any_shape_give_one_products_bits_in_parts(parts, ba
 
 
 def test_a_training_run_gives_the_same_losses_and_weights_in_any_number_of_parts(parts):
-    from tinyattn.training import TrainConfig, train
+    from tinyattn.app.training import TrainConfig, train
 
     text = "When forty winters shall besiege thy brow,\nAnd dig deep trenches in thy beauty's field,\n" * 20
     config = TrainConfig(steps=3, batch_size=4, block_size=32, n_layer=2, n_head=2, n_embd=32, dropout=0.1,

@@ -22,7 +22,8 @@ import pytest
 
 import tinyattn
 import tinyattn.nn as nn
-from tinyattn import demo, tracing
+from tinyattn import tracing
+from tinyattn.app import demo
 from tinyattn.tracing import TensorSummary
 from tinyattn.tracing_page import page_data, write_page
 from tinyattn.tracing_page import see

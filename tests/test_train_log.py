@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from tinyattn import cli
-from tinyattn.training import TrainConfig
+from tinyattn.app import cli
+from tinyattn.app.training import TrainConfig
 
 TEXT = "When forty winters shall besiege thy brow,\nAnd dig deep trenches in thy beauty's field,\n" * 10
 BIGRAM = ["--model", "bigram", "--eval-iters", "2", "--eval-interval", "5", "--sample-tokens", "0"]

@@ -89,7 +89,7 @@ def exercises_work(python, command, tmp):
     checked = run([command, "exercises", "check", "answers", "softmax", "topological_order", "--examples", "2"],
                   cwd=tmp)
     assert checked.returncode == 0 and "2 of 2 pass" in checked.stdout, checked.stdout + checked.stderr
-    corpus = run([python, "-c", "import tinyattn.data as d; print(len(d.default_corpus()))"], cwd=tmp)
+    corpus = run([python, "-c", "import tinyattn.app.text_data as d; print(len(d.default_corpus()))"], cwd=tmp)
     assert corpus.stdout.strip() == "37546"
     coverage = run([command, "coverage", "torch.nn.Linear"], cwd=tmp)
     assert coverage.returncode == 0, coverage.stdout + coverage.stderr

@@ -27,7 +27,7 @@ import time
 import tinyattn as torch
 import tinyattn.nn as nn
 from tinyattn.nn import functional as F
-from tinyattn.data import default_corpus, load_text
+from tinyattn.app.text_data import default_corpus, load_text
 
 import matplotlib.pyplot as plt
 
@@ -79,11 +79,11 @@ print(encode("Hi there!"))
 print(decode(encode("Hi there!")))
 
 # %% [markdown]
-# The library has the same tokenizer as `tinyattn.data.CharTokenizer` (with `encode_array` for
+# The library has the same tokenizer as `tinyattn.app.text_data.CharTokenizer` (with `encode_array` for
 # long texts, and clear errors for characters outside the vocabulary):
 
 # %%
-from tinyattn.data import CharTokenizer
+from tinyattn.app.text_data import CharTokenizer
 
 tokenizer = CharTokenizer.from_text(text)
 print(tokenizer, tokenizer.encode("Hi there!") == encode("Hi there!"))
@@ -148,11 +148,11 @@ for t in range(block_size):  # the examples of the first row
     print(f"When input is {xb[0, : t + 1].tolist()} the target is {yb[0, t]}.")
 
 # %% [markdown]
-# The library's `tinyattn.data.get_batch` draws the offsets the same way, so the same seed gives
+# The library's `tinyattn.app.text_data.get_batch` draws the offsets the same way, so the same seed gives
 # the same batch:
 
 # %%
-from tinyattn.data import get_batch as library_get_batch
+from tinyattn.app.text_data import get_batch as library_get_batch
 
 torch.manual_seed(1337)
 xb2, yb2 = library_get_batch(train_data, batch_size=4, block_size=8)
@@ -512,17 +512,17 @@ print(logits.shape, loss)
 # %% [markdown]
 # ## Training a GPT
 #
-# The library ships this model as `tinyattn.models.GPT`, with the choices nanoGPT makes: the heads
+# The library ships this model as `tinyattn.app.models.GPT`, with the choices nanoGPT makes: the heads
 # computed by one `nn.MultiHeadAttention` (the weight-split class of notebook 4) instead of a list
 # of heads, GELU instead of ReLU, the output layer sharing its matrix with the token embedding, and
-# GPT-2's initialisation. `tinyattn.training.train` runs the loop above with a warmup + cosine
+# GPT-2's initialisation. `tinyattn.app.training.train` runs the loop above with a warmup + cosine
 # learning rate, gradient clipping and a periodic estimate of the train and validation loss.
 #
 # Progress: on a terminal, `train` keeps one progress line up to date; here (not a terminal) it
 # draws no bar and prints only the periodic estimates, so the output stays a few lines long.
 
 # %%
-from tinyattn.training import TrainConfig, sample, train
+from tinyattn.app.training import TrainConfig, sample, train
 
 if QUICK:
     config = TrainConfig(steps=30, batch_size=8, block_size=16, n_layer=1, n_head=2, n_embd=32,

@@ -13,7 +13,9 @@
   (`tinyattn demo | head -5`): no traceback, stdout pointed at /dev/null, exit status 141.
 - `add_threads_option(parser, help_text)`: the `--threads N` of the commands that compute.
 
-The progress bar and the status line that say what a command is doing are in `progress.py`.
+It sits at the package root, below the library, because the library's own commands use it too
+(`tinyattn exercises`, `gradcheck`, `see`, `coverage`), not only the app's (tinyattn.app). The progress bar
+and the status line that say what a command is doing are the app's: `app/progress.py`.
 """
 
 import argparse

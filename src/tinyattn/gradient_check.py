@@ -741,7 +741,7 @@ def module_checks(seed=0):
 
     Modules train (dropout active): the checker's seeding freezes their masks.
     """
-    from . import models  # the GPT app's models: imported here, so `import tinyattn` does not load the app
+    from .app import models  # the GPT app's models: imported here, so `import tinyattn` does not load the app
     r = _Numbers(seed + 1)
     random.manual_seed(seed)  # the modules' initial weights
     ids = functions.tensor([[0, 3, 5, 3], [1, 1, 2, 4]])

@@ -21,7 +21,7 @@ trace is active that list is empty and the engine pays one `if` per op. Each obs
 ops of the thread that entered it.
 
 Which source line is shown: the innermost caller outside the engine, that is outside the package's
-files except its model code (nn/attention.py, models.py, demo.py). So an op in your script shows your
+files except its model code (nn/attention.py, app/models.py, app/demo.py). So an op in your script shows your
 line, an op in `MultiHeadAttention.forward` shows its line in `tinyattn/nn/attention.py`, the matmul
 inside a Linear layer shows the line that called the layer (`keys = self.W_key(x)`), and the ops of
 an optimizer step show the line `optimizer.step()`.
@@ -58,7 +58,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # file of the package (the engine: tensor, ops, autograd, layers, optimizers, ...) are skipped when
 # looking for the line that called an op.
 _MODEL_FILES = frozenset(
-    os.path.join(_PACKAGE_DIR, *name.split("/")) for name in ("nn/attention.py", "models.py", "demo.py")
+    os.path.join(_PACKAGE_DIR, *name.split("/")) for name in ("nn/attention.py", "app/models.py", "app/demo.py")
 )
 _is_engine_file = {}  # co_filename -> bool (a cache: the test runs once per file)
 _INPLACE_CODE = Tensor._inplace.__code__  # the frame of an in-place op (x.masked_fill_(...))

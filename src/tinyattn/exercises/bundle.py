@@ -129,7 +129,7 @@ def package_wheel():
     metadata += [f"Requires-Dist: {r}" for r in requires or REQUIREMENTS]
     files[f"{info}/METADATA"] = ("\n".join(metadata) + "\n").encode()
     files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: tinyattn\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    files[f"{info}/entry_points.txt"] = b"[console_scripts]\ntinyattn = tinyattn.cli:main\n"
+    files[f"{info}/entry_points.txt"] = b"[console_scripts]\ntinyattn = tinyattn.app.cli:main\n"
     record = [f"{name},sha256={_digest(data)},{len(data)}" for name, data in files.items()]
     files[f"{info}/RECORD"] = ("\n".join(record + [f"{info}/RECORD,,"]) + "\n").encode()
     buffer = io.BytesIO()

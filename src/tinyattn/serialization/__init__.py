@@ -6,7 +6,7 @@
         the classes and functions a weights-only load may also build (PyTorch's allow-list)
     tinyattn.serialization.save_file(tensors, path, metadata=None) / load_file(path, device="cpu")
         safetensors
-    tinyattn.checkpoint
+    tinyattn.app.checkpoint
         the `tinyattn train` checkpoint directory (model.npz, optimizer.npz, meta.json, manifest.json)
 
 All of them load through `checks.py`: nothing in a file can run code (unless you load a file you

@@ -22,8 +22,8 @@ import textwrap
 
 import tinyattn
 
-from . import gradient_check
-from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, error_text, terminal_width
+from .. import gradient_check
+from ..console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, error_text, terminal_width
 
 STEPS = [
     (

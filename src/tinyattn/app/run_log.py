@@ -43,7 +43,7 @@ class TensorBoardLog:
     """Scalars as TensorBoard event files in a folder, through tinyattn's SummaryWriter."""
 
     def __init__(self, folder):
-        from .utils.tensorboard import SummaryWriter  # an ImportError that names the extra without it
+        from ..utils.tensorboard import SummaryWriter  # an ImportError that names the extra without it
 
         self.path = pathlib.Path(folder)
         self._writer = SummaryWriter(str(folder))

@@ -25,16 +25,16 @@ import time
 import numpy as np
 
 from . import checkpoint as ckpt
-from . import dtypes, functions
-from . import random as trandom
-from .autograd import no_grad
-from .console import plural
-from .data import CharTokenizer, DataError, get_batch, train_val_split
+from .. import dtypes, functions
+from .. import random as trandom
+from ..autograd import no_grad
+from ..console import plural
+from .text_data import CharTokenizer, DataError, get_batch, train_val_split
 from .models import build_model, parameter_groups
-from .nn.utils import clip_grad_norm_
-from .optim import AdamW
+from ..nn.utils import clip_grad_norm_
+from ..optim import AdamW
 from .progress import ProgressBar, format_duration
-from .train_config import TrainConfig  # (also importable from here: tinyattn.training.TrainConfig)
+from .train_config import TrainConfig  # (also importable from here: tinyattn.app.training.TrainConfig)
 
 
 class TrainingDiverged(RuntimeError):

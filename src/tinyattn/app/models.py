@@ -20,10 +20,10 @@ import dataclasses
 import math
 import numbers
 
-from . import functions, nn
-from .autograd import no_grad
-from .errors import ShapeError
-from .nn import functional as F
+from .. import functions, nn
+from ..autograd import no_grad
+from ..errors import ShapeError
+from ..nn import functional as F
 
 
 class LanguageModel(nn.Module):

@@ -34,11 +34,11 @@ import tempfile
 
 import numpy as np
 
-from . import backend, random
-from .errors import CheckpointError
-from .optim.optimizer import is_element_state
-from .serialization import checks
-from .serialization.checks import expect
+from .. import backend, random
+from ..errors import CheckpointError
+from ..optim.optimizer import is_element_state
+from ..serialization import checks
+from ..serialization.checks import expect
 
 FORMAT = "tinyattn-checkpoint"
 VERSION = 2

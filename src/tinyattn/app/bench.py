@@ -9,7 +9,7 @@ warm-up, and reported as medians and ratios, so a busy machine slows all contend
   (d) peak memory of (a) at the largest size, each contender in a fresh subprocess;
   (e) the GPT step of (b) on a shared machine: quiet, and beside a busy process (a spin loop in a
       child process), at each thread count;
-  (f) four training loops as a lecture writes them (tinyattn.learner_loops), on one thread, run as
+  (f) four training loops as a lecture writes them (tinyattn.app.learner_loops), on one thread, run as
       written;
   (g) the single calls such a loop makes every step (learner_loops.CALLS), on one thread, each
       beside the same call written directly in NumPy where there is one (the floor).
@@ -21,7 +21,7 @@ process may use): tinyattn's matrix products through `tinyattn.set_num_threads`,
 `torch.set_num_threads`.
 
 PyTorch is used only when it is installed (it is passed to the twin builders in
-`tinyattn.torch_twins`; nothing else in tinyattn imports it). On `--device cuda` the CuPy backend is
+`tinyattn.app.torch_twins`; nothing else in tinyattn imports it). On `--device cuda` the CuPy backend is
 timed against PyTorch CUDA eager with CUDA events.
 """
 
@@ -38,8 +38,9 @@ import time
 
 import numpy as np
 
-from . import backend, learner_loops, progress, threads
-from .console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, add_threads_option, fit, terminal_width
+from .. import backend, threads
+from . import learner_loops, progress
+from ..console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, add_threads_option, fit, terminal_width
 
 MHA_SIZES = [(2, 6, 4, 2), (8, 64, 64, 4), (8, 128, 256, 8), (8, 256, 768, 12), (4, 1024, 768, 12)]
 GPU_EXTRA_SIZES = [(8, 1024, 768, 12)]  # the book's benchmark size
@@ -213,7 +214,8 @@ def numpy_mha_forward_backward(x, wq, wk, wv, wo, bo, num_heads):
 def mha_contenders(size, device, torch, only=None):
     """Zero-argument functions, one per contender, that run forward + backward at `size`."""
     import tinyattn
-    from . import nn, torch_twins
+    from .. import nn
+    from . import torch_twins
 
     b, t, d, h = size
     tinyattn.manual_seed(0)
@@ -254,8 +256,9 @@ def mha_contenders(size, device, torch, only=None):
 
 def gpt_contenders(device, torch):
     import tinyattn
-    from . import models, optim, torch_twins
-    from .nn.utils import clip_grad_norm_
+    from .. import optim
+    from . import models, torch_twins
+    from ..nn.utils import clip_grad_norm_
 
     config = dict(GPT_CONFIG)
     batch_size = config.pop("batch_size")
@@ -472,8 +475,8 @@ def elementwise_contenders(torch, shape=None):
     step, on one float32 tensor of `shape` (random normal numbers), for tinyattn, NumPy written
     directly (the floor), and PyTorch when given."""
     import tinyattn
-    from . import optim
-    from .nn import functional as F
+    from .. import optim
+    from ..nn import functional as F
 
     shape = ELEMENTWISE_SHAPE if shape is None else shape
     rng = np.random.default_rng(0)
@@ -549,7 +552,7 @@ def peak_memory_mb(contender, size):
     backend.reuse_freed_memory) raises PyTorch's peak, and this compares the libraries' own needs.
     """
     code = (
-        "import tinyattn.bench as bench\n"
+        "import tinyattn.app.bench as bench\n"
         f"torch = bench._import_torch() if {contender!r} == 'torch' else None\n"
         f"run = bench.mha_contenders({tuple(size)!r}, 'cpu', torch, only={contender!r})[{contender!r}]\n"
         "resident = bench.reset_peak_memory()\n"

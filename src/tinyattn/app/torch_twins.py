@@ -11,7 +11,7 @@ code that has imported torch itself).
 
 import dataclasses
 
-from . import backend
+from .. import backend
 
 
 def _with_weights_of(torch, twin, module):

@@ -5,9 +5,9 @@ so that checkpoint.py can check a saved configuration without importing the loop
 import dataclasses
 import math
 
-from . import random as trandom
+from .. import random as trandom
 from .models import GPTConfig
-from .optim.lr_scheduler import warmup_cosine
+from ..optim.lr_scheduler import warmup_cosine
 
 
 @dataclasses.dataclass

@@ -24,13 +24,13 @@ import threading
 import _thread
 
 from .checkpoint import CheckpointError
-from .console import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, add_threads_option, error_text, fit,
+from ..console import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, add_threads_option, error_text, fit,
                       plural, positive_int, stdout_closed)
-from .data import DataError
+from .text_data import DataError
 from .training import GPT_ONLY, MODEL_DEFAULTS, TrainConfig, TrainingDiverged
 
 # commands that other modules implement: name -> the module whose main(argv) runs it
-DELEGATED = {"gradcheck": "tinyattn.gradient_check", "demo": "tinyattn.demo", "bench": "tinyattn.bench",
+DELEGATED = {"gradcheck": "tinyattn.gradient_check", "demo": "tinyattn.app.demo", "bench": "tinyattn.app.bench",
              "exercises": "tinyattn.exercises", "coverage": "tinyattn.missing"}
 DELEGATED_HELP = {"gradcheck": "check gradients by finite differences (see `tinyattn gradcheck --help`)",
                   "demo": "attention demos with traced shapes (see `tinyattn demo --help`)",
@@ -58,7 +58,7 @@ THREADS_HELP = ("threads to compute with (default 1: the same numbers on any mac
 def _computing_threads(args):
     """Compute with --threads threads (default: threads.COMMAND_DEFAULT) inside, and with the count
     from before after (cli.main may be called from a program or a test)."""
-    from . import threads
+    from .. import threads
 
     if not threads.can_set_num_threads():
         if args.threads is not None:
@@ -127,7 +127,7 @@ _Parser = ArgumentParser  # argparse's errors in one line, exit status 2
 
 def _version():
     import numpy
-    from . import __version__
+    from .. import __version__
 
     return f"tinyattn {__version__} (Python {sys.version.split()[0]}, NumPy {numpy.__version__})"
 
@@ -258,7 +258,7 @@ def _check_out_dir(out):
 
 def _read_data(args, resume_meta=None):
     """(text, source) for --data, the checkpoint's data on --resume, or the bundled corpus."""
-    from .data import default_corpus, load_text
+    from .text_data import default_corpus, load_text
 
     if args.data is not None:
         return load_text(args.data), str(pathlib.Path(args.data).resolve())
@@ -270,7 +270,7 @@ def _read_data(args, resume_meta=None):
 
 def command_train(args):
     from . import checkpoint as ckpt
-    from . import threads
+    from .. import threads
     from .training import check_text, sample_stream, text_fingerprint, train
 
     out = pathlib.Path(args.out)
@@ -319,7 +319,7 @@ def command_train(args):
             )
 
     if config.device != "cpu":
-        from . import backend
+        from .. import backend
 
         try:
             backend.namespace_for(config.device)
@@ -413,7 +413,7 @@ def _stream(pieces):
 
 def command_generate(args):
     from . import checkpoint as ckpt
-    from .data import CharTokenizer
+    from .text_data import CharTokenizer
     from .models import build_model
     from .training import sample_stream
 
@@ -534,7 +534,7 @@ def _run(argv):
         parser.print_help()
         return EXIT_BAD_INPUT
     try:
-        from .serialization import get_max_load_bytes
+        from ..serialization import get_max_load_bytes
 
         try:
             get_max_load_bytes()

@@ -16,11 +16,11 @@ import pathlib
 
 import numpy as np
 
-from . import backend, dtypes
-from .functions import generator_or_default
-from .tensor import Tensor
+from .. import backend, dtypes
+from ..functions import generator_or_default
+from ..tensor import Tensor
 
-DEFAULT_CORPUS = pathlib.Path(__file__).parent / "data" / "sonnets.txt"
+DEFAULT_CORPUS = pathlib.Path(__file__).parent.parent / "data" / "sonnets.txt"  # the package data folder, src/tinyattn/data/
 
 
 class DataError(ValueError):
