@@ -1,5 +1,5 @@
 """Convolutions and pooling in 2-D: Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Dropout2d and
-their functional forms (tinyattn/ops_conv.py, tinyattn/nn/functional_conv.py).
+their functional forms (tinyattn/ops/conv.py, tinyattn/nn/functional_conv.py).
 
 - forward against a plain NumPy reference written from the definitions (loops over output pixels,
   PyTorch's window bounds), on NumPy and on array_api_strict, shapes and options drawn by Hypothesis;

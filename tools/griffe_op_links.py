@@ -2,7 +2,7 @@
 
 - Each Tensor method, and each function of tinyattn and nn.functional, that runs a differentiable
   op gets a line linking to that op's class, where the reference shows its forward and backward side
-  by side: the ops page for `tinyattn/ops.py`, the nn.functional page for its fused ops
+  by side: the ops page for the `tinyattn/ops/` package, the nn.functional page for its fused ops
   (`CrossEntropyOp`). The ops are read from the function's own source (`ops.Exp.apply(...)`,
   `self._inplace(ops.Add, ...)`, `CrossEntropyOp.apply(...)`) or, where it names none, from the
   source of the Tensor method or the function of tinyattn it calls (`def exp(input): return

@@ -4,7 +4,7 @@ Grouped by kind: elementwise math, reductions, shapes, diagonals and linear alge
 logic, random numbers, and the library-wide defaults. Each function takes PyTorch's argument names;
 where PyTorch also has it as a tensor method (`torch.median(x)` and `x.median()`), the same function
 is installed on `Tensor` at the end of this file (`TENSOR_METHODS`), so the two forms cannot differ.
-The differentiable primitives they use are in ops_more.py (forward and backward side by side); the
+The differentiable primitives they use are in the ops package (forward and backward side by side); the
 rest are built from existing differentiable ops, so their gradients come from those.
 """
 
@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from . import backend, dtypes, numpy_names, ops, ops_more, random, return_types, storage
+from . import backend, dtypes, numpy_names, ops, random, return_types, storage
 from . import functions as _functions
 from .autograd import grad_mode, no_grad
 from .errors import ShapeError
@@ -40,17 +40,17 @@ SvdResult = _return_type("svd", ["U", "S", "V"])
 
 def asin(input):
     """arcsin, elementwise (NaN outside [-1, 1])."""
-    return ops_more.Asin.apply(_floating(input))
+    return ops.Asin.apply(_floating(input))
 
 
 def acos(input):
     """arccos, elementwise (NaN outside [-1, 1])."""
-    return ops_more.Acos.apply(_floating(input))
+    return ops.Acos.apply(_floating(input))
 
 
 def atan(input):
     """arctan, elementwise."""
-    return ops_more.Atan.apply(_floating(input))
+    return ops.Atan.apply(_floating(input))
 
 
 def atan2(input, other):
@@ -61,17 +61,17 @@ def atan2(input, other):
     except ValueError:
         raise ShapeError(f"atan2: shapes {list(y.shape)} and {list(x.shape)} cannot be broadcast together (each "
                          "dim, aligned from the right, must be equal or 1)") from None
-    return ops_more.Atan2.apply(y, x)
+    return ops.Atan2.apply(y, x)
 
 
 def sinh(input):
     """The hyperbolic sine, elementwise."""
-    return ops_more.Sinh.apply(_floating(input))
+    return ops.Sinh.apply(_floating(input))
 
 
 def cosh(input):
     """The hyperbolic cosine, elementwise."""
-    return ops_more.Cosh.apply(_floating(input))
+    return ops.Cosh.apply(_floating(input))
 
 
 arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2  # NumPy's names, which PyTorch has too
@@ -151,7 +151,7 @@ def median(input, dim=None, keepdim=False, *, axis=None):
     _check_not_bool(input, "median")
     dim = numpy_names.dim_or_axis("median", dim, axis)
     if dim is None:  # (of no elements: NaN, or the smallest integer, as PyTorch gives)
-        return ops_more.MedianAll.apply(input)
+        return ops.MedianAll.apply(input)
     axis = _dim(dim, builtins.max(input.ndim, 1))
     x = input.reshape(1) if input.ndim == 0 else input
     if x.shape[axis] == 0:
@@ -342,7 +342,7 @@ def diag(input, diagonal=0):
     if input.ndim not in (1, 2):
         raise ShapeError(f"diag expects a vector or a matrix, got shape {list(input.shape)}: for batches of "
                          "matrices use torch.diagonal(x, dim1=-2, dim2=-1)")
-    return ops_more.Diag.apply(input, int(diagonal))
+    return ops.Diag.apply(input, int(diagonal))
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
@@ -366,12 +366,12 @@ def _square_matrices(input, name):
 
 def inverse(input):
     """The inverse of each square matrix (of a batch); a singular one raises an error."""
-    return ops_more.Inverse.apply(_square_matrices(input, "linalg.inv"))
+    return ops.Inverse.apply(_square_matrices(input, "linalg.inv"))
 
 
 def det(input):
     """The determinant of each square matrix (of a batch)."""
-    return ops_more.Det.apply(_square_matrices(input, "linalg.det"))
+    return ops.Det.apply(_square_matrices(input, "linalg.det"))
 
 
 def svd(input, some=True, compute_uv=True):
@@ -437,13 +437,13 @@ def _index_add_arguments(input, dim, index, source):
 def index_add(input, dim, index, source, *, alpha=1):
     """A copy of input with alpha * source added at the positions `index` along `dim` (repeats add up)."""
     axis, index_array = _index_add_arguments(input, dim, index, source)
-    return ops_more.IndexAdd.apply(input, axis, index_array, source, alpha, index)  # (index: for its version)
+    return ops.IndexAdd.apply(input, axis, index_array, source, alpha, index)  # (index: for its version)
 
 
 def index_add_(input, dim, index, source, *, alpha=1):
     """index_add in place: input[:, index[j]] += alpha * source[:, j] for dim 1."""
     axis, index_array = _index_add_arguments(input, dim, index, source)
-    return input._inplace(ops_more.IndexAdd, axis, index_array, source, alpha)
+    return input._inplace(ops.IndexAdd, axis, index_array, source, alpha)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -85,7 +85,7 @@ def det(A):
 def solve(A, B, *, left=True):
     """X with A X = B, for square A (a batch broadcasts): B a vector (..., n) or matrices (..., n, k).
     Faster and more accurate than inv(A) @ B. `left=False` solves X A = B."""
-    from . import ops_more
+    from . import ops
 
     if not left:
         return solve(A.transpose(-2, -1), B.transpose(-2, -1)).transpose(-2, -1)
@@ -97,7 +97,7 @@ def solve(A, B, *, left=True):
     if (B.shape[-1] if vector else B.shape[-2] if B.ndim >= 2 else None) != n:
         raise ShapeError(f"linalg.solve: A of shape {list(A.shape)} and B of shape {list(B.shape)} do not fit: B "
                          f"needs {n} rows")
-    return ops_more.Solve.apply(A, B, vector)
+    return ops.Solve.apply(A, B, vector)
 
 
 def cross(input, other, *, dim=-1):

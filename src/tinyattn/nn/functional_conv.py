@@ -1,5 +1,5 @@
 """Convolution and pooling as functions: the argument checks, then one op of
-`tinyattn.ops_conv` (whose docstring explains the im2col formulation).
+`tinyattn.ops.conv` (whose docstring explains the im2col formulation).
 
 Import them from `tinyattn.nn.functional` (as F), which re-exports every public name here, with
 PyTorch's argument names and defaults: F.conv1d, F.conv2d, F.max_pool1d, F.max_pool2d, F.avg_pool1d,
@@ -7,8 +7,8 @@ F.avg_pool2d, F.adaptive_avg_pool1d, F.adaptive_avg_pool2d.
 """
 
 from ..errors import ShapeError
-from ..ops_conv import (AdaptiveAvgPool2D, AvgPool2D, Convolution, ConvolutionTranspose, MaxPool2DWithIndices,
-                        output_size)
+from ..ops.conv import (AdaptiveAvgPool2D, AvgPool2D, Convolution, ConvolutionTranspose, MaxPool2DWithIndices,
+                         output_size)
 from .functional_arguments import tensor_argument
 
 # ---------------------------------------------------------------------------------------------
@@ -51,7 +51,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     (with input zero-padded first). stride, padding, dilation: an int or a pair (rows, columns);
     padding may be 'valid' (none) or 'same' (the output as large as the input; stride 1 only).
     groups: split the channels into independent convolutions. Computed as im2col and one matrix
-    product (tinyattn.ops_conv.Convolution).
+    product (tinyattn.ops.Convolution).
     """
     return _convolution("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
@@ -133,7 +133,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     channels times the weight into a kH x kW window of the output, windows `stride` apart. The output
     is (H - 1) * stride - 2 * padding + dilation * (kH - 1) + output_padding + 1 high (likewise wide):
     padding is cut off its border, output_padding (less than stride or dilation) added at the bottom
-    and right. Computed as col2im of the weight times the input (tinyattn.ops_conv.ConvolutionTranspose).
+    and right. Computed as col2im of the weight times the input (tinyattn.ops.ConvolutionTranspose).
     """
     return _convolution_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding,
                                   groups, dilation)

@@ -32,8 +32,8 @@ A 1-D convolution is the 2-D one over an image of height 1. Shapes are (N, C, H,
 
 import math
 
-from . import backend
-from .ops import Op
+from .. import backend
+from .base import Op
 
 
 def output_size(size, kernel, stride, padding, dilation=1, ceil_mode=False):
