@@ -46,6 +46,22 @@ def broadcast_shape(*shapes):
     return tuple(result)
 
 
+def normalize_dim(dim, ndim):
+    """One dim (an int) as a non-negative axis; a 0-d tensor takes 0 or -1, as in PyTorch (axis 0)."""
+    if type(dim) is not int:
+        if isinstance(dim, bool) or not hasattr(dim, "__index__") or isinstance(dim, (tuple, list)):
+            raise TypeError(f"a dim must be an int, got {dim!r} ({type(dim).__name__})"
+                            + (": this op takes one dim" if isinstance(dim, (tuple, list)) else ""))
+        dim = dim.__index__()  # a NumPy integer
+    size = max(ndim, 1)
+    if not -size <= dim < size:
+        raise IndexError(
+            f"dimension {dim} is out of range for a tensor with {ndim} dimensions "
+            f"(expected a dim in [{-size}, {size - 1}])"
+        )
+    return dim % size
+
+
 def normalize_dims(dim, ndim):
     """`dim` (an int, a tuple or list of ints, or None for every dim) as a tuple of non-negative axes.
 
@@ -62,22 +78,6 @@ def normalize_dims(dim, ndim):
             raise ValueError(f"dim {axis} appears more than once in the dims {list(dims)}: give each dim once")
         result.append(axis)
     return tuple(result) if ndim else ()
-
-
-def normalize_dim(dim, ndim):
-    """One dim (an int) as a non-negative axis; a 0-d tensor takes 0 or -1, as in PyTorch (axis 0)."""
-    if type(dim) is not int:
-        if isinstance(dim, bool) or not hasattr(dim, "__index__") or isinstance(dim, (tuple, list)):
-            raise TypeError(f"a dim must be an int, got {dim!r} ({type(dim).__name__})"
-                            + (": this op takes one dim" if isinstance(dim, (tuple, list)) else ""))
-        dim = dim.__index__()  # a NumPy integer
-    size = max(ndim, 1)
-    if not -size <= dim < size:
-        raise IndexError(
-            f"dimension {dim} is out of range for a tensor with {ndim} dimensions "
-            f"(expected a dim in [{-size}, {size - 1}])"
-        )
-    return dim % size
 
 
 def keepdims_shape(shape, axes):

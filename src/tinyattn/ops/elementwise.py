@@ -117,6 +117,25 @@ def power(a, b):
     return a**b
 
 
+def integer_power(xp, a, b):
+    """a ** b in integers with negative exponents in the tensor b, as PyTorch computes it: 1 ** -n is 1,
+    (-1) ** -n is 1 or -1, anything else to a negative power rounds to 0 (NumPy would raise)."""
+    if not hasattr(a, "shape"):  # a number base (2 ** t): as an array, for the comparisons below
+        a = xp.full(b.shape, a, dtype=b.dtype, **backend.creation_kwargs(xp))
+    negative = b < 0
+    y = a ** xp.where(negative, 0, b)
+    minus_one_to_b = 1 - 2 * xp.astype((b % 2) != 0, y.dtype)
+    return xp.where(negative, xp.where(a == 1, 1, xp.where(a == -1, minus_one_to_b, 0)), y)
+
+
+def _is_bool(x):
+    return backend.dtype_of(x) is dtypes.bool_ if hasattr(x, "dtype") else isinstance(x, bool)
+
+
+def _is_zero(value):
+    return not hasattr(value, "shape") and value == 0
+
+
 class Pow(Op):
     """a ** b for a tensor base or exponent (or both)."""
 
@@ -163,25 +182,6 @@ class Pow(Op):
                 gb = grad * (xp.where(b >= 0, 0, y * log_a) if a == 0 else y * log_a)
             gb = unbroadcast(xp, gb, shape_of(b))
         return ga, gb
-
-
-def integer_power(xp, a, b):
-    """a ** b in integers with negative exponents in the tensor b, as PyTorch computes it: 1 ** -n is 1,
-    (-1) ** -n is 1 or -1, anything else to a negative power rounds to 0 (NumPy would raise)."""
-    if not hasattr(a, "shape"):  # a number base (2 ** t): as an array, for the comparisons below
-        a = xp.full(b.shape, a, dtype=b.dtype, **backend.creation_kwargs(xp))
-    negative = b < 0
-    y = a ** xp.where(negative, 0, b)
-    minus_one_to_b = 1 - 2 * xp.astype((b % 2) != 0, y.dtype)
-    return xp.where(negative, xp.where(a == 1, 1, xp.where(a == -1, minus_one_to_b, 0)), y)
-
-
-def _is_bool(x):
-    return backend.dtype_of(x) is dtypes.bool_ if hasattr(x, "dtype") else isinstance(x, bool)
-
-
-def _is_zero(value):
-    return not hasattr(value, "shape") and value == 0
 
 
 class Neg(Op):
@@ -342,6 +342,13 @@ class Clamp(Op):
         return gx, glow, ghigh
 
 
+def tie_shares(xp, grad, a, b, a_loses, b_loses):
+    """The gradients of max(a, b) (or min): all to the winner, half each at a tie, and, as in PyTorch,
+    all to both where a NaN makes neither win (the result is NaN there)."""
+    half = xp.where(a == b, grad * 0.5, grad)
+    return xp.where(a_loses, 0.0, half), xp.where(b_loses, 0.0, half)
+
+
 class Maximum(Op):
     """Elementwise max of two tensors; at ties the gradient is split in half, like PyTorch."""
 
@@ -358,13 +365,6 @@ class Maximum(Op):
         ga = unbroadcast(xp, ga, shape_of(a)) if ctx.needs_input_grad[0] else None
         gb = unbroadcast(xp, gb, shape_of(b)) if ctx.needs_input_grad[1] else None
         return ga, gb
-
-
-def tie_shares(xp, grad, a, b, a_loses, b_loses):
-    """The gradients of max(a, b) (or min): all to the winner, half each at a tie, and, as in PyTorch,
-    all to both where a NaN makes neither win (the result is NaN there)."""
-    half = xp.where(a == b, grad * 0.5, grad)
-    return xp.where(a_loses, 0.0, half), xp.where(b_loses, 0.0, half)
 
 
 class Minimum(Op):

@@ -151,6 +151,24 @@ class Overwrite(Op):
         return ctx.xp.zeros_like(grad), None, None
 
 
+def along_axis_key(xp, index, axis):
+    """The advanced-index key that reaches `x[i][j][index[i][j]]` (along `axis`) for every place of
+    `index`: index itself along the axis, the positions 0, 1, ... along the other dims."""
+    key = tuple(
+        index if i == axis else xp.reshape(
+            xp.arange(n, **backend.creation_kwargs(xp)), tuple(-1 if j == i else 1 for j in range(index.ndim))
+        )
+        for i, n in enumerate(index.shape)
+    )
+    return tuple(xp.broadcast_to(k, index.shape) for k in key)
+
+
+def corner(xp, x, shape):
+    """The leading corner of x of the given shape (PyTorch's scatter and gather use only that much of
+    a source or input that is larger than the index)."""
+    return x[backend.index_key(xp, tuple(slice(0, n) for n in shape), x.ndim)]
+
+
 class Gather(Op):
     """torch.gather: `out[i][j] = x[i][index[i][j]]` along `dim`."""
 
@@ -255,24 +273,6 @@ class MaskedSelect(Op):
         xp = ctx.xp
         full = xp.zeros(mask.shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
         return unbroadcast(xp, backend.setitem(full, mask, grad), ctx.in_shape), None
-
-
-def along_axis_key(xp, index, axis):
-    """The advanced-index key that reaches `x[i][j][index[i][j]]` (along `axis`) for every place of
-    `index`: index itself along the axis, the positions 0, 1, ... along the other dims."""
-    key = tuple(
-        index if i == axis else xp.reshape(
-            xp.arange(n, **backend.creation_kwargs(xp)), tuple(-1 if j == i else 1 for j in range(index.ndim))
-        )
-        for i, n in enumerate(index.shape)
-    )
-    return tuple(xp.broadcast_to(k, index.shape) for k in key)
-
-
-def corner(xp, x, shape):
-    """The leading corner of x of the given shape (PyTorch's scatter and gather use only that much of
-    a source or input that is larger than the index)."""
-    return x[backend.index_key(xp, tuple(slice(0, n) for n in shape), x.ndim)]
 
 
 class Scatter(Op):

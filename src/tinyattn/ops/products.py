@@ -80,6 +80,42 @@ class EinsumPlan:
         self.inputs, self.output, self.sizes, self.name = inputs, output, sizes, name
 
 
+def _einsum_term(term, equation, what):
+    """The letters of one term and where its '...' stands (None without one)."""
+    letters, ellipsis_at, i = [], None, 0
+    while i < len(term):
+        if term.startswith("...", i):
+            if ellipsis_at is not None:
+                raise ValueError(f"einsum: {what} in {equation!r} has more than one '...'")
+            ellipsis_at, i = len(letters), i + 3
+        elif term[i] == ".":
+            raise ValueError(f"einsum: {what} in {equation!r} has a '.' that is not part of '...'")
+        elif term[i].isascii() and term[i].isalpha():
+            letters.append(term[i])
+            i += 1
+        else:
+            raise ValueError(
+                f"einsum: invalid subscript {term[i]!r} for {what} in {equation!r}: subscripts are the "
+                "letters a-z and A-Z, operands are separated by ',' and the output follows '->'"
+            )
+    return letters, ellipsis_at
+
+
+def _einsum_size(sizes, label, n, k, labels, shape):
+    """Record that `label` has size n in operand k. A label repeated within an operand (a diagonal)
+    needs equal sizes; across operands a size of 1 broadcasts, as in PyTorch."""
+    name = f"subscript {label!r}" if isinstance(label, str) else f"'...' dim {label}"
+    same_operand = [m for lab, m in zip(labels, shape) if lab == label]
+    if any(m != n for m in same_operand):
+        raise ShapeError(f"einsum: {name} is repeated in operand {k} (shape {list(shape)}) with different "
+                         f"sizes {same_operand}: a repeated subscript takes a diagonal, which needs equal sizes")
+    seen = sizes.get(label, 1)
+    if n != seen and 1 not in (n, seen):
+        raise ShapeError(f"einsum: {name} has size {n} in operand {k} (shape {list(shape)}) but size "
+                         f"{seen} in an earlier operand; sizes must be equal or 1 (which broadcasts)")
+    sizes[label] = n if seen == 1 else seen
+
+
 def parse_einsum(equation, shapes):
     """The EinsumPlan of `equation` for operands of these shapes; ValueError (ShapeError for sizes that
     disagree) naming what is wrong."""
@@ -137,60 +173,9 @@ def parse_einsum(equation, shapes):
     return EinsumPlan(tuple(inputs), tuple(output), sizes)
 
 
-def _einsum_term(term, equation, what):
-    """The letters of one term and where its '...' stands (None without one)."""
-    letters, ellipsis_at, i = [], None, 0
-    while i < len(term):
-        if term.startswith("...", i):
-            if ellipsis_at is not None:
-                raise ValueError(f"einsum: {what} in {equation!r} has more than one '...'")
-            ellipsis_at, i = len(letters), i + 3
-        elif term[i] == ".":
-            raise ValueError(f"einsum: {what} in {equation!r} has a '.' that is not part of '...'")
-        elif term[i].isascii() and term[i].isalpha():
-            letters.append(term[i])
-            i += 1
-        else:
-            raise ValueError(
-                f"einsum: invalid subscript {term[i]!r} for {what} in {equation!r}: subscripts are the "
-                "letters a-z and A-Z, operands are separated by ',' and the output follows '->'"
-            )
-    return letters, ellipsis_at
-
-
-def _einsum_size(sizes, label, n, k, labels, shape):
-    """Record that `label` has size n in operand k. A label repeated within an operand (a diagonal)
-    needs equal sizes; across operands a size of 1 broadcasts, as in PyTorch."""
-    name = f"subscript {label!r}" if isinstance(label, str) else f"'...' dim {label}"
-    same_operand = [m for lab, m in zip(labels, shape) if lab == label]
-    if any(m != n for m in same_operand):
-        raise ShapeError(f"einsum: {name} is repeated in operand {k} (shape {list(shape)}) with different "
-                         f"sizes {same_operand}: a repeated subscript takes a diagonal, which needs equal sizes")
-    seen = sizes.get(label, 1)
-    if n != seen and 1 not in (n, seen):
-        raise ShapeError(f"einsum: {name} has size {n} in operand {k} (shape {list(shape)}) but size "
-                         f"{seen} in an earlier operand; sizes must be equal or 1 (which broadcasts)")
-    sizes[label] = n if seen == 1 else seen
-
-
 def einsum_labels_present(shape, labels, sizes):
     """The labels of an operand without those it only broadcasts along (size 1 where others have more)."""
     return [label for label, n in zip(labels, shape) if n == sizes[label]]
-
-
-def einsum_contract(xp, arrays, labels, output, sizes):
-    """The einsum of arrays (each with its labels) into the `output` labels."""
-    operands = []
-    for array, array_labels in zip(arrays, labels):
-        present = einsum_labels_present(array.shape, array_labels, sizes)
-        array = xp.reshape(array, tuple(sizes[label] for label in present))  # drop the broadcast dims
-        operands.append(_take_diagonals(xp, array, present))
-    result, result_labels = operands[0]
-    for k in range(1, len(operands)):
-        needed = set(output).union(*(set(labs) for _, labs in operands[k + 1:]))
-        result, result_labels = _contract_pair(xp, result, result_labels, *operands[k], needed)
-    result, result_labels = _sum_out(xp, result, result_labels, set(output))
-    return xp.permute_dims(result, tuple(result_labels.index(label) for label in output))
 
 
 def _take_diagonals(xp, array, labels):
@@ -234,6 +219,21 @@ def _contract_pair(xp, a, a_labels, b, b_labels, needed):
 
     product = backend.matmul(arrange(a, a_labels, batch, left, summed), arrange(b, b_labels, batch, summed, right))
     return xp.reshape(product, tuple(size[label] for label in batch + left + right)), batch + left + right
+
+
+def einsum_contract(xp, arrays, labels, output, sizes):
+    """The einsum of arrays (each with its labels) into the `output` labels."""
+    operands = []
+    for array, array_labels in zip(arrays, labels):
+        present = einsum_labels_present(array.shape, array_labels, sizes)
+        array = xp.reshape(array, tuple(sizes[label] for label in present))  # drop the broadcast dims
+        operands.append(_take_diagonals(xp, array, present))
+    result, result_labels = operands[0]
+    for k in range(1, len(operands)):
+        needed = set(output).union(*(set(labs) for _, labs in operands[k + 1:]))
+        result, result_labels = _contract_pair(xp, result, result_labels, *operands[k], needed)
+    result, result_labels = _sum_out(xp, result, result_labels, set(output))
+    return xp.permute_dims(result, tuple(result_labels.index(label) for label in output))
 
 
 def _place_on_diagonals(xp, array, labels, target):

@@ -28,6 +28,13 @@ class Sum(Op):
         return ctx.xp.broadcast_to(kept, ctx.in_shape), None, None
 
 
+def running_sum(xp, x, axis):
+    """The cumulative sum along `axis` (float32 summed in float64, as PyTorch does)."""
+    if x.dtype == xp.float32:  # summed in float64 and rounded once per element, as PyTorch does
+        return xp.astype(xp.cumulative_sum(xp.astype(x, xp.float64), axis=axis), xp.float32)
+    return xp.cumulative_sum(x, axis=axis, dtype=x.dtype)  # int32 stays int32 (NumPy would widen it)
+
+
 class Cumsum(Op):
     """Running sums along a dim. The gradient of element i is the sum of the gradients of outputs
     i, i+1, ...: the running sum again, taken from the end."""
@@ -41,13 +48,6 @@ class Cumsum(Op):
     def backward(ctx, grad):
         xp, axis = ctx.xp, ctx.axis
         return xp.flip(running_sum(xp, xp.flip(grad, axis=axis), axis), axis=axis), None
-
-
-def running_sum(xp, x, axis):
-    """The cumulative sum along `axis` (float32 summed in float64, as PyTorch does)."""
-    if x.dtype == xp.float32:  # summed in float64 and rounded once per element, as PyTorch does
-        return xp.astype(xp.cumulative_sum(xp.astype(x, xp.float64), axis=axis), xp.float32)
-    return xp.cumulative_sum(x, axis=axis, dtype=x.dtype)  # int32 stays int32 (NumPy would widen it)
 
 
 class LogSumExp(Op):

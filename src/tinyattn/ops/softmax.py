@@ -12,6 +12,18 @@ from .base import Op, normalize_dim
 # softmax: fused, stable forward; backward in one expression
 
 
+def matrices_or_rows(xp, x):
+    """(x as a stack of matrices (n, rows, columns), 1) for x of 3 dims or more, (x, ROW_ALIGN) for a
+    matrix: how softmax splits a large x into blocks (parallel.map_blocks) and keeps its bits.
+
+    Each row's sum is the same in any block (backend.row_sums); blocks of whole matrices, or of rows
+    that start on multiples of ROW_ALIGN, keep the blocks' other work in whole SIMD-sized pieces.
+    """
+    if x.ndim == 2:
+        return x, parallel.ROW_ALIGN
+    return xp.reshape(x, (-1,) + x.shape[-2:]), 1
+
+
 def softmax_forward(xp, x, axis, safe=False, overwrite=False):
     """exp(x) / sum(exp(x)) along `axis`, numerically stable (Softmax's forward, also used by attention).
 
@@ -66,18 +78,6 @@ def softmax_backward(xp, y, grad, axis, overwrite=False):
         g = grad - row_dot
     g *= y
     return g
-
-
-def matrices_or_rows(xp, x):
-    """(x as a stack of matrices (n, rows, columns), 1) for x of 3 dims or more, (x, ROW_ALIGN) for a
-    matrix: how softmax splits a large x into blocks (parallel.map_blocks) and keeps its bits.
-
-    Each row's sum is the same in any block (backend.row_sums); blocks of whole matrices, or of rows
-    that start on multiples of ROW_ALIGN, keep the blocks' other work in whole SIMD-sized pieces.
-    """
-    if x.ndim == 2:
-        return x, parallel.ROW_ALIGN
-    return xp.reshape(x, (-1,) + x.shape[-2:]), 1
 
 
 class Softmax(Op):
