@@ -2051,10 +2051,6 @@ NOT_FUZZED = {
                     "the cells; tests/test_recurrent.py"),
     "nn.multihead_from_wrapper": "tinyattn's own: tests/test_attention.py checks it against the wrapper",
     "F.tensor_argument": "the check that a layer's argument is a tensor (run by the F and nn entries)",
-    **dict.fromkeys(["F.attention_forward", "F.attention_backward", "F.gelu_forward", "F.gelu_backward",
-                     "F.layer_norm_rows", "F.layer_norm_rows_backward", "F.by_batch"],
-                    "the array kernels of the fused ops and how they are split over the threads (run by the "
-                    "F and nn entries; tests/test_threads.py checks the splits)"),
     **dict.fromkeys(["tinyattn.set_num_threads", "tinyattn.get_num_threads"],
                     "a process setting, no op: tests/test_threads.py"),
     **dict.fromkeys(["tinyattn.save", "tinyattn.load"],

@@ -1,8 +1,10 @@
 """`tinyattn.nn.functional` (import it as F): the layers' math as functions.
 
-The ops here are fused: each is one `Function` whose backward is derived by hand (a linear layer is
+Several functions here run one fused op each, whose backward is derived by hand (a linear layer is
 one matrix product over all leading dims; cross-entropy's gradient is `softmax - one_hot`; layer
-norm's backward is a closed form), instead of a chain of small ops. Everything else is built from
+norm's backward is a closed form), instead of a chain of small ops: the ops live with the others, on
+arrays, in `tinyattn/ops/nn.py`, `ops/losses.py` and `ops/softmax.py` (layer norm); the functions
+here check the arguments and run them (`ops.LinearOp.apply(...)`). Everything else is built from
 tensor ops, so autograd differentiates it for free.
 """
 
@@ -11,56 +13,17 @@ import warnings
 
 import numpy as np
 
-from .. import backend, dtypes, parallel, random
-from ..autograd import Function, no_grad
+from .. import backend, dtypes, ops, random
+from ..autograd import no_grad
 from ..errors import ShapeError
 from ..functions import generator_or_default, _layout_strides, tril, ones, tensor, where, zeros_like
-from ..ops import Softmax, broadcast_shape, softmax_backward, softmax_forward, stable_sigmoid, unbroadcast
+from ..ops import Softmax, broadcast_shape
 from ..tensor import Tensor, _value_to_write
 from .functional_arguments import tensor_argument  # (the layers call it as F.tensor_argument)
 
 
-class Op(Function):
-    """A `Function` whose forward and backward take arrays (as the ops of `tinyattn.ops` do)."""
-
-    takes_arrays = True
-
-
 # ---------------------------------------------------------------------------------------------
 # linear and embedding
-
-
-class LinearOp(Op):
-    """y = x W^T + b, as one matrix product over all leading dims (W has PyTorch's (out, in) layout)."""
-
-    @staticmethod
-    def forward(ctx, x, weight, bias):
-        xp = ctx.xp
-        # (batch * tokens, in): one big GEMM (the row count spelled out, not -1: in_features may be 0)
-        shape = (math.prod(x.shape[:-1]), x.shape[-1])
-        rows = backend.reshape_view(x, shape)
-        copied = rows is None  # x's layout (a transposed batch) needs a copy: as PyTorch's, x is then not saved
-        if copied:
-            rows = xp.reshape(x, shape)
-        y = rows @ backend.matrix_transpose(weight)
-        if bias is not None:
-            y += bias
-        # as PyTorch's: x (as its rows) for the weight's gradient, the weight for x's; nothing for the bias
-        needs_x, needs_weight = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        ctx.save_for_backward(rows if needs_weight else None, weight if needs_x else None,
-                              computed_from=(x,) if needs_weight and not copied else ())
-        ctx.in_shape, ctx.out_features = x.shape, weight.shape[0]
-        return xp.reshape(y, x.shape[:-1] + (weight.shape[0],))
-
-    @staticmethod
-    def backward(ctx, grad):
-        rows, weight = ctx.saved_tensors
-        xp = ctx.xp
-        grad_rows = xp.reshape(grad, (math.prod(ctx.in_shape[:-1]), ctx.out_features))
-        gx = xp.reshape(grad_rows @ weight, ctx.in_shape) if ctx.needs_input_grad[0] else None
-        gw = backend.matrix_transpose(grad_rows) @ rows if ctx.needs_input_grad[1] else None
-        gb = backend.sum_along(grad_rows, (0,)) if ctx.needs_input_grad[2] else None
-        return gx, gw, gb
 
 
 def linear(input, weight, bias=None):
@@ -94,33 +57,8 @@ def linear(input, weight, bias=None):
         if broadcast_shape(bias.shape, out_shape) != out_shape:
             raise ShapeError(f"linear: a bias of shape {list(bias.shape)} does not broadcast to the output's shape "
                              f"{list(out_shape)}: give it shape ({weight.shape[0]},), one number per output feature")
-        return LinearOp.apply(input, weight, None) + bias
-    return LinearOp.apply(input, weight, bias)
-
-
-class EmbeddingOp(Op):
-    """Rows of `weight` picked by integer ids; the backward adds each gradient row back into its id
-    (except into the padding row, when there is one: it gets no gradient)."""
-
-    @staticmethod
-    def forward(ctx, ids, weight, padding_idx=None):
-        xp = ctx.xp
-        flat = xp.reshape(ids, (-1,))
-        ctx.save_for_backward(flat, computed_from=(ids,))  # PyTorch's: the ids
-        ctx.weight_shape = weight.shape
-        ctx.padding_idx = padding_idx
-        return xp.reshape(xp.take(weight, flat, axis=0), ids.shape + (weight.shape[1],))
-
-    @staticmethod
-    def backward(ctx, grad):
-        (flat,) = ctx.saved_tensors
-        xp = ctx.xp
-        full = xp.zeros(ctx.weight_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
-        rows = xp.reshape(grad, (flat.shape[0], ctx.weight_shape[1]))  # (not -1: the rows may have 0 numbers)
-        full = backend.index_add_rows(full, flat, rows)
-        if ctx.padding_idx is not None:
-            full[ctx.padding_idx, ...] = 0
-        return None, full, None
+        return ops.LinearOp.apply(input, weight, None) + bias
+    return ops.LinearOp.apply(input, weight, bias)
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
@@ -148,7 +86,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
                 f"embedding: id {bad} is out of range for an embedding with {weight.shape[0]} rows "
                 f"(valid ids are 0 to {weight.shape[0] - 1})"
             )
-    return EmbeddingOp.apply(input, weight, padding_idx)
+    return ops.EmbeddingOp.apply(input, weight, padding_idx)
 
 
 def check_padding_idx(padding_idx, num_embeddings):
@@ -163,20 +101,6 @@ def check_padding_idx(padding_idx, num_embeddings):
 
 # ---------------------------------------------------------------------------------------------
 # dropout
-
-
-class DropoutOp(Op):
-    """x * mask, where the mask holds 0 (dropped) or 1/(1-p) (kept, scaled to keep the expectation)."""
-
-    @staticmethod
-    def forward(ctx, x, scaled_mask):
-        ctx.save_for_backward(scaled_mask)
-        return x * scaled_mask
-
-    @staticmethod
-    def backward(ctx, grad):
-        (scaled_mask,) = ctx.saved_tensors
-        return grad * scaled_mask, None
 
 
 def check_dropout_p(p):
@@ -219,8 +143,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
     shape = tuple(input.shape)
     mask = dropout_mask(shape, p, input, random.like_strides(shape, _layout_strides(input)))
     if inplace:  # written into input's memory and recorded in its graph, as in-place tensor ops are
-        return input._inplace(DropoutOp, mask)
-    return DropoutOp.apply(input, mask)
+        return input._inplace(ops.DropoutOp, mask)
+    return ops.DropoutOp.apply(input, mask)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
@@ -253,81 +177,12 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
         raise TypeError(f"dropout2d needs a floating point tensor, got {input.dtype}: use input.float()")
     mask = dropout_mask(tuple(input.shape[:2]) + (1,) * (input.ndim - 2), p, input)  # one draw per channel
     if inplace:
-        return input._inplace(DropoutOp, mask)
-    return DropoutOp.apply(input, mask)
+        return input._inplace(ops.DropoutOp, mask)
+    return ops.DropoutOp.apply(input, mask)
 
 
 # ---------------------------------------------------------------------------------------------
 # normalisation and activations
-
-
-class LayerNormOp(Op):
-    """(x - mean) / sqrt(var + eps) * weight + bias over the last dims, with a closed-form backward.
-
-    The input is seen as rows, one per normalised group. Row means are row-wise dot products
-    (vecdot) with a vector of 1/n, and means of products are row-wise dot products: on short rows (a
-    GPT's 128 channels) they run several times faster than NumPy's sum over the last axis, and each
-    row's dot is computed on its own, so a row's bits do not depend on how many rows are computed with
-    it (a matrix-vector product's would: OpenBLAS sums a call's last rows in another order). The rows are
-    spread over the cores (parallel.map_rows), a large array's in blocks where several threads
-    compute them (parallel.map_blocks; on one thread its few passes do not pay for the blocks).
-    """
-
-    @staticmethod
-    def forward(ctx, x, weight, bias, axes, eps):
-        xp = ctx.xp
-        normalized_shape = tuple(x.shape[a] for a in axes)
-        n = math.prod(normalized_shape)
-        rows = xp.reshape(x, (math.prod(x.shape) // n if n else 0, n))  # (not -1: there may be no numbers)
-        averager = xp.full((n,), 1.0 / max(n, 1), dtype=x.dtype, **backend.creation_kwargs(xp))
-        flat_weight = None if weight is None else xp.reshape(weight, (n,))
-        flat_bias = None if bias is None else xp.reshape(bias, (n,))
-        y, normalized, inv_std = parallel.map_blocks(
-            lambda part: layer_norm_rows(xp, part, flat_weight, flat_bias, averager, eps), rows,
-            whole_on_one_thread=True)
-        # PyTorch saves the input, weight and bias: changing any of them in place makes backward raise
-        ctx.save_for_backward(normalized, inv_std, flat_weight, averager, computed_from=(x, weight, bias))
-        ctx.in_shape, ctx.normalized_shape = x.shape, normalized_shape
-        return xp.reshape(y, x.shape)
-
-    @staticmethod
-    def backward(ctx, grad):
-        normalized, inv_std, weight, averager = ctx.saved_tensors
-        xp = ctx.xp
-        n = normalized.shape[1]
-        grad_rows = xp.reshape(grad, normalized.shape)
-        gw = gb = None
-        if ctx.needs_input_grad[1]:
-            gw = xp.reshape(backend.sum_along(grad_rows * normalized, (0,)), ctx.normalized_shape)
-        if ctx.needs_input_grad[2]:
-            gb = xp.reshape(backend.sum_along(grad_rows, (0,)), ctx.normalized_shape)
-        gx = parallel.map_blocks(lambda *parts: layer_norm_rows_backward(xp, *parts, weight, averager),
-                                 grad_rows, normalized, inv_std, whole_on_one_thread=True)
-        return xp.reshape(gx, ctx.in_shape), gw, gb, None, None
-
-
-def layer_norm_rows(xp, rows, weight, bias, averager, eps):
-    """(y, the normalized rows, 1 / their std) of rows (N, n); averager is n values of 1/n."""
-    n = rows.shape[1]
-    normalized = rows - backend.vecdot(rows, averager)[:, None]  # centred
-    inv_std = 1.0 / xp.sqrt(backend.vecdot(normalized, normalized)[:, None] / n + eps)
-    normalized *= inv_std
-    y = normalized * weight if weight is not None else xp.asarray(normalized, copy=True)
-    if bias is not None:
-        y += bias
-    return y, normalized, inv_std
-
-
-def layer_norm_rows_backward(xp, grad_rows, normalized, inv_std, weight, averager):
-    """The gradient of layer_norm_rows' input rows."""
-    n = normalized.shape[1]
-    g = grad_rows * weight if weight is not None else grad_rows
-    # d/dx of (x - mu) * inv_std, with mu and inv_std depending on x too:
-    # inv_std * (g - mean(g) - normalized * mean(g * normalized)), means along each row
-    gx = g - backend.vecdot(g, averager)[:, None]
-    gx -= normalized * (backend.vecdot(g, normalized)[:, None] / n)
-    gx *= inv_std
-    return gx
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -353,72 +208,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             raise TypeError(f"layer_norm: the input is {input.dtype} but the {name} is {t.dtype}: convert one "
                             f"(e.g. input.to({t.dtype}))")
     axes = tuple(range(input.ndim - len(shape), input.ndim))
-    return LayerNormOp.apply(input, weight, bias, axes, eps)
-
-
-class GeluOp(Op):
-    """x * Phi(x), Phi the standard normal CDF ('none'), or GPT-2's tanh approximation ('tanh').
-
-    The forward keeps Phi(x) for the backward, d/dx x Phi(x) = Phi(x) + x Phi'(x), and works in
-    place on its own temporaries: this op runs on the largest activations of a GPT, spread over the
-    cores (parallel.map_rows; the math is elementwise).
-    """
-
-    @staticmethod
-    def forward(ctx, x, approximate):
-        xp = ctx.xp
-        flat = xp.reshape(x, (-1,))  # elementwise: any split of the elements will do
-        y, cdf = parallel.map_blocks(lambda part: gelu_forward(xp, part, approximate), flat)
-        ctx.save_for_backward(x, cdf)
-        ctx.approximate = approximate
-        return xp.reshape(y, x.shape)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, cdf = ctx.saved_tensors
-        xp = ctx.xp
-        flat = [xp.reshape(a, (-1,)) for a in (grad, x, cdf)]
-        slope = parallel.map_blocks(lambda *parts: gelu_backward(xp, *parts, ctx.approximate), *flat)
-        return xp.reshape(slope, x.shape), None
-
-
-def gelu_forward(xp, x, approximate):
-    """(x Phi(x), Phi(x)) elementwise."""
-    if approximate == "tanh":  # Phi(x) ~ (1 + tanh(k (x + c x^3))) / 2, k = sqrt(2/pi), c = 0.044715
-        inner = x * x
-        inner *= GELU_C * SQRT_2_OVER_PI
-        inner += SQRT_2_OVER_PI
-        inner *= x  # k (1 + c x^2) x
-        cdf = xp.tanh(inner)
-    else:
-        cdf = backend.erf(x * (1 / math.sqrt(2)))
-    cdf += 1.0
-    cdf *= 0.5
-    return x * cdf, cdf
-
-
-def gelu_backward(xp, grad, x, cdf, approximate):
-    """The gradient of gelu's input: grad (Phi(x) + x Phi'(x))."""
-    if approximate == "tanh":
-        # with t = tanh(...) = 2 Phi - 1: Phi' = (1 - t^2)/2 * k (1 + 3 c x^2) = 2 Phi (1 - Phi) k (1 + 3 c x^2)
-        slope = x * x
-        slope *= 3 * GELU_C * 2 * SQRT_2_OVER_PI
-        slope += 2 * SQRT_2_OVER_PI  # 2 k (1 + 3 c x^2)
-        slope *= cdf
-        slope *= 1.0 - cdf
-    else:  # Phi' is the standard normal density
-        slope = x * x
-        slope *= -0.5
-        slope = xp.exp(slope)
-        slope *= 1 / math.sqrt(2 * math.pi)
-    slope *= x
-    slope += cdf
-    slope *= grad
-    return slope
-
-
-SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
-GELU_C = 0.044715
+    return ops.LayerNormOp.apply(input, weight, bias, axes, eps)
 
 
 def gelu(input, approximate="none"):
@@ -428,7 +218,7 @@ def gelu(input, approximate="none"):
     tensor_argument(input, "gelu")
     if not input.dtype.is_floating_point:  # as in PyTorch
         raise TypeError(f"gelu needs a floating point tensor, got {input.dtype}: use input.float()")
-    return GeluOp.apply(input, approximate)
+    return ops.GeluOp.apply(input, approximate)
 
 
 def relu(input, inplace=False):
@@ -476,78 +266,6 @@ def safe_softmax(input, dim=-1):
     return Softmax.apply(x, dim, True)
 
 
-class SiluOp(Op):
-    """x * sigmoid(x) (also called swish); d/dx = s + x s (1 - s) with s = sigmoid(x)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        s = stable_sigmoid(ctx.xp, x)
-        ctx.save_for_backward(x, s)
-        return x * s
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, s = ctx.saved_tensors
-        return grad * s * (1 + x * (1 - s))
-
-
-class SoftplusOp(Op):
-    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (PyTorch's switch to the
-    identity, where the two agree to float precision). Its slope is sigmoid(beta x)."""
-
-    @staticmethod
-    def forward(ctx, x, beta, threshold):
-        xp = ctx.xp
-        scaled = x * beta
-        # log(1 + e^z) = max(z, 0) + log(1 + e^-|z|): no overflow for large z
-        soft = (xp.maximum(scaled, xp.zeros_like(scaled)) + xp.log1p(xp.exp(-xp.abs(scaled)))) / beta
-        linear = scaled > threshold
-        ctx.save_for_backward(scaled, linear, computed_from=(x,))  # PyTorch saves x: they stand for it
-        return xp.where(linear, x, soft)
-
-    @staticmethod
-    def backward(ctx, grad):
-        scaled, linear = ctx.saved_tensors
-        xp = ctx.xp
-        return xp.where(linear, grad, grad * stable_sigmoid(xp, scaled)), None, None
-
-
-class LeakyReluOp(Op):
-    """x where x > 0, negative_slope * x elsewhere (the slope at 0 is negative_slope, as in PyTorch)."""
-
-    @staticmethod
-    def forward(ctx, x, negative_slope):
-        positive = x > 0
-        ctx.save_for_backward(positive, computed_from=(x,))  # PyTorch saves x: the mask stands for it
-        ctx.negative_slope = negative_slope
-        return ctx.xp.where(positive, x, x * negative_slope)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (positive,) = ctx.saved_tensors
-        return ctx.xp.where(positive, grad, grad * ctx.negative_slope), None
-
-
-class EluOp(Op):
-    """x where x > 0, alpha (exp(x) - 1) elsewhere; the slope there is alpha exp(x) (computed from x,
-    not as y + alpha, which loses exp(x) to rounding once it is below float precision)."""
-
-    @staticmethod
-    def forward(ctx, x, alpha):
-        xp = ctx.xp
-        positive = x > 0
-        negative_part = xp.minimum(x, xp.zeros_like(x))  # exp() of the negative part only: no overflow
-        ctx.save_for_backward(positive, negative_part, computed_from=(x,))  # PyTorch saves x
-        ctx.alpha = alpha
-        return xp.where(positive, x, alpha * xp.expm1(negative_part))
-
-    @staticmethod
-    def backward(ctx, grad):
-        positive, negative_part = ctx.saved_tensors
-        xp = ctx.xp
-        return xp.where(positive, grad, grad * (ctx.alpha * xp.exp(negative_part))), None
-
-
 def _activation(op, input, inplace, *args):
     """Apply an elementwise activation op, in place (recorded in the graph) when asked."""
     if not input.dtype.is_floating_point:
@@ -573,22 +291,22 @@ def glu(input, dim=-1):
 
 def silu(input, inplace=False):
     """x * sigmoid(x), elementwise."""
-    return _activation(SiluOp, input, inplace)
+    return _activation(ops.SiluOp, input, inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta * x)) / beta, elementwise (linear above `threshold`)."""
-    return _activation(SoftplusOp, input, False, beta, threshold)
+    return _activation(ops.SoftplusOp, input, False, beta, threshold)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x for x >= 0, negative_slope * x otherwise, elementwise."""
-    return _activation(LeakyReluOp, input, inplace, negative_slope)
+    return _activation(ops.LeakyReluOp, input, inplace, negative_slope)
 
 
 def elu(input, alpha=1.0, inplace=False):
     """x for x > 0, alpha * (exp(x) - 1) otherwise, elementwise."""
-    return _activation(EluOp, input, inplace, alpha)
+    return _activation(ops.EluOp, input, inplace, alpha)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
@@ -600,32 +318,6 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 # ---------------------------------------------------------------------------------------------
 # padding
-
-
-class ConstantPadNdOp(Op):
-    """x with `value` added around it; a negative pad cuts elements off instead. `pads` is one
-    (before, after) pair per dim. The gradient is the part of the output's gradient where x landed."""
-
-    @staticmethod
-    def forward(ctx, x, pads, value):
-        xp = ctx.xp
-        source, target, shape = [], [], []
-        for n, (before, after) in zip(x.shape, pads):
-            kept = n - max(-before, 0) - max(-after, 0)
-            source.append(slice(max(-before, 0), max(-before, 0) + max(kept, 0)))
-            target.append(slice(max(before, 0), max(before, 0) + max(kept, 0)))
-            shape.append(n + before + after)
-        ctx.source, ctx.target, ctx.in_shape = tuple(source), tuple(target), x.shape
-        out = xp.full(tuple(shape), value, dtype=x.dtype, **backend.creation_kwargs(xp))
-        out[ctx.target] = x[ctx.source]
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        xp = ctx.xp
-        gx = xp.zeros(ctx.in_shape, dtype=grad.dtype, **backend.creation_kwargs(xp))
-        gx[ctx.source] = grad[ctx.target]
-        return gx, None, None
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -645,7 +337,7 @@ def pad(input, pad, mode="constant", value=None):
         used = value is not None and any(before > 0 or after > 0 for before, after in pairs)
         # the value in the tensor's dtype, as fill_ writes it (1.5 is 1 in integers); checked only where used
         fill = _value_to_write(input, value) if used else 0
-        return ConstantPadNdOp.apply(input, tuple(pairs), fill)
+        return ops.ConstantPadNdOp.apply(input, tuple(pairs), fill)
     if mode not in ("reflect", "replicate", "circular"):
         raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
     if value is not None and value != 0:
@@ -684,68 +376,6 @@ def _pad_positions(mode, n, before, after, device):
 
 # ---------------------------------------------------------------------------------------------
 # losses
-
-
-class CrossEntropyOp(Op):
-    """Mean (or sum) of -log softmax(logits)[target] over rows; gradient: softmax - one_hot.
-
-    ignore_index None: every target is a class (checked), so no row is masked out and the count of
-    rows is their number; the same numbers as masking with an all-true mask, with fewer passes."""
-
-    @staticmethod
-    def forward(ctx, logits, target, ignore_index, reduction):
-        xp = ctx.xp
-        shifted = logits - backend.max_for_shift(logits, 1)
-        log_total = xp.log(backend.sum_along(xp.exp(shifted), (1,), keepdims=True))
-        if ignore_index is None:  # (NumPy arrays only, see _plain_class_batch: NumPy's calls, without wrappers)
-            picked = shifted[np.arange(target.shape[0]), target] - log_total[:, 0]
-            losses = -picked
-            ctx.save_for_backward(shifted, log_total, target, None, None)
-            ctx.reduction = reduction
-            if reduction == "none":
-                return losses
-            total = np.add.reduce(losses)  # what xp.sum calls
-            return total / logits.dtype.type(target.shape[0]) if reduction == "mean" else total  # (N ones summed)
-        else:
-            valid = target != ignore_index
-            safe_target = xp.where(valid, target, 0)
-            if logits.shape[1]:
-                picked = xp.take_along_axis(shifted, safe_target[:, None], axis=1)[:, 0] - log_total[:, 0]
-            else:  # no classes: every target was ignored (class_rows checked), nothing to pick
-                picked = xp.zeros(target.shape, dtype=logits.dtype, **backend.creation_kwargs(xp))
-            losses = xp.where(valid, -picked, 0.0)
-            count = xp.sum(xp.astype(valid, logits.dtype))
-        # (the softmax: in backward). As PyTorch's, the target is saved (changed in place, backward
-        # raises), the logits are not (log_softmax keeps its own output, which no one else holds)
-        ctx.save_for_backward(shifted, log_total, safe_target, valid, count, computed_from=(target,))
-        ctx.reduction = reduction
-        if reduction == "none":
-            return losses
-        total = xp.sum(losses)
-        return total / count if reduction == "mean" else total
-
-    @staticmethod
-    def backward(ctx, grad):
-        shifted, log_total, target, valid, count = ctx.saved_tensors
-        xp = ctx.xp
-        probs = xp.exp(shifted - log_total)
-        if valid is None:  # every row counts, with a weight of 1 (which would change no bit); NumPy only
-            one_hot = (np.arange(probs.shape[1])[None, :] == target[:, None]).astype(probs.dtype)
-            if ctx.reduction == "none":
-                return (probs - one_hot) * grad[:, None], None, None, None
-            count = shifted.dtype.type(shifted.shape[0])
-            scale = grad / np.maximum(count, 1) if ctx.reduction == "mean" else grad
-            return (probs - one_hot) * scale, None, None, None
-        classes = xp.arange(probs.shape[1], **backend.creation_kwargs(xp))
-        one_hot = xp.astype(classes[None, :] == target[:, None], probs.dtype)
-        weight = xp.astype(valid, probs.dtype)[:, None]
-        if ctx.reduction == "none":
-            weight = weight * grad[:, None]
-        elif ctx.reduction == "mean":  # no valid row: every weight is 0, and stays 0 (PyTorch's zeros, not NaN)
-            weight = weight * (grad / xp.maximum(count, 1))
-        else:
-            weight = weight * grad
-        return (probs - one_hot) * weight, None, None, None
 
 
 def _plain_class_batch(input, target, ignore_index):
@@ -880,7 +510,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
     if weight is None and not label_smoothing and _plain_class_batch(input, target, ignore_index):
-        return CrossEntropyOp.apply(input, target, None, reduction)  # (as below, checked at once)
+        return ops.CrossEntropyOp.apply(input, target, None, reduction)  # (as below, checked at once)
     rows, targets, shape = class_rows("cross_entropy", input, target, ignore_index)
     if weight is not None or label_smoothing:
         weight = None if weight is None else class_weight("cross_entropy", weight, input, rows.shape[1])
@@ -893,7 +523,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         classes = rows.shape[1]  # (no classes: e / 0 is inf, as PyTorch's double division, and 0 * inf NaN)
         return (1 - label_smoothing) * loss + reduce_class_loss(spread, total_weight, reduction, shape) * (
             label_smoothing / classes if classes else math.inf)
-    loss = CrossEntropyOp.apply(rows, targets.long(), ignore_index, reduction)
+    loss = ops.CrossEntropyOp.apply(rows, targets.long(), ignore_index, reduction)
     return loss.reshape(shape) if reduction == "none" else loss
 
 
@@ -907,44 +537,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         weight = class_weight("nll_loss", weight, input, rows.shape[1])
         losses, _, total_weight = weighted_nll_rows(rows, targets, weight, ignore_index)
         return reduce_class_loss(losses, total_weight, reduction, shape)
-    loss = NllLossOp.apply(rows, targets.long(), ignore_index, reduction)
+    loss = ops.NllLossOp.apply(rows, targets.long(), ignore_index, reduction)
     return loss.reshape(shape) if reduction == "none" else loss
-
-
-class NllLossOp(Op):
-    """-log_probs[row, target] for each row (0 where the target is ignore_index), reduced; the gradient
-    is -1 at each row's target (over the count of counted rows for the mean), 0 elsewhere.
-
-    As PyTorch's nll_loss, it saves the input and the target: changing either in place after the
-    forward makes backward raise."""
-
-    @staticmethod
-    def forward(ctx, log_probs, target, ignore_index, reduction):
-        xp = ctx.xp
-        valid = target != ignore_index
-        safe_target = xp.where(valid, target, 0)  # ignored places pick class 0, then count 0
-        if log_probs.shape[1]:
-            picked = xp.take_along_axis(log_probs, safe_target[:, None], axis=1)[:, 0]
-        else:  # no classes: every target is ignored (class_rows checked); nothing to pick
-            picked = xp.zeros(target.shape, dtype=log_probs.dtype, **backend.creation_kwargs(xp))
-        losses = xp.where(valid, -picked, 0.0)
-        count = xp.sum(xp.astype(valid, log_probs.dtype))
-        ctx.save_for_backward(safe_target, valid, count, computed_from=(log_probs, target))
-        ctx.reduction, ctx.in_shape = reduction, log_probs.shape
-        if reduction == "none":
-            return losses
-        total = backend.sum_along(losses, (0,))
-        return total / count if reduction == "mean" else total
-
-    @staticmethod
-    def backward(ctx, grad):
-        safe_target, valid, count = ctx.saved_tensors
-        xp = ctx.xp
-        scale = grad / count if ctx.reduction == "mean" else grad  # (one per row for 'none')
-        row_grad = xp.where(valid, -scale, 0.0)  # ignored rows get none (not inf * 0 where count is 0)
-        classes = xp.arange(ctx.in_shape[1], **backend.creation_kwargs(xp))
-        at_target = classes[None, :] == safe_target[:, None]  # each row's target class
-        return xp.where(at_target, row_grad[:, None], 0.0), None, None, None
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -958,35 +552,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
         input, target = input.to(dtype), target.to(dtype)
         if (weight is None and reduction != "none" and tuple(input.shape) == tuple(target.shape)
                 and input.dtype.is_floating_point):
-            return MseLossOp.apply(input, target, reduction)
+            return ops.MseLossOp.apply(input, target, reduction)
     return weighted_loss("mse_loss", (input - target) ** 2, weight, shape, reduction)
-
-
-class MseLossOp(Op):
-    """The mean (or sum) of (input - target)^2 over all elements; the gradient to the input is
-    2 (input - target) grad (/ n for the mean), its negative to the target.
-
-    As PyTorch's mse_loss, it saves the input and the target (changing either in place after the
-    forward makes backward raise), and computes the difference again in backward."""
-
-    @staticmethod
-    def forward(ctx, input, target, reduction):
-        diff = input - target
-        squares = diff**2  # (as the chain (input - target) ** 2 computes it: the same bits)
-        axes = tuple(range(squares.ndim))
-        ctx.save_for_backward(input, target)
-        ctx.reduction = reduction
-        if reduction == "sum":
-            return backend.sum_along(squares, axes)
-        return backend.mean_along(squares, axes, squares.size, False)
-
-    @staticmethod
-    def backward(ctx, grad):
-        input, target = ctx.saved_tensors
-        # as the chain's backwards: the mean's (grad / n), then the square's (2 * diff), then the subtraction's
-        share = grad / input.size if ctx.reduction == "mean" else grad
-        g = share * (2 * (input - target))
-        return (g if ctx.needs_input_grad[0] else None), (-g if ctx.needs_input_grad[1] else None), None
 
 
 def reduce_loss(loss, reduction):
@@ -1094,31 +661,6 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return weighted_loss("huber_loss", loss, weight, shape, reduction, mean_by_weight=False)
 
 
-class BinaryCrossEntropyOp(Op):
-    """-(y log x + (1 - y) log(1 - x)) elementwise, each log clamped at -100 (so x = 0 or 1 gives 100,
-    not inf), with PyTorch's gradients: (x - y) / max(x (1 - x), 1e-12) for x (finite where x is
-    0 or 1), and log(1 - x) - log(x) for y (not clamped: infinite where x is 0 or 1, as PyTorch's)."""
-
-    @staticmethod
-    def forward(ctx, x, y):
-        xp = ctx.xp
-        log_x = xp.maximum(xp.log(x), -100.0)
-        log_1mx = xp.maximum(xp.log1p(-x), -100.0)
-        ctx.save_for_backward(x, y)
-        return -(y * log_x + (1 - y) * log_1mx)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, y = ctx.saved_tensors
-        xp = ctx.xp
-        gx = grad * (x - y) / xp.maximum(x * (1 - x), BCE_EPSILON) if ctx.needs_input_grad[0] else None
-        gy = grad * (xp.log1p(-x) - xp.log(x)) if ctx.needs_input_grad[1] else None
-        return gx, gy
-
-
-BCE_EPSILON = float(np.float32(1e-12))  # PyTorch's bound, a float32 constant (so its bits in float64 too)
-
-
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-weight (target log(input) + (1 - target) log(1 - input)) of probabilities `input` in [0, 1]."""
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -1133,7 +675,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          "apply sigmoid first, or use binary_cross_entropy_with_logits on the logits)")
     if target.numel() and not bool(xp.all((target.array >= 0) & (target.array <= 1))):
         raise ValueError("binary_cross_entropy: all elements of target should be between 0 and 1")
-    loss = BinaryCrossEntropyOp.apply(input, target)
+    loss = ops.BinaryCrossEntropyOp.apply(input, target)
     check_broadcasts_to("binary_cross_entropy", "weight", weight, input)
     return reduce_loss(loss if weight is None else loss * weight.to(input.dtype), reduction)  # (input's dtype)
 
@@ -1210,144 +752,6 @@ def causal_mask(num_queries, num_keys, device=None):
     return tril(ones(num_queries, num_keys, device=device)) == 0
 
 
-class AttentionOp(Op):
-    """Scaled dot-product attention as one op, returning (context, weights):
-
-        scores  = q k^T / sqrt(E) (+ bias), -inf where `blocked` is True
-                  (q k^T * scale instead, when a scale is given)
-        weights = softmax(scores) along the keys  (a row with every key blocked gives zeros)
-        context = (weights * keep) v              (keep: dropout's scaled mask, or None)
-
-    As a chain of tensor ops this is a transpose, a matmul, a masked_fill, a division, a softmax and a
-    second matmul, each making its own pass over the (queries x keys) scores and keeping its own copy
-    for backward. One op makes fewer passes and saves only the weights. Its backward is the chain's,
-    in reverse:
-
-        grad_v       = (weights * keep)^T grad_context
-        grad_weights = (grad_context v^T) * keep  (+ the gradient of the weights output, if used)
-        grad_scores  = softmax's backward: weights * (grad_weights - <grad_weights, weights>);
-                       0 at blocked places, because the weights are 0 there
-        grad_bias    = grad_scores, summed to the bias's shape
-        grad_q       = grad_scores k / sqrt(E),   grad_k = (q^T grad_scores)^T / sqrt(E)  (or * scale)
-
-    The batch is spread over the cores: each piece of the first dim computes all of the above for its
-    own items (parallel.map_rows), so the products of its slices and its softmax run side by side.
-    """
-
-    @staticmethod
-    def forward(ctx, q, k, v, blocked, bias, scale, keep):
-        xp = ctx.xp
-        context, weights = by_batch(lambda *parts: attention_forward(xp, *parts, scale), q, k, v, blocked, bias, keep)
-        # what PyTorch's attention on the CPU saves: v as it is (changed in place, backward raises) and
-        # q and k as copies (it keeps them scaled), so that changing q or k in place later is fine
-        needs_q, needs_k = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        q_copy = xp.asarray(q, copy=True) if needs_k or ctx.needs_input_grad[4] else q
-        k_copy = xp.asarray(k, copy=True) if needs_q or ctx.needs_input_grad[4] else k
-        ctx.save_for_backward(q_copy, k_copy, v, weights, keep)
-        ctx.scale = scale
-        ctx.bias_shape = None if bias is None else bias.shape
-        ctx.set_materialize_grads(False)  # the weights output is mostly unused: get None, not zeros
-        return context, weights
-
-    @staticmethod
-    def backward(ctx, grad_context, grad_weights):
-        q, k, v, weights, keep = ctx.saved_tensors
-        xp = ctx.xp
-        needs = ctx.needs_input_grad[:3] + (ctx.needs_input_grad[4],)  # q, k, v, bias
-
-        def grads(q, k, v, weights, keep, grad_context, grad_weights):
-            return attention_backward(xp, q, k, v, weights, keep, grad_context, grad_weights, ctx.scale, needs)
-
-        if needs[3]:  # the bias's gradient sums over the batch: computed whole
-            grad_q, grad_k, grad_v, grad_bias = grads(q, k, v, weights, keep, grad_context, grad_weights)
-            grad_bias = unbroadcast(xp, grad_bias, ctx.bias_shape)
-        else:
-            wanted = [i for i in range(3) if needs[i]]
-
-            def wanted_grads(*parts):  # the pieces return arrays only (no None), computed once
-                found = grads(*parts)
-                return tuple(found[i] for i in wanted)
-
-            found = by_batch(wanted_grads, q, k, v, weights, keep, grad_context, grad_weights)
-            grad_q, grad_k, grad_v = (found[wanted.index(i)] if i in wanted else None for i in range(3))
-            grad_bias = None
-        grad_q, grad_k, grad_v = (None if g is None else unbroadcast(xp, g, t.shape)
-                                  for g, t in ((grad_q, q), (grad_k, k), (grad_v, v)))
-        return grad_q, grad_k, grad_v, None, grad_bias, None, None
-
-
-def attention_forward(xp, q, k, v, blocked, bias, keep, scale):
-    """(context, weights) of AttentionOp for arrays that broadcast together."""
-    scores = backend.matmul(q, backend.matrix_transpose(k))  # (..., queries, keys)
-    if scale is None:
-        scores /= math.sqrt(q.shape[-1])  # as the book writes it
-    else:
-        scores *= scale  # as PyTorch applies a given scale
-    if bias is not None:
-        scores += bias  # attention() checked that it has the scores' dtype and broadcasts to them
-    if blocked is not None:
-        backend.masked_assign(scores, blocked, -math.inf)
-    weights = softmax_forward(xp, scores, scores.ndim - 1, safe=True, overwrite=True)
-    context = backend.matmul(weights if keep is None else weights * keep, v)
-    return context, weights
-
-
-def attention_backward(xp, q, k, v, weights, keep, grad_context, grad_weights, scale, needs):
-    """(grad_q, grad_k, grad_v, grad_bias) of AttentionOp, each None where `needs` (q, k, v, bias)
-    does not ask for it; the gradients have the broadcast shapes (the caller sums them down)."""
-    needs_q, needs_k, needs_v, needs_bias = needs
-    grad_q = grad_k = grad_v = grad_bias = None
-    if grad_context is None:
-        grad_w = grad_weights
-    else:
-        if needs_v:
-            dropped = weights if keep is None else weights * keep
-            grad_v = backend.matmul(backend.matrix_transpose(dropped), grad_context)
-        grad_w = backend.matmul(grad_context, backend.matrix_transpose(v))
-        if keep is not None:
-            grad_w *= keep
-        if grad_weights is not None:
-            grad_w += grad_weights
-    if needs_q or needs_k or needs_bias:
-        # grad_w is ours to overwrite unless it is the incoming gradient of the weights itself
-        grad_scores = softmax_backward(xp, weights, grad_w, weights.ndim - 1, overwrite=grad_w is not grad_weights)
-        if needs_bias:  # the bias's gradient is grad_scores itself: scale a new array
-            grad_bias = grad_scores
-            grad_scores = grad_scores / math.sqrt(q.shape[-1]) if scale is None else grad_scores * scale
-        elif scale is None:
-            grad_scores /= math.sqrt(q.shape[-1])
-        else:
-            grad_scores *= scale
-        if needs_q:
-            grad_q = backend.matmul(grad_scores, k)
-        if needs_k:  # (q^T grad_scores)^T: the product the chain's matmul backward computes, to the bit
-            grad_k = backend.matrix_transpose(backend.matmul(backend.matrix_transpose(q), grad_scores))
-    return grad_q, grad_k, grad_v, grad_bias
-
-
-def by_batch(function, *arrays):
-    """function(*arrays), computed on pieces of the first dim of the batch at once (parallel.map_rows).
-
-    The first three arrays (queries, keys, values) must share their batch dims for a split; the others
-    are split with them when they have that first dim, and handed whole to every piece when they are
-    shared by the batch (a mask of the tokens only, a dim of 1) or None.
-    """
-    q = arrays[0]
-    batch = q.shape[:-2]
-    splits = [a is not None and a.ndim == q.ndim and a.shape[0] == batch[0] != 1 for a in arrays] if batch else []
-    shared = [a is None or a.ndim < q.ndim or (a.ndim == q.ndim and a.shape[0] == 1) for a in arrays]
-    if not batch or not splits[0] or not all(a.shape[:-2] == batch for a in arrays[:3]) or not all(
-            split or whole for split, whole in zip(splits, shared)):
-        return function(*arrays)
-    split_arrays = [a for a, split in zip(arrays, splits) if split]
-
-    def piece(*parts):
-        parts = iter(parts)
-        return function(*(next(parts) if split else a for a, split in zip(arrays, splits)))
-
-    return parallel.map_rows(piece, *split_arrays)
-
-
 def attention(query, key, value, blocked=None, bias=None, scale=None, dropout_p=0.0, training=True, *,
               dropout_keep=None):
     """softmax(query key^T * scale + bias) value, the `blocked` places masked out: (context, weights).
@@ -1399,12 +803,12 @@ def attention(query, key, value, blocked=None, bias=None, scale=None, dropout_p=
     elif keep is not None and tuple(keep.shape) != scores_shape:
         raise ShapeError(f"attention: a dropout mask of shape {list(keep.shape)} given for scores of shape "
                          f"{list(scores_shape)}")
-    return AttentionOp.apply(query, key, value, blocked, bias, scale, keep)
+    return ops.AttentionOp.apply(query, key, value, blocked, bias, scale, keep)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None):
-    """softmax(q k^T * scale + mask) v, PyTorch's semantics, as one op (see AttentionOp).
+    """softmax(q k^T * scale + mask) v, PyTorch's semantics, as one op (see ops.AttentionOp).
 
     attn_mask: a bool mask where True means "may attend" (PyTorch's convention, the opposite of
     masked_fill's), or a float mask added to the scores. A query that may attend to nothing gets
