@@ -204,8 +204,9 @@ def test_mkdocs_build_strict(built_site):
         assert f'id="tinyattn.ops.{op}"' in ops_page and f"class {op}(Op):" in ops_text, op
     assert ops_text.count("def forward(ctx") > 50 and ops_text.count("def backward(ctx") > 50
     functional_page = (site / "reference" / "nn-functional" / "index.html").read_text(encoding="utf-8")
-    for op in ("CrossEntropyOp", "AttentionOp", "LinearOp"):  # the fused ops, on the same page
-        assert f'href="#tinyattn.nn.functional.{op}"' in functional_page, op
+    for op in ("CrossEntropyOp", "AttentionOp", "LinearOp"):  # the fused ops, linked to the ops page
+        assert f'href="../ops/#tinyattn.ops.{op}"' in functional_page, op
+        assert f'id="tinyattn.ops.{op}"' in ops_page and f"class {op}(Op):" in ops_text, op
     assert "&lt;member" not in tensor_page and "The gradient that backward() accumulated" in tensor_page
 
 

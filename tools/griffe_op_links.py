@@ -2,9 +2,9 @@
 
 - Each Tensor method, and each function of tinyattn and nn.functional, that runs a differentiable
   op gets a line linking to that op's class, where the reference shows its forward and backward side
-  by side: the ops page for the `tinyattn/ops/` package, the nn.functional page for its fused ops
-  (`CrossEntropyOp`). The ops are read from the function's own source (`ops.Exp.apply(...)`,
-  `self._inplace(ops.Add, ...)`, `CrossEntropyOp.apply(...)`) or, where it names none, from the
+  by side: the ops page for the `tinyattn/ops/` package, the fused ops of nn (`CrossEntropyOp`)
+  included. The ops are read from the function's own source (`ops.Exp.apply(...)`,
+  `self._inplace(ops.Add, ...)`, `ops.CrossEntropyOp.apply(...)`) or, where it names none, from the
   source of the Tensor method or the function of tinyattn it calls (`def exp(input): return
   input.exp()`), so the links follow the code as it changes.
 - A slot attribute (`Tensor.grad`, `.grad_fn`, `.array`, `.output_nr`) shows its docstring (from the
@@ -20,7 +20,6 @@ import types
 import griffe
 
 OP_USED = re.compile(r"\bops\.([A-Z]\w*)\b")
-FUSED_OP_USED = re.compile(r"(?<![\w.])([A-Z]\w*Op)\.apply\b")
 METHOD_CALLED = re.compile(r"(?:\bself|\binput|\))\.(\w+)\(")
 FUNCTION_CALLED = re.compile(r"(?<![\w.])(\w+)\(")
 LINKED = {"tinyattn.tensor": "Tensor.", "tinyattn.functions": "", "tinyattn.nn.functional": ""}
@@ -44,10 +43,8 @@ def _source(function):
 
 
 def _named_ops(source):
-    """The op classes a source names: `ops.Exp` (tinyattn.ops) and `CrossEntropyOp.apply` (a fused op
-    of tinyattn.nn.functional), as their dotted paths."""
-    return ([f"tinyattn.ops.{name}" for name in OP_USED.findall(source)]
-            + [f"tinyattn.nn.functional.{name}" for name in FUSED_OP_USED.findall(source)])
+    """The op classes a source names (`ops.Exp`, `ops.CrossEntropyOp`), as their dotted paths."""
+    return [f"tinyattn.ops.{name}" for name in OP_USED.findall(source)]
 
 
 def _ops_run_by(function):

@@ -369,7 +369,7 @@ print(tr.backward.filter(module="mha"))
 # The library's `nn.MultiHeadAttention` computes the same numbers, bit for bit, but runs steps 7 to 9
 # (the scores, the mask, the scaling, the softmax, dropout and the product with the values) as one
 # op, `attention`. Its forward and its hand-derived backward sit side by side in
-# `tinyattn/nn/functional.py` (`AttentionOp`); one op makes fewer passes over the
+# `tinyattn/ops/nn.py` (`AttentionOp`); one op makes fewer passes over the
 # `num_tokens x num_tokens` scores than six. It returns the weights too, which the module keeps in
 # `.attn_weights`:
 
