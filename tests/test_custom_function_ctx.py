@@ -7,6 +7,7 @@ import pytest
 
 import tinyattn
 from tinyattn.errors import BackwardError
+from test_inplace_after_forward import exp_function  # the Exp of PyTorch's docs, which saves its output
 
 torch = pytest.importorskip("torch")
 
@@ -161,22 +162,6 @@ def test_a_forward_that_returns_numbers():
         results.append((type(count), count, seen, x.grad.tolist(), type(number), number))
     assert results[0] == results[1]
     assert results[0][2] == [None]  # backward gets None as the number's gradient
-
-
-def exp_function(L):
-    class Exp(L.autograd.Function):  # the example of PyTorch's docs: it saves its output
-        @staticmethod
-        def forward(ctx, x):
-            result = x.exp()
-            ctx.save_for_backward(result)
-            return result
-
-        @staticmethod
-        def backward(ctx, grad):
-            (result,) = ctx.saved_tensors
-            return grad * result
-
-    return Exp
 
 
 def test_a_saved_output_changed_in_place_raises_as_in_pytorch():
