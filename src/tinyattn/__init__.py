@@ -8,9 +8,9 @@ It speaks PyTorch's dialect, so the attention chapter's code runs with the impor
 """
 
 import math as _math
-import sys as _sys
 
 from . import dtypes as _dtypes
+from . import autograd  # noqa: F401  (tinyattn.autograd: Function, grad, backward)
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device as device
 from .errors import BackwardError, CheckpointError, DeviceError, GradcheckError, ShapeError
@@ -58,7 +58,7 @@ from . import accelerator, amp, backends, cuda, distributed  # noqa: E402
 from . import multiprocessing  # noqa: E402  (Python's multiprocessing, as torch.multiprocessing)
 from . import distributions  # noqa: E402  (Categorical, Normal, Bernoulli, Uniform)
 from . import testing  # noqa: E402  (assert_close)
-from . import autograd_functional as _autograd_functional  # noqa: E402
+from .autograd import functional as _autograd_functional  # noqa: E402,F401  (torch.autograd.functional)
 from .amp import autocast, is_autocast_enabled  # noqa: E402
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 from .compiler import compile  # noqa: E402
@@ -75,9 +75,6 @@ autograd.Variable = _Variable  # torch.autograd.Variable: the old name of a tens
 # PyTorch spells these torch.autograd.gradcheck and torch.autograd.detect_anomaly: the same objects
 # there too, set here because tinyattn.autograd is imported by the modules that define them
 autograd.gradcheck, autograd.detect_anomaly = gradcheck, detect_anomaly
-# torch.autograd.functional (jacobian, vjp): an attribute of tinyattn.autograd, and importable by that name
-autograd.functional = _autograd_functional
-_sys.modules["tinyattn.autograd.functional"] = _autograd_functional
 
 # a PyTorch name this module lacks says so (tinyattn/missing.py)
 from . import missing as _missing  # noqa: E402

@@ -1,135 +1,17 @@
-"""Reverse-mode automatic differentiation: the graph, `Function`, `backward()`, `no_grad`.
+"""The graph as the forward pass records it: `Function`, its `apply`, and the `Node` each call leaves.
 
-Every differentiable operation is a `Function` with a `forward` and a `backward` side by side. When a
-Function is applied to tensors that require grad, a `Node` is recorded: it remembers which Function
-ran, what the forward saved for the backward, and the edges to the nodes that produced its inputs.
-`backward()` walks these nodes from the output back to the leaves, in the reverse order of creation,
-calling each Function's backward with the gradient of its output and passing the gradients it returns
-on to its inputs.
-
-Built-in ops set `takes_arrays = True`: their forward and backward see raw arrays (NumPy or CuPy),
-which keeps the engine's own cost per op small. A Function you write yourself sees Tensors, exactly as
-in PyTorch:
-
-    class Square(tinyattn.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            (x,) = ctx.saved_tensors
-            return 2 * x * grad_output
-
-    y = Square.apply(x)
+`Function.apply` runs an op's forward and, when a gradient is needed, records a `Node`: which Function
+ran, what its forward saved for the backward (with the versions of the tensors it belongs to), and the
+edges to the nodes that made its inputs. The backward walk over these nodes is in engine.py.
 """
 
-import functools
-import heapq
 import itertools
 import threading
 
-from . import backend
-from .errors import BackwardError
-
-
-class GradMode(threading.local):
-    """Whether ops record the graph, per thread (`no_grad()` and `enable_grad()` switch it)."""
-    enabled = True
-
-
-grad_mode = GradMode()
-
-
-def is_grad_enabled():
-    """Whether ops record the graph now (False inside `no_grad()`)."""
-    return grad_mode.enabled
-
-
-class _GradModeContext:
-    """What no_grad, enable_grad, inference_mode and set_grad_enabled share: a context manager that sets
-    the grad mode to `self.mode` (None leaves it as it is) and restores it on the way out, and a
-    decorator that runs the function inside a fresh one (so that recursion and threads don't share
-    `previous`)."""
-
-    mode = None
-
-    def __enter__(self):
-        self.previous = grad_mode.enabled
-        if self.mode is not None:
-            grad_mode.enabled = self.mode
-        return self
-
-    def __exit__(self, *exc):
-        grad_mode.enabled = self.previous
-        return False
-
-    def __call__(self, function):
-        fresh = self._fresh
-
-        @functools.wraps(function)
-        def wrapper(*args, **kwargs):
-            with fresh():
-                return function(*args, **kwargs)
-
-        return wrapper
-
-    def _fresh(self):
-        return type(self)()
-
-
-class set_grad_enabled(_GradModeContext):
-    """Turn gradient recording on or off in this thread (a function, a context manager and a decorator)."""
-
-    def __init__(self, mode=True):
-        self.mode = bool(mode)
-        self.previous = grad_mode.enabled
-        grad_mode.enabled = self.mode  # like PyTorch, calling it as a function sets the mode at once
-
-    def __enter__(self):  # `previous` is the mode before __init__ changed it
-        grad_mode.enabled = self.mode
-        return self
-
-    def __call__(self, function):
-        grad_mode.enabled = self.previous  # as a decorator it changes nothing until the function runs
-        return super().__call__(function)
-
-    def _fresh(self):
-        return set_grad_enabled(self.mode)
-
-
-class no_grad(_GradModeContext):
-    """Record no graph inside: for evaluation, sampling and in-place parameter updates."""
-
-    mode = False
-
-    def __new__(cls, function=None):
-        # `@no_grad` without parentheses decorates `function` directly, as in PyTorch
-        self = super().__new__(cls)
-        return self if function is None else self(function)
-
-
-class enable_grad(no_grad):
-    """Record the graph again inside a `no_grad` block."""
-
-    mode = True
-
-
-class inference_mode(_GradModeContext):
-    """PyTorch's inference_mode, which here is no_grad (tinyattn has no inference-only tensors);
-    inference_mode(False) changes nothing."""
-
-    def __new__(cls, mode=True):
-        if callable(mode):  # `@inference_mode` without parentheses
-            return no_grad(mode)
-        return super().__new__(cls)
-
-    def __init__(self, mode=True):
-        self.mode = False if mode else None
-
-    def _fresh(self):
-        return inference_mode(self.mode is False)
+from .. import backend, tensor_core
+from ..errors import BackwardError
+from ..tensor_core import TensorCore
+from .mode import grad_mode, no_grad
 
 
 # Observers see the ops as they run (the tracer and anomaly detection); empty means no cost. An
@@ -288,7 +170,7 @@ class Function:
         tensors, arrays, needs = [], [], []
         numpy_only, any_need = True, False
         for a in args:
-            if isinstance(a, Tensor):
+            if isinstance(a, TensorCore):
                 array = a.array
                 tensors.append(a)
                 arrays.append(array)
@@ -339,20 +221,20 @@ class Function:
                     edges.append((a, 0) if a.grad_fn is None else (a.grad_fn, a.output_nr))
                 else:
                     edges.append(None)
-                metas.append((array.shape, array.dtype) if isinstance(a, Tensor) else None)
+                metas.append((array.shape, array.dtype) if isinstance(a, TensorCore) else None)
             node.edges = tuple(edges)
             node.input_meta = tuple(metas)
             if single:  # (most ops: one output, without the loops)
                 out = out_arrays[0]
                 node.output_meta = ((out.shape, out.dtype),)
-                outputs = [Tensor._wrap(out, _is_float(out), node, 0)]
+                outputs = [tensor_core.wrap(out, _is_float(out), node, 0)]
             else:
                 node.output_meta = tuple([(a.shape, a.dtype) for a in out_arrays])
-                outputs = [Tensor._wrap(a, _is_float(a), node, i) for i, a in enumerate(out_arrays)]
+                outputs = [tensor_core.wrap(a, _is_float(a), node, i) for i, a in enumerate(out_arrays)]
         else:  # no graph: nothing the forward saved is needed (a node that saved nothing is left as it is)
             if node.saved:
                 node.saved = ()
-            outputs = [Tensor._wrap(out_arrays[0])] if single else [Tensor._wrap(a) for a in out_arrays]
+            outputs = [tensor_core.wrap(out_arrays[0])] if single else [tensor_core.wrap(a) for a in out_arrays]
         if cls.is_view and not getattr(node, "copied", False):
             _mark_views(args[0], outputs, (cls, args[1:]))
         if record and (node.saved or node.computed_from):
@@ -369,8 +251,8 @@ def _apply_yours(cls, args, kwargs):
     what PyTorch lets such a forward do besides: return Python numbers (given back as they are, with
     None for their gradient in backward), change inputs it marks dirty, mark outputs non-differentiable."""
     node = Node(cls)
-    tensors = [a for a in args if isinstance(a, Tensor)]
-    needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+    tensors = [a for a in args if isinstance(a, TensorCore)]
+    needs = tuple(isinstance(a, TensorCore) and a._requires_grad for a in args)
     record = any(needs) and grad_mode.enabled
     node.needs_input_grad = needs if record else (False,) * len(args)
     node.xp = backend.same_device([t.array for t in tensors]) if tensors else None
@@ -388,7 +270,7 @@ def _apply_yours(cls, args, kwargs):
         )
     single = type(result) is not tuple
     results = [result] if single else list(result)
-    positions = [i for i, r in enumerate(results) if isinstance(r, Tensor)]  # the rest: numbers, given back
+    positions = [i for i, r in enumerate(results) if isinstance(r, TensorCore)]  # the rest: numbers, given back
     if len(positions) != len(results):
         node.result_positions = (tuple(positions), len(results))
     if node.xp is None and positions:
@@ -408,21 +290,21 @@ def _apply_yours(cls, args, kwargs):
     if record and positions:
         node.sequence = next(_sequence)
         node.edges = tuple(_edge_to(a) if need else None for a, need in zip(args, needs))
-        node.input_meta = tuple((a.array.shape, a.array.dtype) if isinstance(a, Tensor) else None for a in args)
+        node.input_meta = tuple((a.array.shape, a.array.dtype) if isinstance(a, TensorCore) else None for a in args)
         node.output_meta = tuple((results[i].array.shape, results[i].array.dtype) for i in positions)
         for nr, i in enumerate(positions):
             r = results[i]
             if any(r is n for n in node.non_differentiable):
-                outputs[i] = Tensor._wrap(r.array)  # no grad_fn: backward gets zeros (or None) for it
+                outputs[i] = tensor_core.wrap(r.array)  # no grad_fn: backward gets zeros (or None) for it
             elif any(r is d for d in dirty):  # the input itself, now made by this node
                 r.grad_fn, r.output_nr, r._requires_grad = node, nr, True
             else:
-                outputs[i] = Tensor._wrap(r.array, _is_float(r.array), node, nr)
+                outputs[i] = tensor_core.wrap(r.array, _is_float(r.array), node, nr)
     else:
         node.saved = ()
         for i in positions:
             if not any(results[i] is d for d in dirty):
-                outputs[i] = Tensor._wrap(results[i].array)
+                outputs[i] = tensor_core.wrap(results[i].array)
     if node.saved:
         node.saved_versions = _saved_versions(node, tensors, [outputs[i] for i in positions])
     if observers:
@@ -511,7 +393,7 @@ def _saved_versions(node, inputs, outputs):
                 owner = t
                 break
         if owner is None:
-            if isinstance(item, Tensor):
+            if isinstance(item, TensorCore):
                 # your Function's: an output of its forward (apply gave back a tensor around its array),
                 # or a tensor it computed (its own version counter, which nobody else holds)
                 owner = next((t for t in outputs if t.array is item.array), item)
@@ -531,273 +413,3 @@ def _saved_versions(node, inputs, outputs):
 
 
 # ---------------------------------------------------------------------------------------------
-# the backward pass
-
-
-def backward(tensors, grad_tensors=None, retain_graph=False):
-    """Accumulate d(tensors)/d(leaf) into the `.grad` of every leaf that requires grad."""
-    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
-    if grad_tensors is None or isinstance(grad_tensors, Tensor):
-        grad_tensors = [grad_tensors] * len(tensors) if grad_tensors is None else [grad_tensors]
-    roots = [(t, _initial_grad(t, g)) for t, g in zip(tensors, grad_tensors)]
-    _run_backward(roots, retain_graph, capture=None)
-
-
-def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
-    """The gradients of `outputs` with respect to `inputs`, returned instead of stored in `.grad`."""
-    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
-    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-    if grad_outputs is None or isinstance(grad_outputs, Tensor):
-        grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
-    roots = [(t, _initial_grad(t, g)) for t, g in zip(outputs, grad_outputs)]
-    capture = {_edge_key(t): None for t in inputs}
-    _run_backward(roots, retain_graph, capture)
-    grads = []
-    for t in inputs:
-        g = capture[_edge_key(t)]
-        if g is None and not allow_unused:
-            raise BackwardError(
-                f"one of the inputs (shape {list(t.shape)}) was not used to compute the outputs; "
-                "pass allow_unused=True to get None for it"
-            )
-        grads.append(None if g is None else Tensor._wrap(g))
-    return tuple(grads)  # a tuple even for one input, as in PyTorch: (g,) = autograd.grad(y, x)
-
-
-def _edge_key(tensor):
-    if not tensor.requires_grad:
-        raise BackwardError("autograd.grad: every input must require grad")
-    return _edge_to(tensor)
-
-
-def _initial_grad(tensor, grad_tensor):
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"backward() expects tensors, got {type(tensor).__name__}")
-    if tensor.requires_grad and tensor._base is not None and tensor._view_version != tensor._version[0]:
-        refresh_view(tensor)
-    if not tensor.requires_grad:
-        raise BackwardError(
-            "this tensor does not require grad and has no grad_fn, so there is nothing to "
-            "differentiate: create the leaves with requires_grad=True (and not under no_grad())"
-        )
-    if grad_tensor is None:
-        if tensor.array.size != 1:
-            raise BackwardError(
-                f"grad can be implicitly created only for scalar outputs, but this tensor has shape "
-                f"{list(tensor.shape)}: reduce it first (e.g. .sum()) or pass backward(gradient=...) "
-                "of the same shape"
-            )
-        xp = backend.namespace(tensor.array)
-        return xp.ones_like(tensor.array)
-    if not isinstance(grad_tensor, Tensor):
-        grad_tensor = Tensor._from_data(grad_tensor, dtype=tensor.dtype, device=tensor.device)
-    elif grad_tensor.dtype is not tensor.dtype:  # the gradient takes the tensor's dtype, as in PyTorch
-        grad_tensor = grad_tensor.detach().to(tensor.dtype)
-    if tuple(grad_tensor.shape) != tuple(tensor.shape):
-        raise BackwardError(
-            f"gradient has shape {list(grad_tensor.shape)} but the tensor has shape "
-            f"{list(tensor.shape)}: they must match"
-        )
-    backend.same_device([tensor.array, grad_tensor.array])
-    return grad_tensor.array
-
-
-@backend.quiet_float_errors  # the backward ops, as the forward ones, make inf and NaN silently
-def _run_backward(roots, retain_graph, capture):
-    """Kahn's algorithm over the recorded nodes, newest first, with per-node gradient buffers."""
-    # 1. count, for every node reachable from the roots, how many edges point into it
-    dependencies = {}
-    stack = [t.grad_fn for t, _ in roots if t.grad_fn is not None]
-    seen = set(stack)
-    while stack:
-        node = stack.pop()
-        for edge in node.edges:
-            if edge is not None and type(edge[0]) is Node:
-                parent = edge[0]
-                dependencies[parent] = dependencies.get(parent, 0) + 1
-                if parent not in seen:
-                    seen.add(parent)
-                    stack.append(parent)
-
-    buffers = {}  # node -> list with the gradient of each of its outputs
-    leaf_grads = {}  # leaf tensor -> accumulated gradient
-    ready = []
-
-    def send(edge, grad_array):
-        target, index = edge
-        if type(target) is Node:
-            buffer = buffers.get(target)
-            if buffer is None:
-                buffer = buffers[target] = [None] * len(target.output_meta)
-            buffer[index] = grad_array if buffer[index] is None else buffer[index] + grad_array
-        else:
-            previous = leaf_grads.get(target)
-            leaf_grads[target] = grad_array if previous is None else previous + grad_array
-
-    for tensor, grad_array in roots:
-        if tensor.grad_fn is None:
-            send((tensor, 0), grad_array)
-        else:
-            send((tensor.grad_fn, tensor.output_nr), grad_array)
-    for node in {t.grad_fn for t, _ in roots if t.grad_fn is not None}:
-        if dependencies.get(node, 0) == 0:
-            heapq.heappush(ready, (-node.sequence, node))
-
-    # 2. run each node once all the gradients of its outputs have arrived
-    while ready:
-        _, node = heapq.heappop(ready)
-        grads = buffers.pop(node, None)  # None when every consumer returned None for it
-        # autograd.grad takes a non-leaf's gradient before the tensor's hooks run, as PyTorch does
-        if capture is not None and grads is not None:
-            for index, g in enumerate(grads):
-                key = (node, index)
-                if key in capture and g is not None:
-                    capture[key] = g
-        if node.hooks and grads is not None:
-            for index, hook in list(node.hooks):
-                if grads[index] is not None:
-                    grads[index] = _run_hook(hook, grads[index])
-        if node.retained and grads is not None:
-            for index, ref in node.retained:
-                tensor = ref()
-                if tensor is not None and grads[index] is not None:
-                    _accumulate(tensor, grads[index])  # adds up over backward calls, as a leaf's does
-        input_grads = [None] * len(node.edges) if grads is None else _call_backward(node, grads)
-        if not retain_graph:
-            node.saved = ()
-            node.released = True
-        for edge, g, meta in zip(node.edges, input_grads, node.input_meta):
-            if edge is None:
-                continue
-            if g is not None:
-                if g.shape != meta[0] or g.dtype != meta[1]:
-                    g = _check_grad(node, g, meta)  # a clear error, or the input's dtype
-                send(edge, g)
-            parent = edge[0]  # counted down even without a gradient, or it would never run
-            if type(parent) is Node:
-                dependencies[parent] -= 1
-                if dependencies[parent] == 0:
-                    heapq.heappush(ready, (-parent.sequence, parent))
-
-    # 3. leaves: store (or add to) .grad, or hand the gradients to autograd.grad()
-    for leaf, g in leaf_grads.items():
-        for hook in list(getattr(leaf, "_hooks", None) or ()):
-            g = _run_hook(hook, g)
-        if capture is not None:
-            if (leaf, 0) in capture:
-                capture[(leaf, 0)] = g
-            continue
-        _accumulate(leaf, g)
-
-
-def _run_hook(hook, grad_array):
-    """A hook from register_hook sees the gradient (a copy: it may not change the engine's); what it
-    returns, if anything, replaces the gradient."""
-    grad = Tensor._wrap(backend.namespace(grad_array).asarray(grad_array, copy=True))
-    with no_grad():
-        result = hook(grad)
-    if result is None:
-        return grad_array
-    if not isinstance(result, Tensor) or tuple(result.shape) != tuple(grad.shape):
-        got = f"shape {list(result.shape)}" if isinstance(result, Tensor) else type(result).__name__
-        raise BackwardError(f"a hook must return None or a tensor of the gradient's shape {list(grad.shape)}, "
-                            f"got {got}")
-    xp = backend.same_device([grad_array, result.array])
-    return result.array if result.array.dtype == grad_array.dtype else xp.astype(result.array, grad_array.dtype)
-
-
-class RemovableHandle:
-    """What register_hook returns: `handle.remove()` takes the hook away again."""
-
-    def __init__(self, hooks, entry):
-        self._hooks, self._entry = hooks, entry
-
-    def remove(self):
-        """Takes the hook away (a second call does nothing)."""
-        if self._entry in self._hooks:
-            self._hooks.remove(self._entry)
-
-
-def _accumulate(tensor, g):
-    if tensor._grad is None:
-        # a copy: the same array may be the gradient of several tensors (as after an add)
-        tensor._grad = Tensor._wrap(backend.namespace(g).asarray(g, copy=True))
-    elif type(tensor._grad.array) is _ndarray and tensor._grad.array.flags.writeable \
-            and 0 not in tensor._grad.array.strides:
-        tensor._grad.array += g  # (the common case, told at once)
-    elif backend.shares_elements(tensor._grad.array):  # an expand()ed tensor assigned as .grad
-        raise RuntimeError(
-            f"backward() cannot add into this .grad of shape {list(tensor._grad.shape)}: more than one of its "
-            "elements refers to a single memory location (an expand()ed tensor was assigned as .grad); "
-            "assign a .clone() of it instead"
-        )
-    elif backend.is_read_only(tensor._grad.array):  # read-only NumPy memory: the sum in a new array
-        tensor._grad.array = tensor._grad.array + g
-    else:
-        tensor._grad.array += g
-
-
-def _call_backward(node, grads):
-    if node.saved_versions and not node.released:
-        node.check_saved_versions()
-    for index, g in enumerate(grads):
-        if g is None and node.materialize_grads:  # an output nobody used: its gradient is zero
-            shape, dt = node.output_meta[index]
-            grads[index] = node.xp.zeros(shape, dtype=dt, **backend.creation_kwargs(node.xp))
-    function = node.function
-    if function.takes_arrays:
-        result = function.backward(node, *grads)
-    else:
-        grads = [None if g is None else Tensor._wrap(g) for g in grads]
-        layout = getattr(node, "result_positions", None)
-        if layout is not None:  # forward also returned numbers: None is their gradient, as in PyTorch
-            positions, count = layout
-            spread = [None] * count
-            for g, i in zip(grads, positions):
-                spread[i] = g
-            grads = spread
-        with no_grad():
-            result = function.backward(node, *grads)
-    if not isinstance(result, tuple):
-        result = (result,)
-    if len(result) > len(node.edges) and all(r is None for r in result[len(node.edges):]):
-        result = result[: len(node.edges)]  # trailing Nones for optional arguments not given: fine
-    if len(result) != len(node.edges):
-        raise BackwardError(
-            f"{node.name()}: backward returned {len(result)} gradients but forward took "
-            f"{len(node.edges)} arguments (return None for the ones that need no gradient)"
-        )
-    if not function.takes_arrays:
-        for index, r in enumerate(result):
-            if r is not None and not isinstance(r, Tensor):
-                raise BackwardError(
-                    f"{node.name()}: backward returned a {type(r).__name__} as the gradient of input "
-                    f"{index}: return a tensor of that input's shape, or None where it needs no gradient"
-                )
-    if observers:
-        for observer in observers_here():
-            observer.on_backward(node, grads, result)
-    if function.takes_arrays:
-        return result
-    return [r.array if isinstance(r, Tensor) else r for r in result]
-
-
-def _check_grad(node, g, meta):
-    shape, dt = meta
-    if g.shape != shape:
-        raise BackwardError(
-            f"{node.name()} returned a gradient of shape {list(g.shape)} for an input of shape "
-            f"{list(shape)}: the gradient of an input must have the input's shape"
-        )
-    if g.dtype != dt:
-        g = backend.namespace(g).astype(g, dt)
-    return g
-
-
-from .tensor import Tensor  # noqa: E402  (Tensor needs this module; this module needs Tensor)
-
-# a PyTorch name this module lacks says so (tinyattn/missing.py)
-from . import missing as _missing  # noqa: E402
-
-__getattr__ = _missing.module_getattr(__name__)
-__dir__ = _missing.module_dir(__name__)  # its public names only

@@ -5,9 +5,10 @@ tinyattn's backward does not record a graph of its own, so there are no second d
 create_graph=True is refused with a message that says so, and there is no hessian.
 """
 
-from .autograd import enable_grad, grad as _grad
-from .functions import stack
-from .tensor import Tensor
+from ..functions import stack
+from ..tensor import Tensor
+from .engine import grad as _grad
+from .mode import enable_grad
 
 
 def _as_tuple(value, what):
