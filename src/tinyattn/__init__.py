@@ -16,8 +16,6 @@ from .backend import Device as device
 from .errors import BackwardError, CheckpointError, DeviceError, GradcheckError, ShapeError
 from .functions import *  # noqa: F401,F403  (creation functions and the torch.* function forms)
 from .functions import Generator, Size, Tensor, manual_seed, tensor
-from .functions_more import *  # noqa: F401,F403  (median, diag, meshgrid, normal, bernoulli, ... and their methods)
-from .counting import bincount, histc, histogram
 from .printing import get_printoptions, set_printoptions
 from .storage import TypedStorage, UntypedStorage
 
@@ -68,7 +66,7 @@ from .tracing import AnomalyError, detect_anomaly, draw_graph, trace  # noqa: E4
 from .serialization import load, save  # noqa: E402
 from .threads import get_num_threads, set_num_threads  # noqa: E402  (NumPy's BLAS threads, as torch's)
 
-from .legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, IntTensor,  # noqa: E402
+from .functions.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, IntTensor,  # noqa: E402
                      LongTensor, ShortTensor, Variable as _Variable, range)
 autograd.Variable = _Variable  # torch.autograd.Variable: the old name of a tensor that records gradients
 

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from . import dtypes, functions, functions_more
+from . import dtypes, functions
 from .autograd import enable_grad, no_grad
 from .nn import functional as F
 from .tensor import Size, Tensor
@@ -196,14 +196,14 @@ class Normal(_Distribution):
         """loc + eps * scale with eps standard normal draws (PyTorch's draws for the same seed):
         differentiable with respect to loc and scale."""
         shape = _extended_shape(self.batch_shape, sample_shape)
-        eps = functions_more.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
+        eps = functions.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + eps * self.scale
 
     def sample(self, sample_shape=()):
         """Draws without a gradient (torch.normal of the broadcast parameters)."""
         shape = _extended_shape(self.batch_shape, sample_shape)
         with no_grad():
-            return functions_more.normal(self.loc.expand(*shape), self.scale.expand(*shape))
+            return functions.normal(self.loc.expand(*shape), self.scale.expand(*shape))
 
     def log_prob(self, value):
         self._check_value(value, "Real()", lambda v: v == v)
@@ -269,7 +269,7 @@ class Bernoulli(_Distribution):
         """0s and 1s (torch.bernoulli of the broadcast probabilities: PyTorch's draws for the same seed)."""
         shape = _extended_shape(self.batch_shape, sample_shape)
         with no_grad():
-            return functions_more.bernoulli(self.probs.expand(*shape))
+            return functions.bernoulli(self.probs.expand(*shape))
 
     def rsample(self, sample_shape=()):
         raise NotImplementedError("Bernoulli has no rsample: its samples are 0 or 1, with no gradient to the "
@@ -309,7 +309,7 @@ class Uniform(_Distribution):
     def rsample(self, sample_shape=()):
         """low + u * (high - low) with u = torch.rand (PyTorch's draws for the same seed)."""
         shape = _extended_shape(self.batch_shape, sample_shape)
-        u = functions_more.rand(shape, dtype=self.low.dtype, device=self.low.device)
+        u = functions.rand(shape, dtype=self.low.dtype, device=self.low.device)
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value):

@@ -9,15 +9,16 @@ import math
 
 import numpy as np
 
-from . import backend, functions_more
+from . import backend, functions, return_types
+from .tensor.products import _square_matrices
 from .autograd import grad_mode
 from .errors import ShapeError
-from .functions import _from_host
+from .tensor.creation import _from_host
 from .tensor import Tensor, _dim, vector_norm
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "solve", "cross", "svd", "svdvals"]
 
-SvdResult = functions_more._return_type("linalg_svd", ["U", "S", "Vh"])
+SvdResult = return_types.named_result("linalg_svd", ["U", "S", "Vh"])
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
@@ -74,12 +75,12 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
 
 def inv(A):
     """The inverse of each square matrix (of a batch): A @ inv(A) is the identity."""
-    return functions_more.inverse(A)
+    return functions.inverse(A)
 
 
 def det(A):
     """The determinant of each square matrix (of a batch)."""
-    return functions_more.det(A)
+    return functions.det(A)
 
 
 def solve(A, B, *, left=True):
@@ -89,7 +90,7 @@ def solve(A, B, *, left=True):
 
     if not left:
         return solve(A.transpose(-2, -1), B.transpose(-2, -1)).transpose(-2, -1)
-    functions_more._square_matrices(A, "linalg.solve")
+    _square_matrices(A, "linalg.solve")
     if not isinstance(B, Tensor) or B.dtype is not A.dtype:
         raise TypeError(f"linalg.solve: B must be a tensor of A's dtype {A.dtype}, got {B!r}")
     n = A.shape[-1]
@@ -102,18 +103,18 @@ def solve(A, B, *, left=True):
 
 def cross(input, other, *, dim=-1):
     """The cross product of 3-vectors along `dim` (the last by default)."""
-    return functions_more.cross(input, other, dim)
+    return functions.cross(input, other, dim)
 
 
 def svd(A, full_matrices=True):
     """A = U diag(S) Vh, as (U, S, Vh), S descending. No gradient (refused for a tensor that requires it)."""
-    U, S, V = functions_more.svd(A, some=not full_matrices)
+    U, S, V = functions.svd(A, some=not full_matrices)
     return SvdResult(U, S, V.transpose(-2, -1))
 
 
 def svdvals(A):
     """The singular values of A, descending."""
-    return functions_more.svd(A).S
+    return functions.svd(A).S
 
 
 # a PyTorch name this module lacks says so (tinyattn/missing.py)

@@ -12,6 +12,7 @@ as PyTorch prints them, and writing into one changes every tensor that views it.
 import warnings
 
 from . import backend
+from .ops import Op
 
 TYPED_STORAGE_DEPRECATED = (
     "TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the only "
@@ -191,7 +192,6 @@ __all__ = ["TypedStorage", "UntypedStorage"]
 
 # --- as_strided: a view made from sizes, strides and an offset (ops' layer: imported after Tensor) ---
 
-from .ops import Op  # noqa: E402  (ops needs Tensor; this module is imported after it)
 
 
 def check_fits(size, stride, offset, storage_size, itemsize):

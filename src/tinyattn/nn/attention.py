@@ -16,7 +16,7 @@ a shape error); and a row whose scores are all masked gives zero weights instead
 
 import math
 
-from .. import functions, functions_more
+from .. import functions
 from ..errors import ShapeError
 from . import functional as F
 from .layers import Dropout, Linear
@@ -38,9 +38,9 @@ class SelfAttention_v1(Module):
     def __init__(self, d_in, d_out):
         super().__init__()
         _check_sizes(self, d_in=d_in, d_out=d_out)
-        self.W_query = Parameter(functions_more.rand(d_in, d_out))
-        self.W_key = Parameter(functions_more.rand(d_in, d_out))
-        self.W_value = Parameter(functions_more.rand(d_in, d_out))
+        self.W_query = Parameter(functions.rand(d_in, d_out))
+        self.W_key = Parameter(functions.rand(d_in, d_out))
+        self.W_value = Parameter(functions.rand(d_in, d_out))
         self.attn_weights = None
 
     def forward(self, x):

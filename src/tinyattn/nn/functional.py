@@ -16,7 +16,8 @@ import numpy as np
 from .. import backend, dtypes, ops, random
 from ..autograd import no_grad
 from ..errors import ShapeError
-from ..functions import generator_or_default, _layout_strides, tril, ones, tensor, where, zeros_like
+from ..functions import generator_or_default, tril, ones, tensor, where, zeros_like
+from ..tensor.creation import _layout_strides
 from ..ops import Softmax, broadcast_shape
 from ..tensor import Tensor, _value_to_write
 from .functional_arguments import tensor_argument  # (the layers call it as F.tensor_argument)

@@ -5,9 +5,11 @@ They count, so nothing here is differentiable (neither is it in PyTorch): the re
 
 import math
 
-from . import backend, dtypes, return_types
-from .errors import ShapeError
-from .tensor import Tensor
+from .. import backend, dtypes, return_types, tensor_core
+from ..errors import ShapeError
+from ..tensor_core import TensorCore
+from .creation import linspace
+
 
 HistogramResult = return_types.named_result("histogram", ["hist", "bin_edges"])
 
@@ -15,7 +17,7 @@ HistogramResult = return_types.named_result("histogram", ["hist", "bin_edges"])
 def bincount(input, weights=None, minlength=0):
     """How often each value 0, 1, 2, ... occurs in a 1-D tensor of non-negative integers (summing
     `weights` instead of counting ones, when given); at least `minlength` entries."""
-    if not isinstance(input, Tensor) or input.dtype.is_floating_point or input.dtype is dtypes.bool_:
+    if not isinstance(input, TensorCore) or input.dtype.is_floating_point or input.dtype is dtypes.bool_:
         raise TypeError(f"bincount counts integers: got {_what(input)}; use .long() first")
     if input.ndim != 1:
         raise ShapeError(f"bincount only supports 1-d non-negative integral inputs, got shape {list(input.shape)}")
@@ -25,7 +27,7 @@ def bincount(input, weights=None, minlength=0):
     ids = xp.astype(input.array, xp.int64)
     if input.numel() and int(xp.min(ids)) < 0:
         raise ValueError(f"bincount only supports non-negative integers, got {int(xp.min(ids))}")
-    if weights is not None and (not isinstance(weights, Tensor) or weights.ndim != 1
+    if weights is not None and (not isinstance(weights, TensorCore) or weights.ndim != 1
                                 or weights.shape[0] != input.shape[0]):
         raise ShapeError(f"bincount: weights should be 1-d and have the same length as input "
                          f"({input.shape[0]}), got {_what(weights)}")
@@ -36,7 +38,7 @@ def bincount(input, weights=None, minlength=0):
         dtype = weights.dtype if weights.dtype.is_floating_point else dtypes.float64  # as PyTorch
         values = xp.astype(weights.array, backend.array_dtype(xp, dtype))
     counts = xp.zeros((length,), dtype=backend.array_dtype(xp, dtype), **backend.creation_kwargs(xp))
-    return Tensor._wrap(backend.scatter_add(counts, ids, values))
+    return tensor_core.wrap(backend.scatter_add(counts, ids, values))
 
 
 def histogram(input, bins=100, *, range=None, weight=None, density=False):
@@ -47,7 +49,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):
     density=True divides by the total and the bin widths."""
     x = _floats(input, "histogram")
     xp = backend.namespace(x.array)
-    if isinstance(bins, Tensor):
+    if isinstance(bins, TensorCore):
         if bins.ndim != 1 or bins.shape[0] < 1:
             raise ShapeError(f"histogram: a bins tensor holds the edges, one dimension, got shape {list(bins.shape)}")
         if bins.dtype is not x.dtype:
@@ -60,7 +62,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):
         edges = _linspace(low, high, bins + 1, x)
     values = xp.reshape(x.array, (-1,))
     if weight is not None:
-        if not isinstance(weight, Tensor) or tuple(weight.shape) != tuple(x.shape) or weight.dtype is not x.dtype:
+        if not isinstance(weight, TensorCore) or tuple(weight.shape) != tuple(x.shape) or weight.dtype is not x.dtype:
             raise ShapeError(f"histogram: weight must be a {x.dtype} tensor of the input's shape {list(x.shape)}, "
                              f"got {_what(weight)}")
         weight = xp.reshape(weight.array, (-1,))
@@ -71,7 +73,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):
     hist = _counts(position, inside, weight, count, x, xp)
     if density:
         hist = hist / xp.sum(hist) / (edges[1:] - edges[:-1])
-    return HistogramResult(Tensor._wrap(hist), Tensor._wrap(xp.asarray(edges, copy=True)))
+    return HistogramResult(tensor_core.wrap(hist), tensor_core.wrap(xp.asarray(edges, copy=True)))
 
 
 def histc(input, bins=100, min=0, max=0):
@@ -90,7 +92,7 @@ def histc(input, bins=100, min=0, max=0):
     scaled = (values - low_) * bins_ / (high_ - low_)  # in the input's dtype, as PyTorch computes it
     position = xp.astype(xp.where(inside, scaled, xp.zeros_like(scaled)), xp.int64)
     position = xp.clip(position, 0, bins - 1)  # the right edge belongs to the last bin
-    return Tensor._wrap(_counts(position, inside, None, bins, x, xp))
+    return tensor_core.wrap(_counts(position, inside, None, bins, x, xp))
 
 
 def _counts(position, inside, weight, count, x, xp):
@@ -121,16 +123,15 @@ def _bin_range(x, given, name, widen):
 
 
 def _linspace(low, high, steps, like):
-    from .functions import linspace  # (functions builds on tensor too: imported when first used)
 
     return linspace(low, high, steps, dtype=like.dtype, device=like.device).array
 
 
 def _floats(input, name):
-    if not isinstance(input, Tensor) or not input.dtype.is_floating_point:
+    if not isinstance(input, TensorCore) or not input.dtype.is_floating_point:
         raise TypeError(f"{name} counts floating point values, got {_what(input)}: use .float() first")
     return input
 
 
 def _what(value):
-    return f"a {value.dtype} tensor of shape {list(value.shape)}" if isinstance(value, Tensor) else type(value).__name__
+    return f"a {value.dtype} tensor of shape {list(value.shape)}" if isinstance(value, TensorCore) else type(value).__name__

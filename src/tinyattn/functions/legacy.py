@@ -13,8 +13,11 @@ import warnings
 
 import numpy as np
 
-from . import dtypes
-from .functions import Size, Tensor, _from_host, empty, tensor
+from .. import dtypes
+from ..tensor_core import Size
+from .forms import all, any
+from ..tensor.creation import _from_host, empty, tensor
+from ..tensor import Tensor
 
 
 class TensorType(type):
