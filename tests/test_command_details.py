@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 import tinyattn
-from tinyattn import console, missing
+from tinyattn import console
+from tinyattn.app import coverage
 from tinyattn.app import cli
 from tinyattn.exercises import command
 
@@ -81,12 +82,12 @@ def test_the_command_in_a_skeleton_works_from_the_files_folder(capsys, tmp_path,
     ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint"),
 ])
 def test_coverage_of_a_name_inside_a_module_tinyattn_lacks_says_not_implemented(name, namespace):
-    there, line = missing.describe(name)
+    there, line = coverage.describe(name)
     assert not there and "does not implement (yet)" in line and f"it has no {namespace}" in line, line
-    there, line = missing.describe(namespace)
+    there, line = coverage.describe(namespace)
     assert not there and "does not implement (yet)" in line, line
     # a misspelling inside a module tinyattn has is still a misspelling
-    assert "check the spelling" in missing.describe("torch.nn.Lineer")[1]
+    assert "check the spelling" in coverage.describe("torch.nn.Lineer")[1]
 
 
 def test_torch_utils_checkpoint_raises_the_not_implemented_error():
@@ -98,14 +99,14 @@ def test_torch_utils_checkpoint_raises_the_not_implemented_error():
 def test_coverage_wraps_at_words_in_an_80_column_terminal(capsys, monkeypatch):
     monkeypatch.setattr(console, "terminal_width", lambda stream=None: 80)
     names = ["torch.func.grad", "torch.nn.Lineer", "torch.nn.Linear"]
-    missing.main(names)
+    coverage.main(names)
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert all(len(line) < 80 for line in lines), lines
-    words = set(" ".join(missing.describe(n)[1] for n in names).split())
+    words = set(" ".join(coverage.describe(n)[1] for n in names).split())
     assert set(out.split()) <= words, set(out.split()) - words  # no word cut in two
     monkeypatch.setattr(console, "terminal_width", lambda stream=None: None)  # a pipe: a line per name
-    missing.main(names)
+    coverage.main(names)
     assert len(capsys.readouterr().out.splitlines()) == 3
 
 

@@ -261,3 +261,96 @@ def test_a_version_is_bumped_one_way():
     assert not written, f"versions bumped by hand (call the tensor's _bump_version()): {written}"
     assert any(f.name == "_bump_version" for f in ast.walk(ast.parse((PACKAGE / "tensor_core.py").read_text()))
                if isinstance(f, ast.FunctionDef))
+
+
+# --- the engine's reading order: each module imports only what comes before it ---
+# docs/internals.md leads a reader through these in this order; an entry that names a package covers its modules
+# (their own order is the circle check's business above).
+ENGINE_READING_ORDER = [
+    "tinyattn.errors", "tinyattn.dtypes", "tinyattn.numpy_names", "tinyattn.return_types", "tinyattn.console",
+    "tinyattn.missing",
+    "tinyattn.backend",  # the array backend (NumPy or CuPy), with its threads and its parallel blocks
+    "tinyattn.random", "tinyattn.printing",
+    "tinyattn.tensor_core",  # a tensor's data, dtype, device and version counter
+    "tinyattn.autograd.mode", "tinyattn.autograd.function", "tinyattn.autograd.engine",
+    "tinyattn.ops",  # forward and backward on arrays, one file per family
+    "tinyattn.storage",
+    "tinyattn.tensor.arguments", "tinyattn.tensor.promotion", "tinyattn.tensor.index_keys",
+    "tinyattn.tensor.creation", "tinyattn.tensor.counting",
+    "tinyattn.tensor.products", "tinyattn.tensor.reductions", "tinyattn.tensor.shapes", "tinyattn.tensor.indexing",
+    "tinyattn.tensor.elementwise", "tinyattn.tensor.inplace", "tinyattn.tensor.tensor",
+    "tinyattn.functions",  # the torch.* functions
+]
+
+
+def _imports_counting_packages(name, path, modules):
+    """The package's modules and packages that `name` imports, a package's __init__ included."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            candidates = [c for c in (f"{base}.{alias.name}" for alias in node.names) if c in modules] or [base]
+        else:
+            continue
+        for target in candidates:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def reading_order_breaches(modules, order):
+    """[(module, what it imports that comes later in `order` or is not in it)] for the modules `order` covers."""
+    def entries_of(module):  # the positions of the entries that cover a module, or that a package holds
+        return [i for i, entry in enumerate(order)
+                if module == entry or module.startswith(entry + ".") or entry.startswith(module + ".")]
+
+    breaches = []
+    for name, path in sorted(modules.items()):
+        own = [i for i, entry in enumerate(order) if name == entry or name.startswith(entry + ".")]
+        if not own:
+            continue  # not an engine module (a package that merely holds engine modules is checked through them)
+        mine = own[0]
+        for target in sorted(_imports_counting_packages(name, path, modules)):
+            if target == "tinyattn":
+                breaches.append((name, target))
+                continue
+            theirs = entries_of(target)
+            same_entry = target == order[mine] or target.startswith(order[mine] + ".")  # (within one package)
+            if not theirs or (max(theirs) >= mine and not same_entry):
+                breaches.append((name, target))
+    return breaches
+
+
+def test_the_engine_imports_in_its_reading_order():
+    modules = _modules(PACKAGE)
+    missing_entries = [entry for entry in ENGINE_READING_ORDER if entry not in modules]
+    assert not missing_entries, f"the reading order names modules that do not exist: {missing_entries}"
+    breaches = reading_order_breaches(modules, ENGINE_READING_ORDER)
+    assert not breaches, ("engine modules that import a module after them in the reading order, or outside the "
+                          f"engine: {breaches}")
+
+
+def test_the_reading_order_check_sees_a_late_import(tmp_path):
+    # base <- core <- top, and then core imports top (late, inside a function): reported
+    package = tmp_path / "pkg"
+    (package / "core").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text("import os\n")
+    (package / "core" / "__init__.py").write_text("from .. import base\n")
+    (package / "core" / "part.py").write_text("from ..base import x\n")
+    (package / "top.py").write_text("from .core import part\n")
+    order = ["pkg.base", "pkg.core", "pkg.top"]
+    assert reading_order_breaches(_modules(package), order) == []
+    (package / "core" / "part.py").write_text("from ..base import x\n\ndef f():\n    from .. import top\n")
+    assert reading_order_breaches(_modules(package), order) == [("pkg.core.part", "pkg.top")]
+    (package / "base.py").write_text("import pkg\n")  # the package root loads everything: not below anything
+    assert ("pkg.base", "pkg") in reading_order_breaches(_modules(package), order)

@@ -22,7 +22,17 @@ import griffe
 OP_USED = re.compile(r"\bops\.([A-Z]\w*)\b")
 METHOD_CALLED = re.compile(r"(?:\bself|\binput|\))\.(\w+)\(")
 FUNCTION_CALLED = re.compile(r"(?<![\w.])(\w+)\(")
-LINKED = {"tinyattn.tensor": "Tensor.", "tinyattn.functions": "", "tinyattn.nn.functional": ""}
+
+
+def _linked(runtime):
+    """Whether a routine gets its op links: a Tensor method (in the class or one of its mixins, tinyattn/tensor/),
+    a torch.* function (tinyattn/functions/, or defined beside the methods in tinyattn/tensor/) or a function of
+    nn.functional; not a private helper."""
+    module = getattr(runtime, "__module__", None) or ""
+    qualname = getattr(runtime, "__qualname__", "")
+    if module == "tinyattn.nn.functional" or module == "tinyattn.functions" or module.startswith("tinyattn.functions."):
+        return True
+    return module.startswith("tinyattn.tensor.") and not qualname.startswith("_")
 
 
 # operators on self, which run the Tensor methods of these names
@@ -87,8 +97,7 @@ def _doc_is_its_types(value):
 class OpLinks(griffe.Extension):
     def on_function_instance(self, *, node, func, agent, **kwargs):
         runtime = getattr(node, "obj", None)
-        prefix = LINKED.get(getattr(runtime, "__module__", None))
-        if prefix is None or not getattr(runtime, "__qualname__", "").startswith(prefix):
+        if not _linked(runtime):
             return  # the Tensor methods and the functions of tinyattn and nn.functional
         paths = _ops_run_by(runtime)
         if not paths:

@@ -7,8 +7,8 @@ itself here (`register_tensor_class`): from then on the engine's new tensors are
 is the one place where the loop that eager autograd needs (a Tensor method runs a Function; a
 Function's apply makes Tensors) is closed.
 
-Before the class, how data becomes numbers: PyTorch's dtype inference for nested lists, NumPy
-arrays and Python numbers, and its errors for data that is not a grid.
+After the class, how data becomes numbers (what `tinyattn.tensor(data)` runs): PyTorch's dtype
+inference for nested lists, NumPy arrays and Python numbers, and its errors for data that is not a grid.
 """
 
 import math
@@ -40,10 +40,114 @@ class Size(tuple):
         return math.prod(self)
 
 
-
 _NUMPY_SCALARS = {np.float32, np.float64, np.int32, np.int64, np.bool_, np.uint8, np.int8, np.int16}
 
 
+class TensorCore:
+    """A tensor's data and its place in the graph; `tinyattn.Tensor` builds every method on these."""
+
+    # a dict, so that the public slots have docstrings (help(Tensor.grad), the reference)
+    __slots__ = {"array": "The numbers: a NumPy array on the CPU, a CuPy array on a GPU.",
+                 "_requires_grad": None,
+                 "_grad": None,
+                 "grad_fn": "The graph node of the op that made this tensor (None for a leaf).",
+                 "output_nr": "Which output of its grad_fn this tensor is (0 for most ops).",
+                 "_version": None, "_base": None, "_view_version": None, "_view_steps": None, "_hooks": None,
+                 "__weakref__": None}
+
+    @classmethod
+    def _from_data(cls, data, dtype=None, device=None, requires_grad=False):
+        """A new leaf holding a copy of `data`, with tinyattn.tensor()'s dtype inference (what the
+        library uses inside; Tensor(data) keeps PyTorch's older float32 meaning)."""
+        t = object.__new__(cls)
+        t._fill_in(_host_values(data, dtype), device or _data_device(data))
+        t.requires_grad = requires_grad
+        return t
+
+    def _fill_in(self, host_values, device):
+        self.array = backend.from_host(host_values, device)
+        self._grad = None
+        self.grad_fn = None
+        self.output_nr = 0
+        self._version = [0]
+        self._base = None
+        self._hooks = None  # set, not left missing: a miss would go through __getattr__ in every backward
+        self._requires_grad = False
+
+    @classmethod
+    def _wrap(cls, array, requires_grad=False, grad_fn=None, output_nr=0):
+        """A tensor around an existing array (the engine's fast path: no copy, no checks)."""
+        t = object.__new__(cls)
+        if type(array) in _NUMPY_SCALARS:  # NumPy gives scalars from 0-d operations
+            array = np.asarray(array)
+        t.array = array
+        t._requires_grad = requires_grad
+        t._grad = None
+        t.grad_fn = grad_fn
+        t.output_nr = output_nr
+        t._version = [0]
+        t._base = None
+        t._hooks = None
+        return t
+
+    @property
+    def shape(self):
+        """The size of each dimension, as a `tinyattn.Size`."""
+        return Size(self.array.shape)
+
+    @property
+    def dtype(self):
+        """The element type: `tinyattn.float32`, `tinyattn.int64`, ..."""
+        return backend.dtype_of(self.array)
+
+    @property
+    def device(self):
+        """Where the tensor's numbers are: `device(type='cpu')` or a CUDA device."""
+        return backend.device_of(self.array)
+
+    @property
+    def requires_grad(self):
+        """Whether autograd records the ops on this tensor and gives it a gradient."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        if value and not self.dtype.is_floating_point:
+            raise TypeError(
+                f"only tensors of floating point dtype can require gradients, this one is {self.dtype}: "
+                "convert it with .float() first"
+            )
+        if self.grad_fn is not None and not value:
+            raise BackwardError(
+                "you can only change requires_grad of leaf tensors; use .detach() to get a tensor "
+                "without a graph"
+            )
+        self._requires_grad = bool(value)
+
+    @property
+    def is_leaf(self):
+        """Whether the tensor is a leaf of the graph: made by you, not by a recorded op."""
+        return self.grad_fn is None
+
+    def _bump_version(self):
+        """Count a change made in place to this tensor's memory: the version counter it shares with its root
+        and views goes up, so that a backward that saved any of them refuses the changed numbers."""
+        self._version[0] += 1
+
+
+# The class the engine makes new tensors as: TensorCore until tinyattn/tensor/ registers tinyattn.Tensor
+# (which it does as it is imported, before any op runs). autograd calls `wrap` and `from_data`.
+wrap = TensorCore._wrap
+from_data = TensorCore._from_data
+
+
+def register_tensor_class(cls):
+    """Make the engine's new tensors instances of `cls` (tinyattn.Tensor, a subclass of TensorCore)."""
+    global wrap, from_data
+    wrap, from_data = cls._wrap, cls._from_data
+
+
+# --- how data becomes numbers (TensorCore._from_data and tinyattn.tensor(data)) ---
 
 def _data_device(data):
     """Where data lives: a tensor's or a CuPy array's device, otherwise the CPU."""
@@ -182,107 +286,3 @@ def _check_grid(data, shape, dim=0):
                          f"got {len(data)}: give every entry the same shape")
     for item in data:
         _check_grid(item, shape, dim + 1)
-
-
-class TensorCore:
-    """A tensor's data and its place in the graph; `tinyattn.Tensor` builds every method on these."""
-
-    # a dict, so that the public slots have docstrings (help(Tensor.grad), the reference)
-    __slots__ = {"array": "The numbers: a NumPy array on the CPU, a CuPy array on a GPU.",
-                 "_requires_grad": None,
-                 "_grad": None,
-                 "grad_fn": "The graph node of the op that made this tensor (None for a leaf).",
-                 "output_nr": "Which output of its grad_fn this tensor is (0 for most ops).",
-                 "_version": None, "_base": None, "_view_version": None, "_view_steps": None, "_hooks": None,
-                 "__weakref__": None}
-
-    @classmethod
-    def _from_data(cls, data, dtype=None, device=None, requires_grad=False):
-        """A new leaf holding a copy of `data`, with tinyattn.tensor()'s dtype inference (what the
-        library uses inside; Tensor(data) keeps PyTorch's older float32 meaning)."""
-        t = object.__new__(cls)
-        t._fill_in(_host_values(data, dtype), device or _data_device(data))
-        t.requires_grad = requires_grad
-        return t
-
-    def _fill_in(self, host_values, device):
-        self.array = backend.from_host(host_values, device)
-        self._grad = None
-        self.grad_fn = None
-        self.output_nr = 0
-        self._version = [0]
-        self._base = None
-        self._hooks = None  # set, not left missing: a miss would go through __getattr__ in every backward
-        self._requires_grad = False
-
-    @classmethod
-    def _wrap(cls, array, requires_grad=False, grad_fn=None, output_nr=0):
-        """A tensor around an existing array (the engine's fast path: no copy, no checks)."""
-        t = object.__new__(cls)
-        if type(array) in _NUMPY_SCALARS:  # NumPy gives scalars from 0-d operations
-            array = np.asarray(array)
-        t.array = array
-        t._requires_grad = requires_grad
-        t._grad = None
-        t.grad_fn = grad_fn
-        t.output_nr = output_nr
-        t._version = [0]
-        t._base = None
-        t._hooks = None
-        return t
-
-    @property
-    def shape(self):
-        """The size of each dimension, as a `tinyattn.Size`."""
-        return Size(self.array.shape)
-
-    @property
-    def dtype(self):
-        """The element type: `tinyattn.float32`, `tinyattn.int64`, ..."""
-        return backend.dtype_of(self.array)
-
-    @property
-    def device(self):
-        """Where the tensor's numbers are: `device(type='cpu')` or a CUDA device."""
-        return backend.device_of(self.array)
-
-    @property
-    def requires_grad(self):
-        """Whether autograd records the ops on this tensor and gives it a gradient."""
-        return self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, value):
-        if value and not self.dtype.is_floating_point:
-            raise TypeError(
-                f"only tensors of floating point dtype can require gradients, this one is {self.dtype}: "
-                "convert it with .float() first"
-            )
-        if self.grad_fn is not None and not value:
-            raise BackwardError(
-                "you can only change requires_grad of leaf tensors; use .detach() to get a tensor "
-                "without a graph"
-            )
-        self._requires_grad = bool(value)
-
-    @property
-    def is_leaf(self):
-        """Whether the tensor is a leaf of the graph: made by you, not by a recorded op."""
-        return self.grad_fn is None
-
-    def _bump_version(self):
-        """Count a change made in place to this tensor's memory: the version counter it shares with its root
-        and views goes up, so that a backward that saved any of them refuses the changed numbers."""
-        self._version[0] += 1
-
-
-# The class the engine makes new tensors as: TensorCore until tinyattn/tensor/ registers tinyattn.Tensor
-# (which it does as it is imported, before any op runs). autograd calls `wrap` and `from_data`.
-wrap = TensorCore._wrap
-from_data = TensorCore._from_data
-
-
-def register_tensor_class(cls):
-    """Make the engine's new tensors instances of `cls` (tinyattn.Tensor, a subclass of TensorCore)."""
-    global wrap, from_data
-    wrap, from_data = cls._wrap, cls._from_data

@@ -31,7 +31,7 @@ from .training import GPT_ONLY, MODEL_DEFAULTS, TrainConfig, TrainingDiverged
 
 # commands that other modules implement: name -> the module whose main(argv) runs it
 DELEGATED = {"gradcheck": "tinyattn.gradient_check", "demo": "tinyattn.app.demo", "bench": "tinyattn.app.bench",
-             "exercises": "tinyattn.exercises", "coverage": "tinyattn.missing"}
+             "exercises": "tinyattn.exercises", "coverage": "tinyattn.app.coverage"}
 DELEGATED_HELP = {"gradcheck": "check gradients by finite differences (see `tinyattn gradcheck --help`)",
                   "demo": "attention demos with traced shapes (see `tinyattn demo --help`)",
                   "bench": "micro-benchmarks against NumPy and PyTorch (see `tinyattn bench --help`)",

@@ -28,9 +28,10 @@ The parts, in reading order: mode.py (grad mode), function.py (Function, apply, 
 engine.py (the backward walk); functional.py (jacobian, vjp) builds on tinyattn.Tensor.
 """
 
-from .mode import GradMode, enable_grad, grad_mode, inference_mode, is_grad_enabled, no_grad, set_grad_enabled # noqa: F401  (re-exported)
-from .function import Function, Node, observers, observers_here, refresh_view, replay_view, _mark_views # noqa: F401
-from .engine import RemovableHandle, backward, grad # noqa: F401
+# (re-exported: tinyattn.autograd.Function, .backward, .no_grad, ... as PyTorch spells them)
+from .mode import GradMode, enable_grad, grad_mode, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from .function import Function, Node, _mark_views, observers, observers_here, refresh_view, replay_view  # noqa: F401
+from .engine import RemovableHandle, backward, grad  # noqa: F401
 
 # a PyTorch name this module lacks says so (tinyattn/missing.py)
 from .. import missing as _missing  # noqa: E402

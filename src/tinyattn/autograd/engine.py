@@ -72,7 +72,8 @@ def _initial_grad(tensor, grad_tensor):
     if not isinstance(grad_tensor, TensorCore):
         grad_tensor = tensor_core.from_data(grad_tensor, dtype=tensor.dtype, device=tensor.device)
     elif grad_tensor.dtype is not tensor.dtype:  # the gradient takes the tensor's dtype, as in PyTorch
-        grad_tensor = grad_tensor.detach().to(tensor.dtype)
+        xp = backend.namespace(grad_tensor.array)
+        grad_tensor = tensor_core.wrap(xp.astype(grad_tensor.array, tensor.array.dtype))
     if tuple(grad_tensor.shape) != tuple(tensor.shape):
         raise BackwardError(
             f"gradient has shape {list(grad_tensor.shape)} but the tensor has shape "

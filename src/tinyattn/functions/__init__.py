@@ -6,7 +6,7 @@ here: forms.py (the function forms of methods: exp(x) is x.exp()), out_forms.py 
 out=), defaults.py (default dtype and device, deterministic algorithms), legacy.py (FloatTensor, Variable, ...).
 """
 
-from ..tensor import (Size, Tensor)  # noqa: F401
+from ..tensor import Size, Tensor  # noqa: F401
 from .forms import (abs, abs_, addmm, all, allclose, amax, amin, any, argmax, argmin, argsort, argwhere, baddbmm,
                     cat, cdist, ceil, chunk, clamp, clamp_, clamp_max, clamp_min, clip, clip_, clone, concat, cos,
                     cumprod, cumsum, detach, detach_, dot, einsum, eq, equal, erf, exp, exp2, exp_, expm1, fill_,
@@ -22,7 +22,8 @@ from .forms import (abs, abs_, addmm, all, allclose, amax, amin, any, argmax, ar
 from .defaults import (are_deterministic_algorithms_enabled, get_default_device,
                        is_deterministic_algorithms_warn_only_enabled, set_default_device, set_default_dtype,
                        set_default_tensor_type, use_deterministic_algorithms)  # noqa: F401
-from .out_forms import (add, as_strided, bmm, div, matmul, max, min, mm, mul, rand, randn, sub, true_divide)  # noqa: F401
+from .out_forms import (add, as_strided, bmm, div, matmul, max, min, mm, mul, rand, randn, sub,  # noqa: F401
+                        true_divide)
 from ..tensor.creation import (Generator, arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
                                generator_or_default, get_rng_state, initial_seed, is_tensor, linspace, manual_seed,
                                multinomial, ones, ones_like, rand_like, randint, randint_like, randn_like,

@@ -9,7 +9,9 @@ from ..errors import ShapeError
 from ..tensor_core import TensorCore
 from .creation import tensor
 from .arguments import _check_not_bool, _dims_or_none, _floating, _scalar
-from .promotion import _binary, _bitwise, _check_bitwise, _check_integer_divisor, _check_no_bool_negation, _check_no_bool_subtraction, _floor_divide, _inplace_operand, _no_grad_binary, _promoted_arrays, _remainder, result_dtype
+from .promotion import (_binary, _bitwise, _check_bitwise, _check_integer_divisor, _check_no_bool_negation,
+                        _check_no_bool_subtraction, _floor_divide, _inplace_operand, _no_grad_binary,
+                        _promoted_arrays, _remainder, result_dtype)
 from .indexing import _where
 
 

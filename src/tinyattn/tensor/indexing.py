@@ -10,9 +10,11 @@ from .. import autograd, backend, dtypes, numpy_names, ops, return_types, tensor
 from ..errors import ShapeError
 from ..tensor_core import TensorCore
 from . import counting
-from .arguments import _check_differentiable_dtype, _check_index_range, _check_output_size, _dim, _dims_tuple, _scalar, _shape_arg, _value_to_write
+from .arguments import (_check_differentiable_dtype, _check_index_range, _check_output_size, _dim, _dims_tuple,
+                        _scalar, _shape_arg, _value_to_write)
 from .promotion import _as_operand, _broadcastable, _promote, result_dtype
-from .index_keys import _array_key, _as_index_tensor, _index_mask, _index_tensors, _index_vector, _mask_tensor, _pytorch_order, _sequence_as_tuple, _simple_key
+from .index_keys import (_array_key, _as_index_tensor, _index_mask, _index_tensors, _index_vector, _mask_tensor,
+                         _pytorch_order, _sequence_as_tuple, _simple_key)
 
 
 SortResult = return_types.named_result("sort", ["values", "indices"])

@@ -10,7 +10,8 @@ import numpy as np
 from .. import backend, dtypes, numpy_names, ops, return_types, tensor_core
 from ..errors import ShapeError
 from ..tensor_core import TensorCore
-from .arguments import _all_dims_if_empty, _check_differentiable_dtype, _check_floating, _check_not_bool, _check_not_empty, _dim, _floating, _numpy_float
+from .arguments import (_all_dims_if_empty, _check_differentiable_dtype, _check_floating, _check_not_bool,
+                        _check_not_empty, _dim, _floating, _numpy_float)
 from .creation import _from_host
 
 
