@@ -126,8 +126,6 @@ ALLOWED_CIRCLES = [
     {"tinyattn.exercises.engine", "tinyattn.exercises.engine_checks", "tinyattn.exercises.e18_topological_order",
      "tinyattn.exercises.e19_accumulate", "tinyattn.exercises.e20_unbroadcast", "tinyattn.exercises.e21_saved",
      "tinyattn.exercises.e22_apply"},
-    # the exercises' framework: an exercise runs its checker, and the checker loads exercises
-    {"tinyattn.exercises.checker", "tinyattn.exercises.exercise"},
 ]
 
 
