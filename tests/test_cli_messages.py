@@ -5,8 +5,7 @@ import io
 
 import pytest
 
-from tinyattn import gradient_check
-from tinyattn.app import bench
+from tinyattn.app import bench, selfcheck
 from tinyattn.exercises import command as exercises_command
 
 
@@ -38,13 +37,13 @@ def test_gradcheck_after_ctrl_c_puts_its_closing_line_below_the_echoed_c(monkeyp
         calls.append(1)
         if len(calls) == 3:
             raise KeyboardInterrupt
-        return gradient_check.Report()
+        return selfcheck.Report()
 
-    monkeypatch.setattr(gradient_check, "check_gradients", check)
+    monkeypatch.setattr(selfcheck, "check_gradients", check)
     for stdout, blank in ((Terminal(), True), (io.StringIO(), False)):
         calls.clear()
         monkeypatch.setattr("sys.stdout", stdout)
-        assert gradient_check.main(["-k", "mul"]) == 130
+        assert selfcheck.main(["-k", "mul"]) == 130
         lines = stdout.getvalue().splitlines()
         closing = max(i for i, line in enumerate(lines) if set(line) == {"-"})
         # on a terminal ^C was echoed where the next row would start: the separator goes on a line of its own

@@ -11,7 +11,8 @@ from hypothesis import given, strategies as st
 from test_op_gradients import arrays, check, leaf, property_test
 
 import tinyattn
-from tinyattn import backend, gradient_check
+from tinyattn import backend
+from tinyattn.app import selfcheck
 from tinyattn.errors import ShapeError
 
 
@@ -233,6 +234,6 @@ def test_the_subscripts_cover_pytorchs_alphabet():
 
 
 def test_gradcheck_table_has_the_new_ops():
-    names = {c.name for c in gradient_check.op_checks()}
+    names = {c.name for c in selfcheck.op_checks()}
     for name in ["einsum attention scores", "einsum diagonal", "sin", "sort", "scatter", "F.pad reflect"]:
         assert name in names, name

@@ -53,9 +53,9 @@ def test_the_lines_of_a_module():
 
 
 def test_the_checks_of_tinyattn_gradcheck():
-    from tinyattn import gradient_check
+    from tinyattn.app import selfcheck
 
-    actual = len(gradient_check.op_checks()) + len(gradient_check.module_checks())
+    actual = len(selfcheck.op_checks()) + len(selfcheck.module_checks())
     cli_page = (ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
     for page in (README, cli_page):
         assert quoted(page, r"\b(\d+) checks\b") == [actual] * len(quoted(page, r"\b(\d+) checks\b"))

@@ -5,8 +5,6 @@ wrong backward (3x instead of 2x, a transposed gradient, a missing broadcast red
 an unused input) and check that the report names the place and both values.
 """
 
-import contextlib
-import io
 import re
 import warnings
 
@@ -384,37 +382,6 @@ def test_numerical_jacobian_shapes_and_values():
     assert j_first.shape == (1, 6) and j_second.shape == (3, 6)
 
 
-# ---------------------------------------------------------------------------------------------
-# the table (`tinyattn gradcheck`)
-
-
-def test_main_checks_every_op_and_layer(capsys):
-    assert gradient_check.main([]) == 0
-    out = capsys.readouterr().out
-    names = [c.name for c in gradient_check.op_checks() + gradient_check.module_checks()]
-    lines = out.splitlines()
-    for name in names:
-        assert any(line.startswith(name + " ") and line.rstrip().endswith("PASS") for line in lines), name
-    assert sum(line.rstrip().endswith("PASS") for line in lines) == len(names)
-    assert f"all {len(names)} checks passed" in out
-    for expected in ("matmul vector @ vector", "index_put slices", "safe_softmax fully masked row",
-                     "cross_entropy ignore_index", "sdpa causal dropout 0.5", "MultiHeadAttention dropout 0.5",
-                     "CausalAttention dropout 0.5", "Embedding", "LayerNorm"):
-        assert expected in names
-
-
-def test_main_filter_and_fast_mode(capsys):
-    assert gradient_check.main(["-k", "softmax", "--fast"]) == 0
-    out = capsys.readouterr().out
-    assert "log_softmax" in out and "matmul" not in out and "fast mode" in out
-    for argv, message in ((["-k", "no such check"], "no check matches 'no such check'"),
-                          (["--eps", "0"], "eps must be a small positive step"), (["--atol", "-1"], "atol must be")):
-        with pytest.raises(SystemExit) as exit:  # bad input: exit status 2 and one line, like other commands
-            gradient_check.main(argv)
-        err = capsys.readouterr().err
-        assert exit.value.code == 2 and message in err and len(err.splitlines()) == 1
-
-
 def test_impossible_settings_are_refused():
     x = random_leaf(3)
     for settings, message in (({"eps": 0}, "eps must be a small positive step"), ({"atol": -1}, "atol must be"),
@@ -423,17 +390,6 @@ def test_impossible_settings_are_refused():
             gradcheck(Square.apply, x, **settings)
     with pytest.raises(ValueError, match="eps must be"):
         numerical_grad(lambda t: (t * t).sum(), x, eps=-1e-6)
-
-
-def test_main_reports_a_failure(capsys, monkeypatch):
-    x = random_leaf(3)
-    wrong = gradient_check.Check("wrong square", WrongSquare.apply, (x,))
-    monkeypatch.setattr(gradient_check, "op_checks", lambda: [wrong])
-    monkeypatch.setattr(gradient_check, "module_checks", lambda: [])
-    assert gradient_check.main([]) == 1
-    out = capsys.readouterr().out
-    assert re.search(r"wrong square\s+\[3\]\s+\S+\s+FAIL", out)
-    assert "1 of 1 check FAILED" in out and "Jacobian mismatch" in out
 
 
 class AlmostSquare(Square):
@@ -452,41 +408,3 @@ def test_a_failure_at_a_tight_tolerance_prints_digits_enough_to_see_the_differen
     numerical, analytical = re.search(r"numerical (\S+), analytical (\S+);", str(info.value)).groups()
     assert numerical != analytical and len(numerical.lstrip("-").replace(".", "")) >= 9, str(info.value)
     assert gradient_check._numerical_and_analytical(0.25, 0.5) == "numerical 0.25, analytical 0.5"  # short if it can
-
-
-def test_ctrl_c_ends_the_table_with_the_checks_done(capsys, monkeypatch):
-    checks = [gradient_check.Check(f"square {i}", Square.apply, (random_leaf(3),)) for i in range(4)]
-    monkeypatch.setattr(gradient_check, "op_checks", lambda: checks)
-    monkeypatch.setattr(gradient_check, "module_checks", lambda: [])
-    real, calls = gradient_check.check_gradients, []
-
-    def interrupted_at_the_third(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(gradient_check, "check_gradients", interrupted_at_the_third)
-    assert gradient_check.main([]) == 130
-    out, err = capsys.readouterr()
-    assert "square 0" in out and "square 1" in out and "square 2" not in out
-    assert "2 of 4 checks passed" in out
-    assert err.splitlines() == ["tinyattn gradcheck: interrupted during the check 'square 2', after 2 of 4 checks"]
-
-
-class Terminal(io.StringIO):
-    def isatty(self):
-        return True
-
-
-def test_the_table_fits_an_80_column_terminal(monkeypatch):
-    monkeypatch.setenv("COLUMNS", "80")
-    out = Terminal()
-    with contextlib.redirect_stdout(out):
-        assert gradient_check.main(["-k", "attention"]) == 0
-    lines = out.getvalue().splitlines()
-    assert max(len(line) for line in lines) <= 80
-    # a long name and a long list of shapes wrap inside their columns, between words and shapes
-    row = next(i for i, line in enumerate(lines) if line.startswith("attention context and weights,"))
-    assert lines[row].rstrip().endswith("PASS") and "[2, 3, 2]," in lines[row]
-    assert lines[row + 1].startswith("bias, shared keys")

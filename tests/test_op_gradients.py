@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tinyattn
-from tinyattn import backend, gradcheck, gradient_check
+from tinyattn import backend, gradcheck
+from tinyattn.app import selfcheck
 from tinyattn.nn import functional as F
 
 # xp_backend is function-scoped but only chooses the array library, the same for every example
@@ -675,7 +676,7 @@ def test_grad_accumulates_over_two_backward_calls(xp_backend, name, data):
 # ---------------------------------------------------------------------------------------------
 # every entry of the `tinyattn gradcheck` table (ops and layers), on both backends
 
-ENTRIES = [c.name for c in gradient_check.op_checks() + gradient_check.module_checks()]
+ENTRIES = [c.name for c in selfcheck.op_checks() + selfcheck.module_checks()]
 _table = {}  # backend name -> {entry name: Check}, built once per backend (tensors live on it)
 
 
@@ -684,7 +685,7 @@ def test_table_entry(xp_backend, name):
     if xp_backend not in _table:
         state = tinyattn.get_rng_state()
         try:
-            _table[xp_backend] = {c.name: c for c in gradient_check.op_checks() + gradient_check.module_checks()}
+            _table[xp_backend] = {c.name: c for c in selfcheck.op_checks() + selfcheck.module_checks()}
         finally:
             tinyattn.set_rng_state(state)
     entry = _table[xp_backend][name]

@@ -7,6 +7,7 @@
     text_data      text for them: the bundled corpus, a character tokenizer, batches
     run_log        the run's log (CSV, optionally TensorBoard); progress: the progress bar
     demo           `tinyattn demo`: attention demos with traced shapes
+    selfcheck      `tinyattn gradcheck`: every op and layer against finite differences
     bench          `tinyattn bench`: micro-benchmarks against NumPy and PyTorch, with the training
                    loops a lecture writes (learner_loops) and their PyTorch twins (torch_twins)
 

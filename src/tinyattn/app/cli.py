@@ -30,7 +30,7 @@ from .text_data import DataError
 from .training import GPT_ONLY, MODEL_DEFAULTS, TrainConfig, TrainingDiverged
 
 # commands that other modules implement: name -> the module whose main(argv) runs it
-DELEGATED = {"gradcheck": "tinyattn.gradient_check", "demo": "tinyattn.app.demo", "bench": "tinyattn.app.bench",
+DELEGATED = {"gradcheck": "tinyattn.app.selfcheck", "demo": "tinyattn.app.demo", "bench": "tinyattn.app.bench",
              "exercises": "tinyattn.exercises", "coverage": "tinyattn.app.coverage"}
 DELEGATED_HELP = {"gradcheck": "check gradients by finite differences (see `tinyattn gradcheck --help`)",
                   "demo": "attention demos with traced shapes (see `tinyattn demo --help`)",
@@ -461,14 +461,16 @@ DELEGATED_HELP["see"] = ("run a script under a trace and write the page of its s
 # ---------------------------------------------------------------------------------------------
 
 
-def _delegate(module_name, argv):
-    """Run another module's main(argv) (gradcheck, demo, bench), imported only when asked for."""
+def _delegate(module_name, argv, command=None):
+    """Run another module's main(argv) (gradcheck, demo, bench), imported only when asked for.
+
+    command: the command's name in messages (default: the module's last name)."""
+    command = command or module_name.rsplit(".", 1)[-1]
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
         if error.name != module_name:
             raise
-        command = module_name.rsplit(".", 1)[-1]
         print(error_text(f"tinyattn {command}", f"this installation lacks the module {module_name} that the "
                          "command needs (reinstall tinyattn, or use `tinyattn train` / `tinyattn generate`)"),
               file=sys.stderr)
@@ -476,7 +478,7 @@ def _delegate(module_name, argv):
     try:
         return module.main(argv)
     except KeyboardInterrupt:  # the commands keep what they did on Ctrl-C themselves; this is the last resort
-        print(f"\ntinyattn {module_name.rsplit('.', 1)[-1]}: interrupted", file=sys.stderr)
+        print(f"\ntinyattn {command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
@@ -526,7 +528,7 @@ def _run(argv):
     parser = build_parser()
     # the delegated commands parse their own options, so pass everything after the name through
     if argv and argv[0] in DELEGATED:
-        return _delegate(DELEGATED[argv[0]], argv[1:])
+        return _delegate(DELEGATED[argv[0]], argv[1:], command=argv[0])
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's own parser, so that the message points to `tinyattn train --help`
         parser.commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(unknown)}")

@@ -36,8 +36,7 @@ from ..console import plural
 from ..gradient_check import numerical_jacobian
 from ..tensor import Tensor
 from . import diagnosis
-from .diagnosis import SMALL_FACTORS, Finding, finding
-from .exercise import Factor
+from .diagnosis import SMALL_FACTORS, Factor, Finding, finding
 
 SEED = 0  # a random exercise's forward runs right after seeding with it (dropout's mask stays put)
 EPS = 1e-6  # the finite-difference step

@@ -50,6 +50,18 @@ FINDINGS = {
     "no-pattern": "disagrees with finite differences",
 }
 
+
+@dataclasses.dataclass(frozen=True)
+class Factor:
+    """A constant the gradient can be off by, with a name learners recognise ("sqrt(d)")."""
+
+    label: str
+    value: float
+    finding: str = "constant-factor"  # or a more specific finding, e.g. "scale-forgotten"
+    title: str = ""  # for a specific finding: its title in the table
+    explanation: str = ""  # what the factor means, said after the finding
+
+
 # small constants a gradient is often off by; an exercise's named factors (n, sqrt(d)) come first
 SMALL_FACTORS = [("2", 2.0), ("1/2", 0.5), ("3", 3.0), ("1/3", 1 / 3), ("4", 4.0), ("1/4", 0.25)]
 

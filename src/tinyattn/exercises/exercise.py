@@ -21,7 +21,9 @@ from typing import Callable
 
 import numpy as np
 
-from .. import functions
+from .. import autograd, functions
+from . import checker
+from .diagnosis import Factor  # noqa: F401  (part of what an exercise file imports from here)
 
 SOLUTION_MARKER = "# --- solution ---"
 SKELETON_RAISE = 'raise NotImplementedError("write the backward here")'
@@ -55,17 +57,6 @@ class Mistake:
     def name(self):
         """The mistake's name: the name of its wrong backward function."""
         return self.backward.__name__
-
-
-@dataclasses.dataclass(frozen=True)
-class Factor:
-    """A constant the gradient can be off by, with a name learners recognise ("sqrt(d)")."""
-
-    label: str
-    value: float
-    finding: str = "constant-factor"  # or a more specific finding, e.g. "scale-forgotten"
-    title: str = ""  # for a specific finding: its title in the table
-    explanation: str = ""  # what the factor means, said after the finding
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,14 +143,10 @@ class Exercise:
 
     def accepts(self, value):
         """Whether what a learner's file defines under class_name can be this exercise's Function."""
-        from .. import autograd
-
         return isinstance(value, type) and issubclass(value, autograd.Function)
 
     def check(self, function, examples=None, seed=None):
         """Check a learner's Function: a checker.Result (see checker.check)."""
-        from . import checker
-
         return checker.check(self, function, checker.EXAMPLES if examples is None else examples,
                              seed=checker.SEARCH_SEED if seed is None else seed)
 
@@ -169,9 +156,7 @@ class Exercise:
 
     def describe_case(self, case):
         """A case as text, for the reports."""
-        from .checker import format_case
-
-        return format_case(case, self.args)
+        return checker.format_case(case, self.args)
 
     def fixed_cases(self):
         """The example, then the edge cases: what the checker tries before any random case."""
