@@ -2050,7 +2050,6 @@ NOT_FUZZED = {
                     "base classes of the recurrent layers and cells, fuzzed through nn.RNN, nn.LSTM, nn.GRU and "
                     "the cells; tests/test_recurrent.py"),
     "nn.multihead_from_wrapper": "tinyattn's own: tests/test_attention.py checks it against the wrapper",
-    "F.tensor_argument": "the check that a layer's argument is a tensor (run by the F and nn entries)",
     **dict.fromkeys(["tinyattn.set_num_threads", "tinyattn.get_num_threads"],
                     "a process setting, no op: tests/test_threads.py"),
     **dict.fromkeys(["tinyattn.save", "tinyattn.load"],

@@ -218,6 +218,45 @@ def test_a_trusted_load_of_a_torch_name_tinyattn_lacks_says_so(tmp_path):
         tinyattn.load(buffer, weights_only=False)
 
 
+def _renamed_in_pickle(path, old, new):
+    """The archive at `path` with the GLOBAL `old` (module, name) of its data.pkl written as `new`: a file
+    saved when the class lived at another path."""
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(buffer, "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename.endswith("data.pkl"):
+                assert "\n".join(old).encode() in data
+                data = data.replace("\n".join(old).encode(), "\n".join(new).encode())
+            target.writestr(item, data)
+    buffer.seek(0)
+    return buffer
+
+
+def test_a_trusted_load_finds_a_tinyattn_class_saved_before_it_moved(tmp_path):
+    # tinyattn.nn.GroupNorm lived in tinyattn/nn/more_layers.py: a model saved then names that path
+    tinyattn.manual_seed(0)
+    model = nn.Sequential(nn.GroupNorm(2, 4), nn.Linear(3, 2))
+    tinyattn.save(model, tmp_path / "model.pt")
+    old_file = _renamed_in_pickle(tmp_path / "model.pt", (nn.GroupNorm.__module__, "GroupNorm"),
+                                  ("tinyattn.nn.more_layers", "GroupNorm"))
+    loaded = tinyattn.load(old_file, weights_only=False)
+    assert type(loaded[0]) is nn.GroupNorm and type(loaded[1]) is nn.Linear
+    x = tinyattn.randn(2, 4, 3)
+    assert tinyattn.equal(loaded(x), model(x))
+
+
+def test_a_trusted_load_of_a_tinyattn_name_this_version_lacks_says_so(tmp_path):
+    tinyattn.save(nn.Sequential(nn.GroupNorm(2, 4)), tmp_path / "model.pt")
+    old_file = _renamed_in_pickle(tmp_path / "model.pt", (nn.GroupNorm.__module__, "GroupNorm"),
+                                  ("tinyattn.nn.old_layers", "FancyNorm"))
+    with pytest.raises(UnpicklingError, match="tinyattn.nn.old_layers.FancyNorm, which this version of tinyattn "
+                                              "does not have"):
+        tinyattn.load(old_file, weights_only=False)
+
+
 # --- the library never opts in ---
 
 

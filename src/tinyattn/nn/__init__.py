@@ -10,6 +10,7 @@ from .attention import (
     multihead_from_wrapper,
 )
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .distance import CosineSimilarity, PairwiseDistance
 from .layers import (
     ELU,
     GELU,
@@ -19,6 +20,7 @@ from .layers import (
     Flatten,
     Identity,
     LayerNorm,
+    LazyLinear,
     LeakyReLU,
     Linear,
     LogSoftmax,
@@ -41,9 +43,8 @@ from .losses import (
     NLLLoss,
     SmoothL1Loss,
 )
-from .normalization import BatchNorm1d, BatchNorm2d
-from .more_layers import CosineSimilarity, GroupNorm, LazyLinear, PairwiseDistance, ParameterDict, ParameterList
-from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm
+from .module import Module, ModuleDict, ModuleList, Parameter, ParameterDict, ParameterList, Sequential
 from .multihead_attention import MultiheadAttention
 from .pooling import (
     AdaptiveAvgPool1d,

@@ -9,7 +9,7 @@ F.avg_pool2d, F.adaptive_avg_pool1d, F.adaptive_avg_pool2d.
 from ..errors import ShapeError
 from ..ops.conv import (AdaptiveAvgPool2D, AvgPool2D, Convolution, ConvolutionTranspose, MaxPool2DWithIndices,
                          output_size)
-from .functional_arguments import tensor_argument
+from .tensor_arguments import tensor_argument
 
 # ---------------------------------------------------------------------------------------------
 # the arguments

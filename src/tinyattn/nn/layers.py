@@ -1,6 +1,7 @@
-"""The basic layers: Linear, Embedding, Dropout, LayerNorm, Flatten and the activations."""
+"""The basic layers: Linear (and LazyLinear), Embedding, Dropout, LayerNorm, Flatten and the activations."""
 
 import math
+import numbers
 
 from .. import functions
 from ..autograd import no_grad
@@ -33,6 +34,42 @@ class Linear(Module):
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class LazyLinear(Linear):
+    """A Linear layer whose in_features is the last dim of the first input it sees: its weight and
+    bias are made then, with Linear's initialisation drawn at that moment (as in PyTorch), and the
+    layer becomes a plain Linear. Until then its parameters are empty placeholders; an optimizer made
+    before the first call keeps working, since the same Parameter objects receive their numbers. Load a
+    state dict after a first call (a dry run on one batch): before it, the weight's shape is
+    (out_features, 0) and loading reports a size mismatch."""
+
+    def __init__(self, out_features, bias=True, device=None, dtype=None):
+        Module.__init__(self)
+        if not isinstance(out_features, numbers.Integral) or out_features < 0:
+            raise ValueError(f"LazyLinear: out_features must be a non-negative int, got {out_features!r}")
+        self.in_features, self.out_features = 0, out_features
+        self.weight = Parameter(functions.empty(out_features, 0, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(functions.empty(out_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+
+    def has_uninitialized_params(self):
+        return True
+
+    def reset_parameters(self):
+        if self.in_features:
+            super().reset_parameters()
+
+    def forward(self, input):
+        in_features = input.shape[-1] if input.ndim else 1
+        weight = functions.empty(self.out_features, in_features, device=self.weight.device, dtype=self.weight.dtype)
+        self.weight.data = weight  # the same Parameter object, now with its numbers' shape
+        self.in_features = in_features
+        init.layer_default_(self.weight, self.bias)  # Linear's init: the weight's draws, then the bias's
+        self.__class__ = Linear
+        return Linear.forward(self, input)
 
 
 class Embedding(Module):

@@ -1,4 +1,5 @@
-"""`Module`, `Parameter` and the containers: how layers hold their weights and sub-layers.
+"""`Module`, `Parameter` and the containers (Sequential, ModuleList, ModuleDict, ParameterList,
+ParameterDict): how layers hold their weights and sub-layers.
 
 A Module registers every `Parameter`, sub-`Module` and buffer assigned to it as an attribute, so that
 `parameters()`, `state_dict()`, `to(device)` and `train()/eval()` reach them all, under the dotted
@@ -705,3 +706,90 @@ class ModuleDict(Module):
 
     def items(self):
         return self._modules.items()
+
+
+class ParameterList(Module):
+    """A list of parameters that the module registers (named "0", "1", ...), so that
+    `model.parameters()` and the optimizer see them. Plain tensors are wrapped in Parameter."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        for value in values or []:
+            self.append(value)
+
+    def append(self, value):
+        self.register_parameter(str(len(self._parameters)), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        for value in values:
+            self.append(value)
+        return self
+
+    def __getitem__(self, index):
+        items = list(self._parameters.values())
+        return ParameterList(items[index]) if isinstance(index, slice) else items[index]
+
+    def __setitem__(self, index, value):
+        name = str(range(len(self))[index])
+        self._parameters[name] = _as_parameter(value)
+        object.__setattr__(self, name, self._parameters[name])
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+    def extra_repr(self):
+        return "\n".join(f"({name}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
+                         for name, p in self._parameters.items())
+
+
+class ParameterDict(Module):
+    """A dict of parameters that the module registers under their keys."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        for key, value in dict(parameters or {}).items():
+            self[key] = value
+
+    def __getitem__(self, key):
+        return self._parameters[key]
+
+    def __setitem__(self, key, value):
+        if key in self._parameters:
+            self._parameters[key] = _as_parameter(value)
+            object.__setattr__(self, key, self._parameters[key])
+        else:
+            self.register_parameter(key, _as_parameter(value))
+
+    def __contains__(self, key):
+        return key in self._parameters
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def values(self):
+        return self._parameters.values()
+
+    def items(self):
+        return self._parameters.items()
+
+    def update(self, parameters):
+        for key, value in dict(parameters).items():
+            self[key] = value
+
+    def extra_repr(self):
+        return "\n".join(f"({key}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
+                         for key, p in self._parameters.items())
+
+
+def _as_parameter(value):
+    return value if isinstance(value, Parameter) else Parameter(value)

@@ -1,9 +1,11 @@
-"""Batch normalisation: BatchNorm1d and BatchNorm2d, with PyTorch's running statistics."""
+"""Batch normalisation (BatchNorm1d and BatchNorm2d, with PyTorch's running statistics) and group
+normalisation (GroupNorm). LayerNorm is among the basic layers (layers.py)."""
 
 from .. import dtypes, functions
 from ..errors import ShapeError
 from . import functional as F
 from . import init
+from .layers import add_scale_and_shift
 from .module import Module, Parameter
 
 
@@ -92,3 +94,23 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalisation of (N, C, H, W) inputs, per channel C."""
 
     input_dims = (4,)
+
+
+class GroupNorm(Module):
+    """Normalize each sample's channels in `num_groups` groups: mean 0 and variance 1 over each group's
+    channels and positions (the biased variance, with eps inside the root), then a per-channel scale
+    and shift (ones and zeros at first) when affine. Input (N, C, *) with C = num_channels."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        add_scale_and_shift(self, num_channels, affine, bias, device, dtype)
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")

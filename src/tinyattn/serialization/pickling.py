@@ -714,6 +714,8 @@ class TrustedUnpickler(pickle.Unpickler):
     def find_class(self, module, name):
         module = _PYTHON2_MODULES.get(module, module)
         path = f"{module}.{name}"
+        if module.startswith("tinyattn."):
+            return _moved_tinyattn_name(module, name, self.where, super().find_class)
         if module != "torch" and not module.startswith("torch."):
             return super().find_class(module, name)
         if path in DTYPES:
@@ -728,9 +730,9 @@ class TrustedUnpickler(pickle.Unpickler):
         return _tinyattn_twin(module, name, self.where)
 
 
-def _tinyattn_twin(module, name, where):
-    """tinyattn's object for PyTorch's `module.name`: found in the same module path under tinyattn, or
-    the nearest namespace above it (torch.nn.modules.rnn.LSTMCell -> tinyattn.nn.LSTMCell)."""
+def _nearest_namespace(module, name):
+    """`name` from the tinyattn module of `module`'s path (its first part read as tinyattn), or from the
+    nearest namespace above it that has it; None where none has it (or the name is private)."""
     import importlib
 
     parts = ["tinyattn"] + module.split(".")[1:]
@@ -742,6 +744,30 @@ def _tinyattn_twin(module, name, where):
         if namespace is not None and not name.startswith("_") and hasattr(namespace, name):
             return getattr(namespace, name)
         parts.pop()
+    return None
+
+
+def _moved_tinyattn_name(module, name, where, find_class):
+    """tinyattn's own `module.name`, as Python's unpickler finds it; for a file saved before the class
+    moved to another file of tinyattn (tinyattn.nn.more_layers.GroupNorm), the public name in the nearest
+    namespace above the path it was saved under (tinyattn.nn.GroupNorm)."""
+    try:
+        return find_class(module, name)
+    except (ImportError, AttributeError) as error:
+        found = _nearest_namespace(module, name)
+        if found is None:
+            raise UnpicklingError(f"{where}: the file names {module}.{name}, which this version of tinyattn does "
+                                  "not have (nor a namespace above it): load the file with the version that "
+                                  "saved it and save its state_dict() instead") from error
+        return found
+
+
+def _tinyattn_twin(module, name, where):
+    """tinyattn's object for PyTorch's `module.name`: found in the same module path under tinyattn, or
+    the nearest namespace above it (torch.nn.modules.rnn.LSTMCell -> tinyattn.nn.LSTMCell)."""
+    found = _nearest_namespace(module, name)
+    if found is not None:
+        return found
     raise UnpicklingError(f"{where}: the file names {module}.{name}, which tinyattn does not have (`tinyattn "
                           f"coverage {name}` says more); save the state_dict() in PyTorch and load it into a "
                           "tinyattn model instead")

@@ -1,5 +1,6 @@
-"""The check of a tensor argument that `tinyattn.nn.functional`, its convolutions and the layers share
-(as F.tensor_argument)."""
+"""The check that an argument is a tensor, which `tinyattn.nn.functional` (functional.py and the
+convolutions of functional_conv.py) and the layers (as F.tensor_argument) share. A module of its own:
+functional.py imports functional_conv.py, so functional_conv.py cannot import it from there."""
 
 from ..tensor import Tensor
 
