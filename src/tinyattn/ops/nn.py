@@ -9,7 +9,8 @@ them (`ops.LinearOp.apply(...)`); layer norm is in `softmax.py` (normalization),
 
 import math
 
-from .. import backend, parallel
+from .. import backend
+from ..backend import parallel
 from .base import Op, unbroadcast
 from .elementwise import stable_sigmoid
 from .softmax import softmax_backward, softmax_forward

@@ -5,7 +5,8 @@ over the last dims, whose backward is a closed form.
 
 import math
 
-from .. import backend, parallel
+from .. import backend
+from ..backend import parallel
 from .base import Op, normalize_dim
 
 

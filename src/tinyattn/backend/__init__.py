@@ -19,8 +19,9 @@ import sys
 import numpy as np
 import array_api_compat.numpy as numpy_xp
 
-from . import dtypes, parallel
-from .errors import DeviceError
+from .. import dtypes
+from ..errors import DeviceError
+from . import parallel
 
 class Device:
     """`tinyattn.device('cpu')` or `tinyattn.device('cuda', 0)`, like `torch.device`."""
@@ -462,7 +463,7 @@ def masked_assign(target, mask, value):
 # sums and maxima NumPy does slowly
 
 
-BLAS_SUM_MIN_SIZE = 1024  # sum_along sums smaller arrays with NumPy (tinyattn.parallel's pieces are larger)
+BLAS_SUM_MIN_SIZE = 1024  # sum_along sums smaller arrays with NumPy (parallel's pieces are larger)
 
 
 def sum_along(x, axis, keepdims=False):
