@@ -312,6 +312,25 @@ def is_float(array):
     return dtype_of(array).is_floating_point
 
 
+def is_numpy(array):
+    """Whether `array` is a NumPy array (not CuPy's or array_api_strict's): where the CPU's fast paths
+    may call NumPy's functions directly."""
+    return type(array) is np.ndarray
+
+
+def all_in_range(ids, count):
+    """Whether every integer of `ids` lies in [0, count) (True where there are none).
+
+    For NumPy int64 ids one reduction decides: a negative id read as unsigned is above any count.
+    Other arrays: their minimum and maximum."""
+    if type(ids) is np.ndarray and ids.dtype == np.int64:
+        return not ids.size or int(np.maximum.reduce(ids.view(np.uint64), axis=None)) < count
+    if not math.prod(ids.shape):
+        return True
+    xp = namespace(ids)
+    return 0 <= int(xp.min(ids)) and int(xp.max(ids)) < count
+
+
 # ---------------------------------------------------------------------------------------------
 # host transfer
 
