@@ -123,12 +123,11 @@ def test_erf_matches_pythons_to_the_dtypes_precision(xp_backend, seed, dtype):
 
 def test_ops_transpose_raw_arrays_through_the_backend():
     """CuPy arrays have no `.mT`: code that works on raw arrays must call backend.matrix_transpose."""
-    package = pathlib.Path(backend.__file__).parent
+    package = pathlib.Path(backend.__file__).parent.parent  # tinyattn/ (backend is a package in it)
     offenders = []
     for path in package.rglob("*.py"):
-        if path.relative_to(package).as_posix() in ("tensor/shapes.py", "backend.py", "backend/__init__.py"):
-            # (Tensor.mT is a tensor op; backend defines the helper)
-            continue
+        if path.relative_to(package).as_posix() in ("tensor/shapes.py", "backend/__init__.py"):
+            continue  # (Tensor.mT is a tensor op; backend defines the helper)
         for number, line in enumerate(path.read_text().splitlines(), 1):
             if re.search(r"\.mT\b", line.split("#")[0]):
                 offenders.append(f"{path.relative_to(package)}:{number}: {line.strip()}")

@@ -278,7 +278,7 @@ def test_the_busy_neighbour_dies_with_the_benchmark_even_when_it_is_killed():
 def test_one_thread_is_timed_with_one_thread_and_the_default_is_every_core_this_process_may_use(monkeypatch):
     quick(monkeypatch)
     args = argparse.Namespace(what=[], rounds=1, device="cpu", threads=None)
-    assert bench.run(args, None, emit=lambda line: None)["threads"] == tinyattn.threads.available_cores()
+    assert bench.run(args, None, emit=lambda line: None)["threads"] == tinyattn.backend.threads.available_cores()
     args.threads = 1
     assert bench.run(args, None, emit=lambda line: None)["threads"] == 1
 
@@ -304,7 +304,7 @@ def test_the_learner_section_times_the_four_loops_on_one_thread_and_fits_80_colu
     real = bench.interleaved
 
     def interleaved(contenders, rounds, **kwargs):
-        threads_seen.append(tinyattn.threads.get_num_threads())
+        threads_seen.append(tinyattn.backend.threads.get_num_threads())
         return real(contenders, rounds, **kwargs)
 
     monkeypatch.setattr(bench, "interleaved", interleaved)
@@ -315,9 +315,9 @@ def test_the_learner_section_times_the_four_loops_on_one_thread_and_fits_80_colu
     assert time.perf_counter() - started < 30
     assert list(report["learner"]) == list(bench.learner_loops.LOOPS)
     assert all(row["tinyattn"] > 0 and row["ratio_torch"] is None for row in report["learner"].values())
-    if tinyattn.threads.can_set_num_threads():
+    if tinyattn.backend.threads.can_set_num_threads():
         assert threads_seen == [1] * 4
-        assert tinyattn.threads.get_num_threads() == report["threads"]  # restored after the section
+        assert tinyattn.backend.threads.get_num_threads() == report["threads"]  # restored after the section
     table = lines[lines.index(next(line for line in lines if line.startswith("(f)"))) + 1:]
     assert table[0].split()[:3] == ["loop", "tinyattn", "torch"]
     assert [line.split()[0] for line in table[1:]] == ["embedding", "batch", "full-batch", "20"]
@@ -343,7 +343,7 @@ def test_the_calls_section_times_every_call_on_one_thread_and_fits_80_columns(mo
     real = bench.interleaved
 
     def interleaved(contenders, rounds, **kwargs):
-        threads_seen.append(tinyattn.threads.get_num_threads())
+        threads_seen.append(tinyattn.backend.threads.get_num_threads())
         return real(contenders, rounds, **kwargs)
 
     monkeypatch.setattr(bench, "interleaved", interleaved)
@@ -355,9 +355,9 @@ def test_the_calls_section_times_every_call_on_one_thread_and_fits_80_columns(mo
     for (label, _, numpy_make), row in zip(bench.learner_loops.CALLS, report["calls"].values()):
         assert row["tinyattn"] > 0 and row["torch"] is None and row["ratio_torch"] is None
         assert (row["numpy"] is not None) == (numpy_make is not None), label  # the floor where there is one
-    if tinyattn.threads.can_set_num_threads():
+    if tinyattn.backend.threads.can_set_num_threads():
         assert threads_seen == [1] * len(labels)
-        assert tinyattn.threads.get_num_threads() == report["threads"]  # restored after the section
+        assert tinyattn.backend.threads.get_num_threads() == report["threads"]  # restored after the section
     table = lines[lines.index(next(line for line in lines if line.startswith("(g)"))) + 1:]
     assert table[0].split()[:4] == ["call", "tinyattn", "torch", "numpy"]
     assert [line[:27].rstrip() for line in table[1:]] == labels

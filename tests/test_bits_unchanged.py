@@ -3,7 +3,7 @@
 Two promises, each checked so that it holds on any CPU (AVX2, AVX-512, ARM):
 
 - The fast paths give the plain path's bits. The blocks, the threads and the split of an optimizer's
-  step over the cores (tinyattn.parallel) promise the same numbers, bit for bit, as the whole arrays on
+  step over the cores (tinyattn.backend.parallel) promise the same numbers, bit for bit, as the whole arrays on
   one thread. Each loop runs both ways in the same process, with blocks small enough that the loops'
   arrays go through them, and every loss and every weight must be equal to the last bit. A fast path
   that moves a single bit fails here, on whatever CPU the suite runs.
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import tinyattn
-from tinyattn import parallel, threads
+from tinyattn.backend import parallel, threads
 from tinyattn.app import learner_loops
 from tinyattn.app.text_data import default_corpus
 from tinyattn.app.training import TrainConfig, train
@@ -220,7 +220,7 @@ def test_the_fast_paths_give_the_plain_paths_bits(name, count, monkeypatch):
     from 4096 on (the loops' activations and the bigram's logits go through them; 8192 from 16384 for
     the GPT: its attention, activations and MLP),
     parts of 4096 elements, the optimizer's step split over the parameters; at the same thread count,
-    since the BLAS itself may round a product's last bit otherwise at another count (tinyattn.threads).
+    since the BLAS itself may round a product's last bit otherwise at another count (tinyattn.backend.threads).
     Five steps (the GPT two): every op of a step runs in each, so a moved bit shows at the first."""
     if count > 1 and not threads.can_set_num_threads():
         pytest.skip("the thread count cannot be set here (threadpoolctl is missing)")

@@ -1,4 +1,4 @@
-"""Large arrays in cache-sized blocks (tinyattn.parallel.map_blocks): softmax, GELU, erf, exp, tanh,
+"""Large arrays in cache-sized blocks (tinyattn.backend.parallel.map_blocks): softmax, GELU, erf, exp, tanh,
 layer norm and the optimizers' updates compute arrays larger than the caches block by block, on every
 thread, and must give the numbers the whole-array computation gives, bit for bit, forward and
 backward, at any thread count.
@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tinyattn
-from tinyattn import backend, parallel, threads
+from tinyattn import backend
+from tinyattn.backend import parallel, threads
 from tinyattn.gradient_check import gradcheck
 from tinyattn.nn import functional as F
 

@@ -1,5 +1,5 @@
 """Threads: tinyattn.set_num_threads / get_num_threads (NumPy's BLAS pool, through threadpoolctl), the
-commands' --threads, and the work tinyattn spreads over the cores itself (tinyattn.parallel), which
+commands' --threads, and the work tinyattn spreads over the cores itself (tinyattn.backend.parallel), which
 must give the same numbers, bit for bit, however many parts it makes."""
 
 import os
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import tinyattn
-from tinyattn import nn, parallel, threads
+from tinyattn import nn
+from tinyattn.backend import parallel, threads
 from tinyattn.app import cli
 from tinyattn.nn import functional as F
 
@@ -125,7 +126,7 @@ def test_threads_without_threadpoolctl_is_one_line(capsys, tmp_path, monkeypatch
 
 
 # ---------------------------------------------------------------------------------------------
-# tinyattn.parallel: the same numbers, whatever the number of parts
+# tinyattn.backend.parallel: the same numbers, whatever the number of parts
 
 
 @pytest.fixture

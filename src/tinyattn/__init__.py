@@ -64,7 +64,7 @@ from . import _dynamo, compiler  # noqa: E402,F401  (torch._dynamo.config, torch
 from .gradient_check import gradcheck, numerical_grad, numerical_jacobian  # noqa: E402
 from .tracing import AnomalyError, detect_anomaly, draw_graph, trace  # noqa: E402
 from .serialization import load, save  # noqa: E402
-from .threads import get_num_threads, set_num_threads  # noqa: E402  (NumPy's BLAS threads, as torch's)
+from .backend.threads import get_num_threads, set_num_threads  # noqa: E402  (NumPy's BLAS threads, as torch's)
 
 from .functions.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, IntTensor,  # noqa: E402
                      LongTensor, ShortTensor, Variable as _Variable, range)

@@ -38,7 +38,8 @@ import time
 
 import numpy as np
 
-from .. import backend, threads
+from .. import backend
+from ..backend import threads
 from . import learner_loops, progress
 from ..console import EXIT_BAD_INPUT, EXIT_INTERRUPTED, ArgumentParser, add_threads_option, fit, terminal_width
 

@@ -58,7 +58,7 @@ THREADS_HELP = ("threads to compute with (default 1: the same numbers on any mac
 def _computing_threads(args):
     """Compute with --threads threads (default: threads.COMMAND_DEFAULT) inside, and with the count
     from before after (cli.main may be called from a program or a test)."""
-    from .. import threads
+    from ..backend import threads
 
     if not threads.can_set_num_threads():
         if args.threads is not None:
@@ -270,7 +270,7 @@ def _read_data(args, resume_meta=None):
 
 def command_train(args):
     from . import checkpoint as ckpt
-    from .. import threads
+    from ..backend import threads
     from .training import check_text, sample_stream, text_fingerprint, train
 
     out = pathlib.Path(args.out)

@@ -74,19 +74,14 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if padding_idx is not None:
         padding_idx = check_padding_idx(padding_idx, weight.shape[0])
     backend.same_device([input.array, weight.array])
-    ids = input.array
-    if (type(ids) is np.ndarray and ids.dtype == np.int64 and ids.size
-            and int(np.maximum.reduce(ids.view(np.uint64), axis=None)) < weight.shape[0]):
-        pass  # every id in range, told by one reduction: a negative id read as unsigned is above any row count
-    elif input.numel():
+    if not backend.all_in_range(input.array, weight.shape[0]):
         xp = backend.namespace(input.array)
         low, high = int(xp.min(input.array)), int(xp.max(input.array))
-        if low < 0 or high >= weight.shape[0]:
-            bad = low if low < 0 else high
-            raise IndexError(
-                f"embedding: id {bad} is out of range for an embedding with {weight.shape[0]} rows "
-                f"(valid ids are 0 to {weight.shape[0] - 1})"
-            )
+        bad = low if low < 0 else high
+        raise IndexError(
+            f"embedding: id {bad} is out of range for an embedding with {weight.shape[0]} rows "
+            f"(valid ids are 0 to {weight.shape[0] - 1})"
+        )
     return ops.EmbeddingOp.apply(input, weight, padding_idx)
 
 
@@ -381,15 +376,14 @@ def _pad_positions(mode, n, before, after, device):
 
 def _plain_class_batch(input, target, ignore_index):
     """Whether cross_entropy's arguments are the common case, which class_rows would pass as they
-    are: NumPy (N, C) float logits, (N,) int64 targets all in [0, C), ignore_index not among them.
-    One reduction decides the range: a negative target read as unsigned is above any class count."""
+    are: NumPy (N, C) float logits, (N,) int64 targets all in [0, C), ignore_index not among them."""
     logits, targets = input.array, target.array
-    if not (type(logits) is np.ndarray and type(targets) is np.ndarray and logits.ndim == 2
-            and logits.dtype.kind == "f" and targets.dtype == np.int64 and targets.shape == logits.shape[:1]
+    if not (backend.is_numpy(logits) and backend.is_numpy(targets) and logits.ndim == 2
+            and logits.dtype.kind == "f" and target.dtype is dtypes.int64 and targets.shape == logits.shape[:1]
             and 0 < targets.shape[0] < 2**24 and logits.shape[1]):
         return False
     classes = logits.shape[1]
-    return not 0 <= ignore_index < classes and int(np.maximum.reduce(targets.view(np.uint64), axis=None)) < classes
+    return not 0 <= ignore_index < classes and backend.all_in_range(targets, classes)
 
 
 def check_reduction(reduction):

@@ -39,7 +39,7 @@ from .views import (Cat, Clone, Contiguous, Diag, Expand, Flip, Permute, Reshape
     ToDtype, Transpose, Tril, Triu, View, check_matrix)
 from .indexing import (CopySlices, Gather, Index, IndexAdd, IndexPut, IndexSelect, MaskedFill, MaskedSelect,
     Overwrite, Scatter, Sort, along_axis_key, basic_index_name, corner, is_basic_key)
-from .softmax import (LayerNormOp, LogSoftmax, Softmax, layer_norm_rows, layer_norm_rows_backward, matrices_or_rows,
+from .softmax import (LayerNormOp, LogSoftmax, Softmax, layer_norm_rows, layer_norm_rows_backward,
     softmax_backward, softmax_forward)
 from .products import (Einsum, EinsumPlan, Matmul, check_matmul_shapes, einsum_contract, einsum_labels_present,
     parse_einsum)
@@ -48,7 +48,7 @@ from .conv import (AdaptiveAvgPool2D, AvgPool2D, Convolution, ConvolutionTranspo
     adaptive_windows, add_windows, as_rows, col2im, crop, from_rows, im2col, output_size, pad_image, pool_counts,
     window_slices, windows)
 from .nn import (AttentionOp, ConstantPadNdOp, DropoutOp, EluOp, EmbeddingOp, GeluOp, LeakyReluOp, LinearOp, SiluOp,
-    SoftplusOp, attention_backward, attention_forward, by_batch, gelu_backward, gelu_forward)
+    SoftplusOp, attention_backward, attention_forward, gelu_backward, gelu_forward)
 from .losses import (BinaryCrossEntropyOp, CrossEntropyOp, MseLossOp, NllLossOp)
 
 __all__ = [
@@ -61,12 +61,12 @@ __all__ = [
     "Clone", "Contiguous", "Diag", "Expand", "Flip", "Permute", "Reshape", "Roll", "Stack", "T", "ToDevice",
     "ToDtype", "Transpose", "Tril", "Triu", "View", "check_matrix", "CopySlices", "Gather", "Index", "IndexAdd",
     "IndexPut", "IndexSelect", "MaskedFill", "MaskedSelect", "Overwrite", "Scatter", "Sort", "along_axis_key",
-    "basic_index_name", "corner", "is_basic_key", "LogSoftmax", "Softmax", "matrices_or_rows", "softmax_backward",
+    "basic_index_name", "corner", "is_basic_key", "LogSoftmax", "Softmax", "softmax_backward",
     "softmax_forward", "LayerNormOp", "layer_norm_rows", "layer_norm_rows_backward", "Einsum", "EinsumPlan", "Matmul",
     "check_matmul_shapes", "einsum_contract", "einsum_labels_present", "parse_einsum", "Det", "Inverse", "Solve",
     "AdaptiveAvgPool2D", "AvgPool2D", "Convolution", "ConvolutionTranspose", "MaxPool2DWithIndices",
     "adaptive_windows", "add_windows", "as_rows", "col2im", "crop", "from_rows", "im2col", "output_size", "pad_image",
     "pool_counts", "window_slices", "windows", "AttentionOp", "ConstantPadNdOp", "DropoutOp", "EluOp", "EmbeddingOp",
     "GeluOp", "LeakyReluOp", "LinearOp", "SiluOp", "SoftplusOp", "attention_backward", "attention_forward",
-    "by_batch", "gelu_backward", "gelu_forward", "BinaryCrossEntropyOp", "CrossEntropyOp", "MseLossOp", "NllLossOp",
+    "gelu_backward", "gelu_forward", "BinaryCrossEntropyOp", "CrossEntropyOp", "MseLossOp", "NllLossOp",
 ]

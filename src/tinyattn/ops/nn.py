@@ -9,7 +9,8 @@ them (`ops.LinearOp.apply(...)`); layer norm is in `softmax.py` (normalization),
 
 import math
 
-from .. import backend, parallel
+from .. import backend
+from ..backend import parallel
 from .base import Op, unbroadcast
 from .elementwise import stable_sigmoid
 from .softmax import softmax_backward, softmax_forward
@@ -291,13 +292,13 @@ class AttentionOp(Op):
         grad_q       = grad_scores k / sqrt(E),   grad_k = (q^T grad_scores)^T / sqrt(E)  (or * scale)
 
     The batch is spread over the cores: each piece of the first dim computes all of the above for its
-    own items (parallel.map_rows), so the products of its slices and its softmax run side by side.
+    own items (parallel.map_batch), so the products of its slices and its softmax run side by side.
     """
 
     @staticmethod
     def forward(ctx, q, k, v, blocked, bias, scale, keep):
         xp = ctx.xp
-        context, weights = by_batch(lambda *parts: attention_forward(xp, *parts, scale), q, k, v, blocked, bias, keep)
+        context, weights = parallel.map_batch(lambda *parts: attention_forward(xp, *parts, scale), q, k, v, blocked, bias, keep)
         # what PyTorch's attention on the CPU saves: v as it is (changed in place, backward raises) and
         # q and k as copies (it keeps them scaled), so that changing q or k in place later is fine
         needs_q, needs_k = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
@@ -328,7 +329,7 @@ class AttentionOp(Op):
                 found = grads(*parts)
                 return tuple(found[i] for i in wanted)
 
-            found = by_batch(wanted_grads, q, k, v, weights, keep, grad_context, grad_weights)
+            found = parallel.map_batch(wanted_grads, q, k, v, weights, keep, grad_context, grad_weights)
             grad_q, grad_k, grad_v = (found[wanted.index(i)] if i in wanted else None for i in range(3))
             grad_bias = None
         grad_q, grad_k, grad_v = (None if g is None else unbroadcast(xp, g, t.shape)
@@ -383,26 +384,3 @@ def attention_backward(xp, q, k, v, weights, keep, grad_context, grad_weights, s
         if needs_k:  # (q^T grad_scores)^T: the product the chain's matmul backward computes, to the bit
             grad_k = backend.matrix_transpose(backend.matmul(backend.matrix_transpose(q), grad_scores))
     return grad_q, grad_k, grad_v, grad_bias
-
-
-def by_batch(function, *arrays):
-    """function(*arrays), computed on pieces of the first dim of the batch at once (parallel.map_rows).
-
-    The first three arrays (queries, keys, values) must share their batch dims for a split; the others
-    are split with them when they have that first dim, and handed whole to every piece when they are
-    shared by the batch (a mask of the tokens only, a dim of 1) or None.
-    """
-    q = arrays[0]
-    batch = q.shape[:-2]
-    splits = [a is not None and a.ndim == q.ndim and a.shape[0] == batch[0] != 1 for a in arrays] if batch else []
-    shared = [a is None or a.ndim < q.ndim or (a.ndim == q.ndim and a.shape[0] == 1) for a in arrays]
-    if not batch or not splits[0] or not all(a.shape[:-2] == batch for a in arrays[:3]) or not all(
-            split or whole for split, whole in zip(splits, shared)):
-        return function(*arrays)
-    split_arrays = [a for a, split in zip(arrays, splits) if split]
-
-    def piece(*parts):
-        parts = iter(parts)
-        return function(*(next(parts) if split else a for a, split in zip(arrays, splits)))
-
-    return parallel.map_rows(piece, *split_arrays)

@@ -5,24 +5,13 @@ over the last dims, whose backward is a closed form.
 
 import math
 
-from .. import backend, parallel
+from .. import backend
+from ..backend import parallel
 from .base import Op, normalize_dim
 
 
 # ---------------------------------------------------------------------------------------------
 # softmax: fused, stable forward; backward in one expression
-
-
-def matrices_or_rows(xp, x):
-    """(x as a stack of matrices (n, rows, columns), 1) for x of 3 dims or more, (x, ROW_ALIGN) for a
-    matrix: how softmax splits a large x into blocks (parallel.map_blocks) and keeps its bits.
-
-    Each row's sum is the same in any block (backend.row_sums); blocks of whole matrices, or of rows
-    that start on multiples of ROW_ALIGN, keep the blocks' other work in whole SIMD-sized pieces.
-    """
-    if x.ndim == 2:
-        return x, parallel.ROW_ALIGN
-    return xp.reshape(x, (-1,) + x.shape[-2:]), 1
 
 
 def softmax_forward(xp, x, axis, safe=False, overwrite=False):
@@ -32,16 +21,9 @@ def softmax_forward(xp, x, axis, safe=False, overwrite=False):
     instead of NaN. overwrite=True works in x's memory (for an x nobody else holds): one array, not three.
     A large array of rows along its last axis goes through in blocks of rows that stay in the cache.
     """
-    if axis == x.ndim - 1 and x.ndim > 1 and parallel.in_blocks(x):  # (a small x is told at once)
-        stack, align = matrices_or_rows(xp, x)
-        if parallel.in_blocks(stack, math.prod(stack.shape[1:]), align):
-            def block(part):
-                return softmax_forward(xp, part, part.ndim - 1, safe, overwrite)
-
-            if overwrite:  # each block in its own memory, as the whole array would be
-                parallel.each_block(block, stack, align=align)
-                return x
-            return xp.reshape(parallel.map_blocks(block, stack, align=align), x.shape)
+    if axis == x.ndim - 1 and parallel.in_blocks(x):  # a large x: in cache-sized blocks, the same bits
+        return parallel.map_last_axis(lambda rows: softmax_forward(xp, rows, rows.ndim - 1, safe, overwrite), x,
+                                      out=x if overwrite else None)
     # subtracting the row max keeps exp() from overflowing; the result is the same
     row_max = backend.max_for_shift(x, axis)
     if safe:  # an all -inf row: shift by 0 instead, so that exp() gives zeros, not NaN (a +inf stays: NaN)
@@ -58,17 +40,9 @@ def softmax_forward(xp, x, axis, safe=False, overwrite=False):
 
 def softmax_backward(xp, y, grad, axis, overwrite=False):
     """The gradient of softmax's input, given its output y and the gradient of y (overwritten if asked)."""
-    if (axis == y.ndim - 1 and y.ndim > 1 and grad.shape == y.shape and parallel.in_blocks(y)
-            and parallel.in_blocks(grad)):
-        (stack, align), (grad_stack, _) = matrices_or_rows(xp, y), matrices_or_rows(xp, grad)
-        if parallel.in_blocks(stack, math.prod(stack.shape[1:]), align):
-            def block(y_part, grad_part):
-                return softmax_backward(xp, y_part, grad_part, y_part.ndim - 1, overwrite)
-
-            if overwrite:  # each block in grad's memory, as the whole array would be
-                parallel.each_block(block, stack, grad_stack, align=align)
-                return grad
-            return xp.reshape(parallel.map_blocks(block, stack, grad_stack, align=align), y.shape)
+    if axis == y.ndim - 1 and parallel.in_blocks(y):  # a large y: in cache-sized blocks, the same bits
+        return parallel.map_last_axis(lambda y, g: softmax_backward(xp, y, g, y.ndim - 1, overwrite), y, grad,
+                                      out=grad if overwrite else None)
     # J^T g for J = diag(y) - y y^T, without building J: y * (g - <g, y>) along the row
     axis -= y.ndim  # the standard's vecdot wants a negative axis
     row_dot = xp.expand_dims(backend.vecdot(grad, y, axis=axis), axis=axis)

@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-from .. import backend, parallel
+from .. import backend
+from ..backend import parallel
 from ..autograd import enable_grad, no_grad
 from ..tensor import Tensor
 

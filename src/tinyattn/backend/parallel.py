@@ -21,6 +21,7 @@ the blocks shared out to every thread, always on (not only where `enabled`).
 import contextlib
 import contextvars
 import itertools
+import math
 import threading
 
 import numpy as np
@@ -196,6 +197,31 @@ def map_rows(function, *arrays, align=ROW_ALIGN, one_blas_thread=False):
     return tuple(results["arrays"]) if results["tuple"] else results["arrays"][0]
 
 
+def map_batch(function, *arrays, matched=3):
+    """function(*arrays) for stacks of matrices, computed on pieces of the first dim of their batch
+    (the dims before the last two) at once (map_rows): attention's pieces of the batch.
+
+    The first `matched` arrays must share their batch dims for a split; the others are split with
+    them when they have that first dim, and handed whole to every piece when they are shared by the
+    batch (fewer dims, or a first dim of 1) or None. Anything else goes to `function` whole.
+    """
+    first = arrays[0]
+    batch = first.shape[:-2]
+    splits = ([a is not None and a.ndim == first.ndim and a.shape[0] == batch[0] != 1 for a in arrays]
+              if batch else [])
+    shared = [a is None or a.ndim < first.ndim or (a.ndim == first.ndim and a.shape[0] == 1) for a in arrays]
+    if not batch or not splits[0] or not all(a.shape[:-2] == batch for a in arrays[:matched]) or not all(
+            split or whole for split, whole in zip(splits, shared)):
+        return function(*arrays)
+    split_arrays = [a for a, split in zip(arrays, splits) if split]
+
+    def piece(*parts):
+        parts = iter(parts)
+        return function(*(next(parts) if split else a for a, split in zip(arrays, splits)))
+
+    return map_rows(piece, *split_arrays)
+
+
 # A fused op (GELU, softmax, an optimizer's update) makes a dozen passes or more over its temporaries.
 # Over an array larger than the caches (an attention-sized one is 25 MB) every pass goes out to main
 # memory; over a block of BLOCK_ELEMENTS elements (512 KB of float32 per array) the passes stay in the
@@ -268,6 +294,33 @@ def each_block(function, *arrays, align=ROW_ALIGN):
     _run_blocks(lambda start, stop: function(*(a[start:stop] for a in arrays)), _blocks(first, align))
 
 
+def map_last_axis(function, *arrays, out=None):
+    """function(*arrays) for math along the last axis of arrays of one shape (softmax's rows: each row
+    on its own), computed by map_blocks in blocks of whole matrices (arrays of 3 dims or more, seen
+    as a stack of matrices) or of rows from multiples of ROW_ALIGN (a matrix), so that every block
+    does its other work in whole SIMD-sized pieces and sums each row as the whole array would
+    (backend.row_sums). `function` gets arrays of the same number of dims as the stack (3 or 2).
+
+    out: one of `arrays` that `function` overwrites with its result (each block in its own memory,
+    as the whole array would be, through each_block); it is returned.
+
+    Arrays that are not all large (in_blocks), or of fewer than 2 dims, or whose matrices or rows
+    are too large for a block, go to `function` whole, as one block: in_blocks() is False for what it
+    calls, so a function that calls map_last_axis on its own arguments computes them there.
+    """
+    first = arrays[0]
+    if first.ndim > 1 and all(a.shape == first.shape and in_blocks(a) for a in arrays):
+        align = ROW_ALIGN if first.ndim == 2 else 1
+        stacks = [a if first.ndim == 2 else np.reshape(a, (-1,) + a.shape[-2:]) for a in arrays]
+        if in_blocks(stacks[0], math.prod(stacks[0].shape[1:]), align):
+            if out is not None:
+                each_block(function, *stacks, align=align)
+                return out
+            return np.reshape(map_blocks(function, *stacks, align=align), first.shape)
+    with _a_block():
+        return function(*arrays)
+
+
 def _blocks(array, align):
     """[(start, stop), ...]: the blocks of rows of `array`, as map_blocks' docstring says. A last block
     of less than half a block also goes with the one before it: backend.sum_along sums arrays of fewer
@@ -302,11 +355,12 @@ def _run_blocks(compute, blocks):
 @contextlib.contextmanager
 def _a_block():
     """Code inside that asks in_blocks() gets False: it computes its block whole."""
+    before = getattr(_inside, "block", False)
     _inside.block = True
     try:
         yield
     finally:
-        _inside.block = False
+        _inside.block = before
 
 
 def threads_for_blocks():

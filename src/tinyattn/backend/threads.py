@@ -72,7 +72,7 @@ def set_num_threads(n, /):
 
 
 def set_blas_threads(n):
-    """The BLAS pool's thread count, without set_num_threads' checks (for tinyattn.parallel: a few us)."""
+    """The BLAS pool's thread count, without set_num_threads' checks (for backend.parallel: a few us)."""
     for pool in _blas_pools():
         release = getattr(type(pool), "clear_controlling_thread", None)
         if release is not None:  # threadpoolctl 3.8 lets only one Python thread set OpenBLAS's count
@@ -84,7 +84,7 @@ def set_blas_threads(n):
 def using(n):
     """A block computed with `n` threads; the count from before is back after it (n=None: unchanged).
 
-        with tinyattn.threads.using(1):
+        with tinyattn.backend.threads.using(1):
             model(x).sum().backward()
     """
     if n is None:

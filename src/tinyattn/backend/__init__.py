@@ -19,8 +19,9 @@ import sys
 import numpy as np
 import array_api_compat.numpy as numpy_xp
 
-from . import dtypes, parallel
-from .errors import DeviceError
+from .. import dtypes
+from ..errors import DeviceError
+from . import parallel
 
 class Device:
     """`tinyattn.device('cpu')` or `tinyattn.device('cuda', 0)`, like `torch.device`."""
@@ -311,6 +312,25 @@ def is_float(array):
     return dtype_of(array).is_floating_point
 
 
+def is_numpy(array):
+    """Whether `array` is a NumPy array (not CuPy's or array_api_strict's): where the CPU's fast paths
+    may call NumPy's functions directly."""
+    return type(array) is np.ndarray
+
+
+def all_in_range(ids, count):
+    """Whether every integer of `ids` lies in [0, count) (True where there are none).
+
+    For NumPy int64 ids one reduction decides: a negative id read as unsigned is above any count.
+    Other arrays: their minimum and maximum."""
+    if type(ids) is np.ndarray and ids.dtype == np.int64:
+        return not ids.size or int(np.maximum.reduce(ids.view(np.uint64), axis=None)) < count
+    if not math.prod(ids.shape):
+        return True
+    xp = namespace(ids)
+    return 0 <= int(xp.min(ids)) and int(xp.max(ids)) < count
+
+
 # ---------------------------------------------------------------------------------------------
 # host transfer
 
@@ -462,7 +482,7 @@ def masked_assign(target, mask, value):
 # sums and maxima NumPy does slowly
 
 
-BLAS_SUM_MIN_SIZE = 1024  # sum_along sums smaller arrays with NumPy (tinyattn.parallel's pieces are larger)
+BLAS_SUM_MIN_SIZE = 1024  # sum_along sums smaller arrays with NumPy (parallel's pieces are larger)
 
 
 def sum_along(x, axis, keepdims=False):
