@@ -51,23 +51,24 @@ from . import nn  # noqa: E402
 from . import linalg  # noqa: E402
 from . import optim  # noqa: E402
 from . import utils  # noqa: E402  (tinyattn.utils.data: Dataset, DataLoader)
-# names that PyTorch programs use and a CPU engine only accepts, each module documented as such
-from . import accelerator, amp, backends, cuda, distributed  # noqa: E402
-from . import multiprocessing  # noqa: E402  (Python's multiprocessing, as torch.multiprocessing)
+# names that PyTorch programs use and a CPU engine only accepts (torch.cuda, torch.amp, torch.backends, ...):
+# their modules live together in tinyattn/compat/, and since PyTorch's names are top-level, each is bound
+# here as tinyattn.<name> too, an attribute and an importable name (`import tinyattn.cuda.amp`)
+from .compat import bind_pytorch_names as _bind_pytorch_names  # noqa: E402
+_bind_pytorch_names()
 from . import distributions  # noqa: E402  (Categorical, Normal, Bernoulli, Uniform)
 from . import testing  # noqa: E402  (assert_close)
 from .autograd import functional as _autograd_functional  # noqa: E402,F401  (torch.autograd.functional)
-from .amp import autocast, is_autocast_enabled  # noqa: E402
-from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
-from .compiler import compile  # noqa: E402
-from . import _dynamo, compiler  # noqa: E402,F401  (torch._dynamo.config, torch.compiler.reset)
+from .compat.amp import autocast, is_autocast_enabled  # noqa: E402
+from .compat.backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
+from .compat.compiler import compile  # noqa: E402
 from .gradient_check import gradcheck, numerical_grad, numerical_jacobian  # noqa: E402
 from .tracing import AnomalyError, detect_anomaly, draw_graph, trace  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .backend.threads import get_num_threads, set_num_threads  # noqa: E402  (NumPy's BLAS threads, as torch's)
 
-from .functions.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, IntTensor,  # noqa: E402
-                     LongTensor, ShortTensor, Variable as _Variable, range)
+from .functions.legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor,  # noqa: E402
+                               IntTensor, LongTensor, ShortTensor, Variable as _Variable, range)
 autograd.Variable = _Variable  # torch.autograd.Variable: the old name of a tensor that records gradients
 
 # PyTorch spells these torch.autograd.gradcheck and torch.autograd.detect_anomaly: the same objects

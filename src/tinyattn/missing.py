@@ -142,13 +142,16 @@ def module_dir(module_name):
 
 def _belongs_to(module_name, name, value):
     if isinstance(value, types.ModuleType):
-        return value.__name__ == f"{module_name}.{name}"  # a submodule, not a helper imported as `np`
+        # a submodule, importable as module_name.name (tinyattn.cuda: tinyattn/compat/cuda, bound under
+        # PyTorch's name), not a helper imported as `np`
+        return sys.modules.get(f"{module_name}.{name}") is value
     if not isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
         return True  # constants, dtypes, instances: made here
     defined_in = getattr(value, "__module__", None) or ""
     if module_name == "tinyattn":
         return defined_in.startswith("tinyattn")
-    if defined_in == module_name or defined_in.startswith(module_name + "."):
+    homes = {module_name, sys.modules[module_name].__name__}  # tinyattn.cuda's code is in tinyattn.compat.cuda
+    if any(defined_in == home or defined_in.startswith(home + ".") for home in homes):
         return True
     return defined_in.startswith("tinyattn") and "torch" + module_name[len("tinyattn"):] + "." + name in pytorch_names()
 

@@ -6,7 +6,7 @@ does without a GPU); its state_dict keys start with `module.`, as in PyTorch.
 building one raises: tinyattn trains in one process (see `tinyattn.distributed`).
 """
 
-from ..distributed import _ONE_PROCESS
+from ..compat.distributed import _ONE_PROCESS
 from .module import Module
 
 

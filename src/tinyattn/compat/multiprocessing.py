@@ -60,7 +60,8 @@ __all__ = list(_multiprocessing.__all__) + [
     "get_all_sharing_strategies", "get_sharing_strategy", "set_sharing_strategy", "spawn", "start_processes",
 ]
 
-# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
-from . import missing as _missing  # noqa: E402
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py), under
+# the name programs reach it by, tinyattn.multiprocessing (compat/__init__.py)
+from .. import missing as _missing  # noqa: E402
 
-__dir__ = _missing.module_dir(__name__)
+__dir__ = _missing.module_dir("tinyattn.multiprocessing")

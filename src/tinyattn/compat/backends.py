@@ -85,7 +85,8 @@ class mps:
         """Whether this build supports MPS: False."""
         return False
 
-# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
-from . import missing as _missing  # noqa: E402
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py), under
+# the name programs reach it by, tinyattn.backends (compat/__init__.py)
+from .. import missing as _missing  # noqa: E402
 
-__dir__ = _missing.module_dir(__name__)
+__dir__ = _missing.module_dir("tinyattn.backends")

@@ -5,7 +5,8 @@ accelerator is `tinyattn.device("cuda")`; where not, the answers are PyTorch's o
 one: `is_available()` is False, `current_accelerator()` None and `device_count()` 0.
 """
 
-from . import backend, cuda
+from .. import backend
+from . import cuda
 
 
 def is_available():
@@ -28,7 +29,8 @@ def synchronize(device=None):
     """Wait for the GPU's queued work (a DeviceError without one)."""
     cuda.synchronize(device)
 
-# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
-from . import missing as _missing  # noqa: E402
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py), under
+# the name programs reach it by, tinyattn.accelerator (compat/__init__.py)
+from .. import missing as _missing  # noqa: E402
 
-__dir__ = _missing.module_dir(__name__)
+__dir__ = _missing.module_dir("tinyattn.accelerator")

@@ -8,8 +8,8 @@ tinyattn computes in float32 and float64 only (so nanoGPT picks float16, whose a
 disables with a warning, and trains in float32).
 """
 
-from .. import backend, random
-from ..errors import DeviceError
+from ... import backend, random
+from ...errors import DeviceError
 from . import amp  # noqa: F401  (tinyattn.cuda.amp.GradScaler, as PyTorch spells it)
 
 
@@ -144,8 +144,9 @@ def reset_peak_memory_stats(device=None):
     if is_available():
         max_memory_allocated(device)
 
-# a PyTorch name this module lacks says so (tinyattn/missing.py)
-from .. import missing as _missing  # noqa: E402
+# a PyTorch name this module lacks says so (tinyattn/missing.py), as a name of tinyattn.cuda, the name
+# programs reach it by (compat/__init__.py)
+from ... import missing as _missing  # noqa: E402
 
-__getattr__ = _missing.module_getattr(__name__)
-__dir__ = _missing.module_dir(__name__)  # its public names only
+__getattr__ = _missing.module_getattr("tinyattn.cuda")
+__dir__ = _missing.module_dir("tinyattn.cuda")  # its public names only

@@ -22,9 +22,9 @@ import warnings
 
 import numpy as np
 
-from . import backend, dtypes
-from .autograd import no_grad
-from .tensor import Tensor
+from .. import backend, dtypes
+from ..autograd import no_grad
+from ..tensor import Tensor
 
 _DEVICES = ("cpu", "cuda")
 
@@ -265,7 +265,8 @@ class GradScaler:
         if self._growth_tracker is not None:
             self._growth_tracker = state_dict["_growth_tracker"]
 
-# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
-from . import missing as _missing  # noqa: E402
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py), under
+# the name programs reach it by, tinyattn.amp (compat/__init__.py)
+from .. import missing as _missing  # noqa: E402
 
-__dir__ = _missing.module_dir(__name__)
+__dir__ = _missing.module_dir("tinyattn.amp")

@@ -39,7 +39,8 @@ def _no_process_group(*args, **kwargs):
 
 destroy_process_group = get_rank = get_world_size = barrier = all_reduce = broadcast = _no_process_group
 
-# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
-from . import missing as _missing  # noqa: E402
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py), under
+# the name programs reach it by, tinyattn.distributed (compat/__init__.py)
+from .. import missing as _missing  # noqa: E402
 
-__dir__ = _missing.module_dir(__name__)
+__dir__ = _missing.module_dir("tinyattn.distributed")

@@ -6,7 +6,8 @@
 
 import warnings
 
-from .. import amp, dtypes
+from ... import dtypes
+from .. import amp
 
 
 class GradScaler(amp.GradScaler):

@@ -39,7 +39,8 @@ def is_compiling():
     """False: tinyattn never traces (PyTorch answers True inside code it is compiling)."""
     return False
 
-# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py)
-from . import missing as _missing  # noqa: E402
+# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py), under
+# the name programs reach it by, tinyattn.compiler (compat/__init__.py)
+from .. import missing as _missing  # noqa: E402
 
-__dir__ = _missing.module_dir(__name__)
+__dir__ = _missing.module_dir("tinyattn.compiler")
