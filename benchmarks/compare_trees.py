@@ -257,7 +257,7 @@ def lower_quartile(values):
 
 def table(results, names, spans):
     """The Markdown table: a row per op, then the geometric mean of the ratios."""
-    lines = ["| op | code | on | before (µs) | after (µs) | after/before | range over rounds |",
+    lines = ["| op | code | on | before (µs) | after (µs) | after/before | range over the rounds |",
              "|---|---|---|---:|---:|---:|---|"]
     marked = []
     for name in names:
@@ -352,10 +352,13 @@ def compare(args):
     rows, marked, mean = table(results, names, spans)
     cpu = machine()
     info = before.info
-    print(f"tinyattn per-op times: before {args.before}, after {args.after}")
-    print(f"CPU: {cpu}; Python {info['python']}, NumPy {info['numpy']}, one thread")
-    print(f"{args.rounds} round(s), before and after alternating op by op; {args.clock} time per call: "
-          f"per round the best of {REPEAT} runs, then the median over rounds ({time.perf_counter() - started:.0f} s)")
+    clock = {"cpu": "CPU time", "wall": "wall-clock time"}[args.clock]
+    rounds = f"{args.rounds} round" + ("s" if args.rounds > 1 else "")
+    print(f"tinyattn per-op times, before: {args.before}")
+    print(f"                       after:  {args.after}")
+    print(f"CPU: {cpu}; Python {info['python']}, NumPy {info['numpy']}")
+    print(f"{clock} per call on one thread, the trees taking turns op by op:")
+    print(f"the best of {REPEAT} runs in each round, the median of {rounds} ({time.perf_counter() - started:.0f} s)")
     print()
     print(rows)
     print()
