@@ -185,7 +185,7 @@ def worker():
 
 
 # ----------------------------------------------------------------------------------------------------
-# the parent: starts the two workers, alternates the rounds between them, prints the table
+# the parent: starts the two workers, has them take turns op by op, prints the table
 
 
 class TreeFailed(Exception):
@@ -201,10 +201,14 @@ class Tree:
                            OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         self.process = subprocess.Popen([sys.executable, __file__, "--worker"], env=environment, text=True,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        self.info = self.receive()
-        package = pathlib.Path(self.info["tinyattn"]).resolve().parent
-        if package != src / "tinyattn":
-            raise TreeFailed(f"--{label} {src}: its process imported tinyattn from {package}, not from this tree")
+        try:
+            self.info = self.receive()
+            package = pathlib.Path(self.info["tinyattn"]).resolve().parent
+            if package != src / "tinyattn":
+                raise TreeFailed(f"--{label} {src}: its process imported tinyattn from {package}, not from this tree")
+        except BaseException:
+            self.close()
+            raise
 
     def receive(self):
         line = self.process.stdout.readline()
@@ -233,18 +237,18 @@ class Tree:
 
 def machine():
     """'AMD EPYC, 2 cores (2 usable), AVX2' from /proc/cpuinfo and the process's affinity."""
-    model, flags = platform.processor() or platform.machine(), set()
+    fields = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
             for line in cpuinfo:
                 key, _, value = line.partition(":")
-                key, value = key.strip(), value.strip()
-                if key in ("model name", "Model", "Hardware") and value and model in ("", platform.machine()):
-                    model = value
-                elif key in ("flags", "Features") and not flags:
-                    flags = set(value.split())
-    except OSError:
+                fields.setdefault(key.strip(), value.strip())  # the first core's
+    except OSError:  # not Linux
         pass
+    # x86 names its model in "model name"; ARM boards in "Model" or "Hardware"
+    model = (fields.get("model name") or fields.get("Model") or fields.get("Hardware")
+             or platform.processor() or platform.machine())
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
     cores = os.cpu_count()
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
     vector = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "NEON" if "asimd" in flags else None
@@ -276,9 +280,10 @@ def table(results, names, spans):
 
 def arguments(argv):
     parser = argparse.ArgumentParser(
-        description="Time tinyattn's per-op paths in two source trees, rounds alternating, and print a "
-                    "before/after table.")
-    parser.add_argument("--before", type=pathlib.Path, metavar="SRC", help="the src folder of the tree before the change")
+        description="Time tinyattn's per-op paths in two source trees, taking turns op by op, and print a "
+                    "before/after table (Markdown).")
+    parser.add_argument("--before", type=pathlib.Path, metavar="SRC",
+                        help="the src folder of the tree before the change")
     parser.add_argument("--after", type=pathlib.Path, metavar="SRC", help="the src folder of the tree after the change")
     parser.add_argument("--rounds", type=int, default=ROUNDS, metavar="N", help=f"rounds per tree (default {ROUNDS})")
     parser.add_argument("--json", type=pathlib.Path, metavar="FILE", help="also write the figures to this file")
