@@ -25,6 +25,9 @@ files except its model code (nn/attention.py, app/models.py, app/demo.py). So an
 line, an op in `MultiHeadAttention.forward` shows its line in `tinyattn/nn/attention.py`, the matmul
 inside a Linear layer shows the line that called the layer (`keys = self.W_key(x)`), and the ops of
 an optimizer step show the line `optimizer.step()`.
+
+One file of about 1,000 lines, because its three tools are one idea: each is an observer of the
+engine, and they share the rows a trace records (which op, which module, which source line).
 """
 
 import dataclasses
