@@ -7,7 +7,8 @@ Shows whether a change to the engine made any small op slower: the ops of OPS be
 tensors that lectures use, each timed in both trees. Each tree runs in a process of its own, with
 PYTHONPATH set to that tree (this process never imports tinyattn), on this Python and its NumPy, on
 one thread. The two processes take turns op by op (before, after, before, after, ...), so that a busy
-moment of the machine hits both alike. In each round an op runs REPEAT times `number` calls in each
+moment of the machine hits both alike; each round starts two fresh ones, so that where a process's
+code and data happen to land in memory (a few percent either way) varies from round to round too. In each round an op runs REPEAT times `number` calls in each
 tree, and the best run gives that round's time per call (the least noisy figure on a shared machine);
 a tree's figure is the median of its rounds, and the ratio after/before the median of the rounds'
 ratios (round r of after over round r of before), with their range. The clock is the process's CPU
@@ -321,16 +322,19 @@ def compare(args):
     spans = {name: (statement, on) for name, statement, on in OPS}
     status = sys.stderr.isatty()
     started = time.perf_counter()
-    trees = []
-    try:
-        for label in ("before", "after"):
-            trees.append(Tree(label, getattr(args, label)))
-        before, after = trees
-        number = before.ask(do="calibrate", ops=names, seconds=RUN_SECONDS, clock=args.clock)["number"]
-        after.ask(do="warm up", ops=names, number=number, clock=args.clock)
-        times = {"before": [], "after": []}
-        for round_ in range(args.rounds):
+    times, number, info = {"before": [], "after": []}, None, None
+    for round_ in range(args.rounds):
+        # fresh processes each round: where a process's code and data land in memory makes it a few
+        # percent faster or slower than another of the same tree, so that this varies between rounds too
+        trees = []
+        try:
+            for label in ("before", "after"):
+                trees.append(Tree(label, getattr(args, label)))
+            if number is None:  # the calls per run, the same for both trees and every round
+                number = trees[0].ask(do="calibrate", ops=names, seconds=RUN_SECONDS, clock=args.clock)["number"]
+                info = trees[0].info
             for tree in trees:
+                tree.ask(do="warm up", ops=names, number=number, clock=args.clock)
                 times[tree.label].append({})
             for count, name in enumerate(names):
                 if status:
@@ -339,11 +343,11 @@ def compare(args):
                 for tree in trees:  # before, after, before, after, ...
                     times[tree.label][-1][name] = tree.ask(do="time", op=name, number=number[name],
                                                            repeat=REPEAT, clock=args.clock)["best"]
-        if status:
-            print("\r" + " " * 50 + "\r", end="", file=sys.stderr, flush=True)
-    finally:
-        for tree in trees:
-            tree.close()
+        finally:
+            for tree in trees:
+                tree.close()
+    if status:
+        print("\r" + " " * 50 + "\r", end="", file=sys.stderr, flush=True)
 
     results = {}
     for name in names:
@@ -356,7 +360,6 @@ def compare(args):
                          "before_rounds_us": [t * 1e6 for t in b], "after_rounds_us": [t * 1e6 for t in a]}
     rows, marked, mean = table(results, names, spans)
     cpu = machine()
-    info = before.info
     clock = {"cpu": "CPU time", "wall": "wall-clock time"}[args.clock]
     rounds = f"{args.rounds} round" + ("s" if args.rounds > 1 else "")
     print(f"tinyattn per-op times, before: {args.before}")
