@@ -478,6 +478,22 @@ def masked_assign(target, mask, value):
         target[...] = xp.where(mask, value, target)
 
 
+def pick_columns(x, columns):
+    """x[i, columns[i]] for every row i of a matrix x: each row's entry at its own column (a loss's
+    target class). NumPy's own indexing on NumPy arrays (the standard's take_along_axis costs more)."""
+    if type(x) is np.ndarray:
+        return x[np.arange(x.shape[0]), columns]
+    return namespace(x).take_along_axis(x, columns[:, None], axis=1)[:, 0]
+
+
+def one_hot(labels, classes, dtype):
+    """A (len(labels), classes) matrix of `dtype` (the array library's): 1 at each row's label, 0 elsewhere."""
+    if type(labels) is np.ndarray:
+        return (np.arange(classes)[None, :] == labels[:, None]).astype(dtype)
+    xp = namespace(labels)
+    return xp.astype(xp.arange(classes, **creation_kwargs(xp))[None, :] == labels[:, None], dtype)
+
+
 # ---------------------------------------------------------------------------------------------
 # sums and maxima NumPy does slowly
 
@@ -508,6 +524,14 @@ def sum_along(x, axis, keepdims=False):
     if type(x) is np.ndarray and x.dtype.kind == "f":
         return np.add.reduce(x, axis=axis, keepdims=keepdims)  # what np.sum calls, without its wrappers
     return xp.sum(x, axis=axis, keepdims=keepdims)
+
+
+def sum_all(x):
+    """The sum of all of x's elements, as `xp.sum(x)` computes it; for a NumPy array the call np.sum
+    makes (np.add.reduce), without its wrappers, which cost more than the sum of a small array."""
+    if type(x) is np.ndarray:
+        return np.add.reduce(x, axis=None)
+    return namespace(x).sum(x)
 
 
 def mean_along(x, axis, count, keepdims=False):

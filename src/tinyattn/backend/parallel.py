@@ -16,6 +16,11 @@ for arrays big enough that the hand-over (some microseconds) pays.
 Arrays larger than the caches (LARGE elements and more) go through `map_blocks` / `each_block`:
 in blocks of BLOCK_ELEMENTS that each pass through a whole fused op while they are in the cache,
 the blocks shared out to every thread, always on (not only where `enabled`).
+
+What the ops call, one line each beside their math: `map_rows` (rows split over the threads),
+`map_blocks` (a large array in cache-sized blocks, on every thread), `map_last_axis` (math along the
+last axis, softmax's, in blocks of whole matrices or aligned rows), `map_batch` (stacks of matrices
+split by their batch, attention's) and `each_block` (work in place, an optimizer's update).
 """
 
 import contextlib

@@ -20,20 +20,20 @@ class CrossEntropyOp(Op):
         xp = ctx.xp
         shifted = logits - backend.max_for_shift(logits, 1)
         log_total = xp.log(backend.sum_along(xp.exp(shifted), (1,), keepdims=True))
-        if ignore_index is None:  # (NumPy only: see F._plain_class_batch; NumPy's calls, no wrappers)
-            picked = shifted[np.arange(target.shape[0]), target] - log_total[:, 0]
+        if ignore_index is None:  # (NumPy only: see F._plain_class_batch)
+            picked = backend.pick_columns(shifted, target) - log_total[:, 0]
             losses = -picked
             ctx.save_for_backward(shifted, log_total, target, None, None)
             ctx.reduction = reduction
             if reduction == "none":
                 return losses
-            total = np.add.reduce(losses)  # what xp.sum calls
+            total = backend.sum_all(losses)
             return total / logits.dtype.type(target.shape[0]) if reduction == "mean" else total  # (N ones summed)
         else:
             valid = target != ignore_index
             safe_target = xp.where(valid, target, 0)
             if logits.shape[1]:
-                picked = xp.take_along_axis(shifted, safe_target[:, None], axis=1)[:, 0] - log_total[:, 0]
+                picked = backend.pick_columns(shifted, safe_target) - log_total[:, 0]
             else:  # no classes: every target was ignored (class_rows checked), nothing to pick
                 picked = xp.zeros(target.shape, dtype=logits.dtype, **backend.creation_kwargs(xp))
             losses = xp.where(valid, -picked, 0.0)
@@ -52,15 +52,13 @@ class CrossEntropyOp(Op):
         shifted, log_total, target, valid, count = ctx.saved_tensors
         xp = ctx.xp
         probs = xp.exp(shifted - log_total)
+        one_hot = backend.one_hot(target, probs.shape[1], probs.dtype)
         if valid is None:  # every row counts, with a weight of 1 (which would change no bit); NumPy only
-            one_hot = (np.arange(probs.shape[1])[None, :] == target[:, None]).astype(probs.dtype)
             if ctx.reduction == "none":
                 return (probs - one_hot) * grad[:, None], None, None, None
-            count = shifted.dtype.type(shifted.shape[0])
-            scale = grad / np.maximum(count, 1) if ctx.reduction == "mean" else grad
+            count = shifted.dtype.type(shifted.shape[0])  # (at least 1 row: see F._plain_class_batch)
+            scale = grad / count if ctx.reduction == "mean" else grad
             return (probs - one_hot) * scale, None, None, None
-        classes = xp.arange(probs.shape[1], **backend.creation_kwargs(xp))
-        one_hot = xp.astype(classes[None, :] == target[:, None], probs.dtype)
         weight = xp.astype(valid, probs.dtype)[:, None]
         if ctx.reduction == "none":
             weight = weight * grad[:, None]
