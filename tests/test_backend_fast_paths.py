@@ -1,10 +1,11 @@
-"""The NumPy fast paths in backend.py give what the plain formulas give."""
+"""The NumPy fast paths of tinyattn.backend give what the plain formulas give."""
 
 import math
 import pathlib
 import re
 
 import numpy as np
+import pytest
 from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -139,3 +140,29 @@ def test_matrix_transpose_is_a_view_of_the_last_two_axes(xp_backend):
     x = xp.reshape(xp.arange(24, dtype=xp.float32, **backend.creation_kwargs(xp)), (2, 3, 4))
     np.testing.assert_array_equal(backend.to_host(backend.matrix_transpose(x)),
                                   np.arange(24, dtype=np.float32).reshape(2, 3, 4).swapaxes(-1, -2))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_losses_helpers_give_the_plain_formulas(xp_backend, seed):
+    # pick_columns, one_hot and sum_all take NumPy's own calls on NumPy arrays and the standard's elsewhere
+    rng = np.random.default_rng(seed)
+    rows, classes = rng.integers(1, 40), rng.integers(1, 9)
+    values = rng.standard_normal((rows, classes)).astype(np.float32)
+    labels = rng.integers(0, classes, rows)
+    x, ids = backend.from_host(values, "cpu"), backend.from_host(labels, "cpu")
+    assert backend.is_numpy(x) == (xp_backend == "numpy")
+    np.testing.assert_array_equal(backend.to_host(backend.pick_columns(x, ids)), values[np.arange(rows), labels])
+    hot = backend.to_host(backend.one_hot(ids, classes, x.dtype))
+    assert hot.dtype == np.float32 and hot.shape == (rows, classes)
+    np.testing.assert_array_equal(hot, np.eye(classes, dtype=np.float32)[labels])
+    assert backend.to_host(backend.sum_all(x)).tobytes() == np.sum(values).tobytes()
+
+
+def test_all_in_range_sees_every_id_out_of_range(xp_backend):
+    for values, count, expected in (([0, 4, 2], 5, True), ([0, 5], 5, False), ([-1, 2], 5, False),
+                                    ([], 5, True), ([3], 0, False), ([-2**63], 5, False)):
+        for dtype in ("int64", "int32"):
+            if dtype == "int32" and values == [-2**63]:
+                continue
+            ids = backend.from_host(np.array(values, dtype=dtype), "cpu")
+            assert backend.all_in_range(ids, count) is expected, (values, count, dtype)

@@ -228,6 +228,91 @@ def test_each_block_works_in_place_on_every_thread(monkeypatch, restore_threads)
     np.testing.assert_array_equal(small, 0.5)
 
 
+def test_map_last_axis_splits_stacks_into_whole_matrices_and_matrices_into_aligned_rows(monkeypatch):
+    monkeypatch.setattr(parallel, "BLOCK_ELEMENTS", SMALL_BLOCK)
+    monkeypatch.setattr(parallel, "LARGE", SMALL_LARGE)
+    seen = []
+
+    def plain(rows):
+        return rows / rows.sum(axis=-1, keepdims=True)  # each row on its own
+
+    def normalized(part):  # records what each block is
+        seen.append(part.shape)
+        assert not parallel.in_blocks(part)
+        return plain(part)
+
+    stack = np.random.default_rng(0).random((6, 5, 32, 64))  # 61,440 elements: matrices of 2,048
+    np.testing.assert_array_equal(parallel.map_last_axis(normalized, stack), plain(stack))
+    assert len(seen) > 1 and all(shape[1:] == (32, 64) for shape in seen)  # whole matrices of the stack
+    assert sum(shape[0] for shape in seen) == 30
+    seen.clear()
+    matrix = np.random.default_rng(1).random((1000, 24))
+    np.testing.assert_array_equal(parallel.map_last_axis(normalized, matrix), plain(matrix))
+    starts = np.cumsum([0] + [shape[0] for shape in seen])
+    assert len(seen) > 1 and starts[-1] == 1000 and all(start % parallel.ROW_ALIGN == 0 for start in starts[:-1])
+
+
+def test_map_last_axis_computes_what_it_cannot_split_whole_once(monkeypatch):
+    # a function that calls map_last_axis on its own argument (as softmax_forward does) ends for arrays that
+    # are not split: a large 1-D array, a strided one, a small one, arrays of two shapes
+    monkeypatch.setattr(parallel, "BLOCK_ELEMENTS", SMALL_BLOCK)
+    monkeypatch.setattr(parallel, "LARGE", SMALL_LARGE)
+    calls = []
+
+    def doubled(x, y=None):
+        if parallel.in_blocks(x):
+            return parallel.map_last_axis(doubled, x) if y is None else parallel.map_last_axis(doubled, x, y)
+        calls.append(x.shape)
+        return x * 2 if y is None else x + y
+
+    big = np.arange(SMALL_LARGE * 2, dtype=np.float64)
+    for x, y in ((big, None), (big.reshape(64, -1).T, None), (big[:100].reshape(10, 10), None),
+                 (big.reshape(64, -1), big.reshape(64, -1)[:, :1])):
+        calls.clear()
+        np.testing.assert_array_equal(doubled(x, y), x * 2 if y is None else x + y)
+        assert calls == [x.shape]  # once, whole
+    assert not parallel.in_blocks(big.reshape(64, -1)[:, ::2])
+
+
+def test_map_last_axis_out_works_in_place_and_returns_that_array(monkeypatch, restore_threads):
+    monkeypatch.setattr(parallel, "BLOCK_ELEMENTS", SMALL_BLOCK)
+    monkeypatch.setattr(parallel, "LARGE", SMALL_LARGE)
+    threads.set_num_threads(2)
+    y = np.random.default_rng(2).random((8, 4, 16, 32))
+    g = np.random.default_rng(3).random(y.shape)
+    expected = g - y
+
+    def subtract_in_place(y_part, g_part):
+        g_part -= y_part
+        return g_part
+
+    assert parallel.map_last_axis(subtract_in_place, y, g, out=g) is g
+    np.testing.assert_array_equal(g, expected)
+
+
+def test_map_batch_splits_the_batch_and_shares_what_the_batch_shares(monkeypatch, restore_threads):
+    monkeypatch.setattr(parallel, "enabled", True)
+    monkeypatch.setattr(parallel, "MIN_ELEMENTS_PER_PART", 64)
+    threads.set_num_threads(2)
+    rng = np.random.default_rng(4)
+    q, k = rng.random((64, 3, 4, 5)), rng.random((64, 3, 6, 5))  # (pieces of whole blocks of ROW_ALIGN items)
+    shared_mask, batch_bias = rng.random((4, 6)) > 0.5, rng.random((64, 1, 4, 6))
+    pieces = []
+
+    def scores(q, k, mask, bias, nothing):
+        pieces.append(len(q))
+        assert mask is shared_mask and nothing is None  # shared by the batch: whole to every piece
+        return np.where(mask, q @ np.swapaxes(k, -1, -2) + bias, 0.0)
+
+    got = parallel.map_batch(scores, q, k, shared_mask, batch_bias, None, matched=2)
+    assert len(pieces) == 2 and sum(pieces) == 64
+    pieces.clear()
+    np.testing.assert_array_equal(got, scores(q, k, shared_mask, batch_bias, None))
+    pieces.clear()
+    parallel.map_batch(scores, q, k[:1], shared_mask, batch_bias, None, matched=2)  # batch dims differ: whole
+    assert pieces == [64]
+
+
 def test_an_error_in_a_block_reaches_the_caller(monkeypatch, restore_threads):
     monkeypatch.setattr(parallel, "BLOCK_ELEMENTS", SMALL_BLOCK)
     monkeypatch.setattr(parallel, "LARGE", SMALL_LARGE)

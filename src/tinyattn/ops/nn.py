@@ -298,7 +298,8 @@ class AttentionOp(Op):
     @staticmethod
     def forward(ctx, q, k, v, blocked, bias, scale, keep):
         xp = ctx.xp
-        context, weights = parallel.map_batch(lambda *parts: attention_forward(xp, *parts, scale), q, k, v, blocked, bias, keep)
+        context, weights = parallel.map_batch(lambda *parts: attention_forward(xp, *parts, scale),
+                                              q, k, v, blocked, bias, keep)
         # what PyTorch's attention on the CPU saves: v as it is (changed in place, backward raises) and
         # q and k as copies (it keeps them scaled), so that changing q or k in place later is fine
         needs_q, needs_k = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
