@@ -2091,9 +2091,12 @@ def public_callables():
     names = {f"tinyattn.{n}" for n in dir(tinyattn)
              if not n.startswith("_") and callable(getattr(tinyattn, n)) and not inspect.ismodule(getattr(tinyattn, n))}
     names |= {f"Tensor.{n}" for n in dir(tinyattn.Tensor) if not n.startswith("_")}
-    names |= {f"Tensor.{n}" for n in vars(tinyattn.Tensor)
+    # the operators Tensor defines, in its class or in the classes it is made of (tinyattn/tensor/, tensor_core.py)
+    own_classes = [cls for cls in tinyattn.Tensor.__mro__ if cls.__module__.startswith("tinyattn")]
+    names |= {f"Tensor.{n}" for cls in own_classes for n in vars(cls)
               if n.startswith("__") and n not in ("__init__", "__module__", "__doc__", "__slots__", "__weakref__",
-                                                   "__slotnames__")}  # (copyreg's cache, once a tensor is pickled)
+                                                   "__slotnames__",  # (copyreg's cache, once a tensor is pickled)
+                                                   "__qualname__", "__firstlineno__", "__static_attributes__")}
     names |= {f"F.{n}" for n, v in vars(tF).items()
               if not n.startswith("_") and inspect.isfunction(v) and v.__module__.startswith(tF.__name__)}
     names |= {f"linalg.{n}" for n in tinyattn.linalg.__all__}

@@ -19,6 +19,7 @@ from hypothesis import given, strategies as st
 
 import tinyattn
 from tinyattn import functions, random as trandom
+from tinyattn.tensor.creation import _layout_strides
 from tinyattn.app import checkpoint
 
 # ---------------------------------------------------------------- helpers
@@ -219,7 +220,7 @@ def test_like_creators_match_pytorch(torch, layout, like, dtype):
     assert_close_in_ulps(as_numpy(ours), theirs.numpy())
     # laid out as PyTorch's empty_like lays it out (the stride of an axis of size 1 is never used)
     long_axes = [axis for axis, size in enumerate(theirs.shape) if size > 1]
-    assert [functions._layout_strides(ours)[a] for a in long_axes] == [theirs.stride()[a] for a in long_axes]
+    assert [_layout_strides(ours)[a] for a in long_axes] == [theirs.stride()[a] for a in long_axes]
 
 
 @pytest.mark.parametrize("layout", ["transposed", "transposed, 16 or more", "strided", "permuted", "contiguous"])

@@ -14,10 +14,8 @@ import warnings
 import numpy as np
 
 from .. import dtypes
-from ..tensor_core import Size
-from .forms import all, any
+from ..tensor import Size, Tensor
 from ..tensor.creation import _from_host, empty, tensor
-from ..tensor import Tensor
 
 
 class TensorType(type):
