@@ -9,8 +9,8 @@ shapes, numbers), promotion.py (PyTorch's type promotion), index_keys.py (what x
 The tensor's data slots and version counter are TensorCore's, in tinyattn/tensor_core.py.
 """
 
-from ..tensor_core import Size, _check_fits  # noqa: F401  (re-exported: where the library imports them from)
-from .arguments import _check_not_bool, _dim, _floating, _shape_arg, _value_to_write, parse_to_args  # noqa: F401
-from .promotion import result_dtype  # noqa: F401
+# what the rest of the library imports from here
+from ..tensor_core import Size  # noqa: F401
+from .arguments import _dim, _value_to_write, parse_to_args  # noqa: F401
 from .reductions import vector_norm  # noqa: F401
 from .tensor import Tensor  # noqa: F401
