@@ -166,3 +166,21 @@ def test_all_in_range_sees_every_id_out_of_range(xp_backend):
                 continue
             ids = backend.from_host(np.array(values, dtype=dtype), "cpu")
             assert backend.all_in_range(ids, count) is expected, (values, count, dtype)
+
+
+def test_numpy_class_rows_takes_only_the_plain_case():
+    logits = np.zeros((3, 5), dtype=np.float32)
+    assert backend.numpy_class_rows(logits, np.array([0, 4, 2]))
+    refused = [
+        (logits, np.array([0, 5, 2])),  # a class out of range
+        (logits, np.array([0, -1, 2])),  # a negative one (read as unsigned: above any count)
+        (logits, np.array([0, 4, 2], dtype=np.int32)),  # not int64
+        (logits, np.array([0, 4])),  # not one target per row
+        (logits.astype(np.int64), np.array([0, 4, 2])),  # integer logits
+        (np.zeros((3, 0), dtype=np.float32), np.array([0, 0, 0])),  # no classes
+        (np.zeros((0, 5), dtype=np.float32), np.zeros(0, dtype=np.int64)),  # no rows
+        (np.zeros((3, 5, 2), dtype=np.float32), np.array([0, 4, 2])),  # not a matrix
+        (logits.tolist(), np.array([0, 4, 2])),  # not NumPy arrays
+    ]
+    for logits_given, targets in refused:
+        assert not backend.numpy_class_rows(logits_given, targets), (logits_given, targets)

@@ -318,13 +318,16 @@ def is_numpy(array):
     return type(array) is np.ndarray
 
 
+INT64 = np.dtype(np.int64)  # NumPy's int64 (arrays of it share this one object: told by `is`, at once)
+
+
 def all_in_range(ids, count):
     """Whether every integer of `ids` lies in [0, count) (True where there are none).
 
     For NumPy int64 ids one reduction decides: a negative id read as unsigned is above any count.
     Other arrays: their minimum and maximum."""
-    if type(ids) is np.ndarray and ids.dtype == np.int64:
-        return not ids.size or int(np.maximum.reduce(ids.view(np.uint64), axis=None)) < count
+    if type(ids) is np.ndarray and ids.dtype is INT64:
+        return not ids.size or int(np.maximum.reduce(ids.view(np.uint64), None)) < count
     if not math.prod(ids.shape):
         return True
     xp = namespace(ids)
@@ -478,6 +481,18 @@ def masked_assign(target, mask, value):
         target[...] = xp.where(mask, value, target)
 
 
+def numpy_class_rows(logits, targets):
+    """Whether a classification loss's arguments are the common case on the CPU: NumPy (N, C) float
+    logits with C > 0 and (N,) int64 targets, 0 < N < 2**24, every target in [0, C) (one reduction:
+    a negative target read as unsigned is above any C). Checked at once, where the general path's
+    checks cost more than the loss of a small batch."""
+    if not (type(logits) is np.ndarray and type(targets) is np.ndarray and logits.ndim == 2
+            and logits.dtype.kind == "f" and targets.dtype == INT64 and targets.shape == logits.shape[:1]
+            and 0 < targets.shape[0] < 2**24 and logits.shape[1]):
+        return False
+    return int(np.maximum.reduce(targets.view(np.uint64), None)) < logits.shape[1]
+
+
 def pick_columns(x, columns):
     """x[i, columns[i]] for every row i of a matrix x: each row's entry at its own column (a loss's
     target class). NumPy's own indexing on NumPy arrays (the standard's take_along_axis costs more)."""
@@ -530,7 +545,7 @@ def sum_all(x):
     """The sum of all of x's elements, as `xp.sum(x)` computes it; for a NumPy array the call np.sum
     makes (np.add.reduce), without its wrappers, which cost more than the sum of a small array."""
     if type(x) is np.ndarray:
-        return np.add.reduce(x, axis=None)
+        return np.add.reduce(x, None)
     return namespace(x).sum(x)
 
 

@@ -377,13 +377,8 @@ def _pad_positions(mode, n, before, after, device):
 def _plain_class_batch(input, target, ignore_index):
     """Whether cross_entropy's arguments are the common case, which class_rows would pass as they
     are: NumPy (N, C) float logits, (N,) int64 targets all in [0, C), ignore_index not among them."""
-    logits, targets = input.array, target.array
-    if not (backend.is_numpy(logits) and backend.is_numpy(targets) and logits.ndim == 2
-            and logits.dtype.kind == "f" and target.dtype is dtypes.int64 and targets.shape == logits.shape[:1]
-            and 0 < targets.shape[0] < 2**24 and logits.shape[1]):
-        return False
-    classes = logits.shape[1]
-    return not 0 <= ignore_index < classes and backend.all_in_range(targets, classes)
+    logits = input.array
+    return backend.numpy_class_rows(logits, target.array) and not 0 <= ignore_index < logits.shape[1]
 
 
 def check_reduction(reduction):
