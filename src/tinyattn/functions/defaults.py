@@ -5,10 +5,6 @@ import warnings
 from .. import backend, dtypes
 
 
-# ---------------------------------------------------------------------------------------------
-# library-wide defaults
-
-
 def set_default_dtype(d):
     """The dtype of new float tensors (tensor([1.5]), zeros(3), layers' weights): float32 (the
     default) or float64. Python floats mixed with tensors follow it too, as in PyTorch."""

@@ -10,14 +10,14 @@ import warnings
 import numpy as np
 
 from .. import backend, dtypes, numpy_names, ops
-from ..errors import ShapeError
 from ..autograd import no_grad
+from ..errors import ShapeError
 from ..ops import Cat, Stack, normalize_dim
+from ..tensor import Tensor
 from ..tensor.arguments import _shape_arg
 from ..tensor.creation import _float_dtype, _from_host, arange, generator_or_default, linspace
 from ..tensor.indexing import _where
 from ..tensor.promotion import result_dtype
-from ..tensor import Tensor
 
 
 # ---------------------------------------------------------------------------------------------

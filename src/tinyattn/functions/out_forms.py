@@ -2,18 +2,13 @@
 `torch.rand(2, 2, out=c)`). Without out= each returns a new tensor, as the method does.
 """
 
-from .forms import maximum, minimum
 from ..autograd import grad_mode, no_grad
+from ..tensor import Tensor
 from ..tensor.arguments import _shape_arg
 from ..tensor.creation import _NUMPY_DTYPES, _float_dtype, _from_host, generator_or_default, tensor
-from ..tensor.products import _matmul
 from ..tensor.inplace import _DTYPE_WORDS, _into
-from ..tensor import Tensor
-
-
-# ---------------------------------------------------------------------------------------------
-# out=: the result written into a given tensor (`torch.add(a, b, out=c)`, `torch.rand(2, 2, out=c)`).
-# These are `tinyattn.add`, `tinyattn.rand`, ...: without out= each returns a new tensor.
+from ..tensor.products import _matmul
+from .forms import maximum, minimum
 
 
 def _tensor_operand(input, other):

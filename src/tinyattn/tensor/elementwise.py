@@ -7,11 +7,11 @@ import numpy as np
 from .. import backend, dtypes, numpy_names, ops, tensor_core
 from ..errors import ShapeError
 from ..tensor_core import TensorCore
-from .creation import tensor
 from .arguments import _check_not_bool, _dims_or_none, _floating, _scalar
 from .promotion import (_binary, _bitwise, _check_bitwise, _check_integer_divisor, _check_no_bool_negation,
                         _check_no_bool_subtraction, _floor_divide, _inplace_operand, _no_grad_binary,
                         _promoted_arrays, _remainder, result_dtype)
+from .creation import tensor
 from .indexing import _where
 
 
@@ -145,8 +145,8 @@ def true_divide_(input, other):
     return input.div_(other)
 
 
-class MathMethods:
-    """The elementwise methods of tinyattn.Tensor (see tensor.py)."""
+class ElementwiseMethods:
+    """The elementwise methods of tinyattn.Tensor: arithmetic, comparisons, math."""
 
     __slots__ = ()  # a mixin of Tensor, which keeps its numbers in TensorCore's slots
 

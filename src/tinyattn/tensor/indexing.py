@@ -71,7 +71,7 @@ def index_add_(input, dim, index, source, *, alpha=1):
 
 
 class IndexingMethods:
-    """The indexing methods of tinyattn.Tensor (see tensor.py)."""
+    """The indexing, masking, sorting and scattering methods of tinyattn.Tensor."""
 
     __slots__ = ()  # a mixin of Tensor, which keeps its numbers in TensorCore's slots
 

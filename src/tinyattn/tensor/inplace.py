@@ -15,9 +15,7 @@ from ..tensor_core import TensorCore
 from . import creation
 from .arguments import _scalar, _value_to_write
 from .promotion import _inplace_operand
-from .creation import _from_host, generator_or_default
 from .shapes import resize_
-from ..autograd import grad_mode
 
 
 # in-place arithmetic that `Tensor._inplace_direct` runs as one NumPy call when there is no graph
@@ -32,7 +30,7 @@ def bernoulli(input, p=None, *, generator=None):
     for every element, when p is given). Drawn from PyTorch's CPU stream: one float32 uniform per
     element, in the probabilities' dtype (1 where it is below the probability); float64 uniforms
     for a number p (as Tensor.bernoulli_)."""
-    gen = generator_or_default(generator)
+    gen = creation.generator_or_default(generator)
     if p is not None:
         return input.new_empty(input.shape).bernoulli_(p, generator=generator)
     if not input.dtype.is_floating_point:
@@ -43,14 +41,14 @@ def bernoulli(input, p=None, *, generator=None):
     # float32 uniforms for float32 probabilities, float64 for float64, in index order whatever input's
     # layout (PyTorch draws into a contiguous tensor, whose memory order leads the fill)
     uniforms = gen.uniform(probs.shape, probs.dtype)
-    return _from_host((uniforms < probs).astype(probs.dtype), input.dtype, input.device, False)
+    return creation._from_host((uniforms < probs).astype(probs.dtype), input.dtype, input.device, False)
 
 
 def random_(input, from_=0, to=None, *, generator=None):
     """Fill with random integers (as numbers of the tensor's dtype): random_(to) in [0, to),
     random_(from_, to) in [from_, to) (PyTorch's randint stream), random_() in [0, 2**mantissa] for
     floats and [0, 2**63) for int64. Written `from` in PyTorch; tinyattn takes it positionally."""
-    gen = generator_or_default(generator)
+    gen = creation.generator_or_default(generator)
     strides = creation._fill_strides(input)  # (PyTorch fills in memory order)
     if to is None and from_ != 0:
         from_, to = 0, from_
@@ -79,7 +77,7 @@ def _into(out, result, name):
     an `out` of another shape resized (with PyTorch's warning unless it was empty). Returns out."""
     if not isinstance(out, TensorCore):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if grad_mode.enabled and (result.requires_grad or out.requires_grad):
+    if autograd.grad_mode.enabled and (result.requires_grad or out.requires_grad):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
     narrowing = (result.dtype.is_floating_point and not out.dtype.is_floating_point
@@ -99,7 +97,7 @@ def _into(out, result, name):
 
 
 class InPlaceMethods:
-    """The inplace methods of tinyattn.Tensor (see tensor.py)."""
+    """The in-place methods of tinyattn.Tensor and the machinery they share."""
 
     __slots__ = ()  # a mixin of Tensor, which keeps its numbers in TensorCore's slots
 

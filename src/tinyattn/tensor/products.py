@@ -113,7 +113,7 @@ def cross(input, other, dim=None, *, axis=None):
 
 
 class ProductMethods:
-    """The products methods of tinyattn.Tensor (see tensor.py)."""
+    """The matrix products of tinyattn.Tensor, and its linear algebra."""
 
     __slots__ = ()  # a mixin of Tensor, which keeps its numbers in TensorCore's slots
 

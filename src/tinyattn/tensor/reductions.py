@@ -117,7 +117,7 @@ def dist(input, other, p=2):
 
 
 class ReductionMethods:
-    """The reductions methods of tinyattn.Tensor (see tensor.py)."""
+    """The reductions of tinyattn.Tensor: over all elements or along dims."""
 
     __slots__ = ()  # a mixin of Tensor, which keeps its numbers in TensorCore's slots
 

@@ -11,10 +11,9 @@ import numpy as np
 from .. import autograd, backend, dtypes, numpy_names, ops, storage, tensor_core
 from ..errors import ShapeError
 from ..tensor_core import Size, TensorCore
-from .creation import tensor
 from .arguments import _check_not_0d, _dim, _dims_tuple, _reshape_arg, _scalar, _shape_arg
 from .index_keys import _int_index
-from ..autograd import grad_mode
+from .creation import tensor
 
 
 # torch.* functions that are Tensor methods too (x.asin() is tinyattn.asin(x)): the class below
@@ -39,7 +38,7 @@ def _become(tensor, result, name):
     """Make `tensor` hold `result` (same elements, a new shape): squeeze_, unsqueeze_, resize_.
     Recorded like an in-place op; refused on a view while recording, where PyTorch would have to
     rewrite the view's base too."""
-    recording = grad_mode.enabled and tensor.requires_grad
+    recording = autograd.grad_mode.enabled and tensor.requires_grad
     tensor._check_inplace(recording)
     if recording and tensor._base is not None:
         raise RuntimeError(f"{name} of a view of another tensor while gradients are recorded: write "
@@ -119,7 +118,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
 
 
 class ShapeMethods:
-    """The shapes methods of tinyattn.Tensor (see tensor.py)."""
+    """The shape and view methods of tinyattn.Tensor, and how its numbers lie in memory."""
 
     __slots__ = ()  # a mixin of Tensor, which keeps its numbers in TensorCore's slots
 

@@ -22,7 +22,7 @@ from .products import ProductMethods
 from .reductions import ReductionMethods
 from .shapes import ShapeMethods
 from .indexing import IndexingMethods
-from .elementwise import MathMethods
+from .elementwise import ElementwiseMethods
 from .inplace import InPlaceMethods
 
 
@@ -34,7 +34,7 @@ NON_LEAF_GRAD = (
 )
 
 
-class Tensor(TensorCore, MathMethods, ReductionMethods, ProductMethods, ShapeMethods,
+class Tensor(TensorCore, ElementwiseMethods, ReductionMethods, ProductMethods, ShapeMethods,
              IndexingMethods, InPlaceMethods):
     """A tensor: its numbers (`array`) and its place in the autograd graph (`grad_fn`, `grad`)."""
 
