@@ -32,11 +32,8 @@ catch every mistake the exercises plant; without Hypothesis the random cases do 
 report says so. `tinyattn exercises start DIR --solutions` writes the reference solutions instead.
 """
 
-from . import (e01_add, e02_mul, e03_sum, e04_mean, e05_matmul, e06_exp_log, e07_relu, e08_gelu, e09_softmax,
-               e10_log_softmax, e11_cross_entropy, e12_layer_norm, e13_embedding, e14_dropout, e15_masked_fill,
-               e16_causal_head, e17_multi_head_attention, e18_topological_order, e19_accumulate, e20_unbroadcast,
-               e21_saved, e22_apply, e23_mlp_batchnorm)
 from . import report
+from .catalog import EXERCISES
 from .checker import EXAMPLES, Result
 from .command import main
 from .course import Course, CourseError
@@ -46,11 +43,6 @@ from .diagnosis import Finding
 from .exercise import TRACKS, Exercise, Factor, Mistake, Suspect
 from .task import Task, Wrong, wrong
 
-EXERCISES = tuple(module.EXERCISE for module in (
-    e01_add, e02_mul, e03_sum, e04_mean, e05_matmul, e06_exp_log, e07_relu, e08_gelu, e09_softmax, e10_log_softmax,
-    e11_cross_entropy, e12_layer_norm, e13_embedding, e14_dropout, e15_masked_fill, e16_causal_head,
-    e17_multi_head_attention, e18_topological_order, e19_accumulate, e20_unbroadcast, e21_saved, e22_apply,
-    e23_mlp_batchnorm))
 
 
 def get(key):

@@ -184,7 +184,7 @@ def _load_course(folder):
     """A teacher's Course (--course), or tinyattn's own."""
     course = _course()
     if folder is None:
-        from . import EXERCISES
+        from .catalog import EXERCISES
 
         return course.Course(EXERCISES)
     try:
