@@ -51,6 +51,10 @@ IMPORT_STATEMENTS = [
     ("from tinyattn.backends import cudnn", "cudnn", "tinyattn.compat.backends.cudnn"),
     ("from tinyattn.backends import mps", "mps", "tinyattn.compat.backends.mps"),
     ("from tinyattn.backends import cuda", "cuda", "tinyattn.compat.backends.cuda"),
+    ("import tinyattn.backends.cudnn as cudnn", "cudnn", "tinyattn.compat.backends.cudnn"),
+    ("import tinyattn.backends.cudnn", "tinyattn.backends.cudnn", "tinyattn.compat.backends.cudnn"),
+    ("import tinyattn.backends.cuda", "tinyattn.backends.cuda", "tinyattn.compat.backends.cuda"),
+    ("import tinyattn.backends.mps", "tinyattn.backends.mps", "tinyattn.compat.backends.mps"),
     ("from tinyattn.distributed import init_process_group, destroy_process_group", "init_process_group",
      "tinyattn.compat.distributed.init_process_group"),
     ("from tinyattn.multiprocessing import spawn", "spawn", "tinyattn.compat.multiprocessing.spawn"),
@@ -161,7 +165,7 @@ def test_the_package_root_holds_the_engine_not_the_compatibility_modules():
     # beside a backends.py (torch.backends) any more
     at_root = {path.stem for path in PACKAGE.glob("*.py")} | {path.name for path in PACKAGE.iterdir() if path.is_dir()}
     assert not {name.split(".")[0] for name in compat.PYTORCH_MODULES} & at_root
-    assert "backend" in at_root and (COMPAT / "backends.py").is_file()
+    assert "backend" in at_root and (COMPAT / "backends" / "__init__.py").is_file()
 
 
 def test_a_missing_name_is_named_as_pytorch_names_it():
@@ -190,7 +194,7 @@ def _public_classes_and_functions():
 def test_each_class_and_function_is_found_again_under_the_name_it_records():
     # pickle writes a class or function as `__module__` and `__qualname__` and looks it up so when loading
     found = list(_public_classes_and_functions())
-    assert {"GradScaler", "autocast", "cudnn", "compile", "spawn", "init_process_group", "Event"} <= {
+    assert {"GradScaler", "autocast", "is_built", "compile", "spawn", "init_process_group", "Event"} <= {
         value.__name__ for value in found}
     for value in found:
         assert getattr(importlib.import_module(value.__module__), value.__qualname__) is value, value
@@ -200,10 +204,11 @@ def test_each_class_and_function_is_found_again_under_the_name_it_records():
 
 def _load_in_a_fresh_process(data):
     """What `pickle.loads(data)` gives in a new process that imported nothing before: the repr of its
-    type (or of itself, for a class) and, for a GradScaler, its state_dict."""
-    code = ("import pickle, sys, warnings; warnings.simplefilter('ignore')\n"
+    type (or of itself, for a class; where it lives, for a function) and, for a GradScaler, its state_dict."""
+    code = ("import pickle, sys, types, warnings; warnings.simplefilter('ignore')\n"
             "obj = pickle.loads(sys.stdin.buffer.read())\n"
-            "print(obj if isinstance(obj, type) else type(obj))\n"
+            "print(obj if isinstance(obj, type) else f'<function {obj.__module__}.{obj.__qualname__}>'\n"
+            "      if isinstance(obj, types.FunctionType) else type(obj))\n"
             "print(obj.state_dict() if hasattr(obj, 'state_dict') and not isinstance(obj, type) else {})")
     result = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True, timeout=120,
                             env=_env_with_this_tinyattn())
@@ -234,11 +239,13 @@ def test_a_pickled_gradscaler_loads_in_a_new_process():
                                       ("tinyattn.backends", "tinyattn.compat.backends")])
 def test_a_pickle_written_when_the_modules_stood_at_the_root_still_loads(old, new):
     # a file saved before the move names tinyattn.amp.GradScaler: it is the same class now
-    name = "cudnn" if old.endswith("backends") else "GradScaler"
+    name = "get_float32_matmul_precision" if old.endswith("backends") else "GradScaler"
     data = pickle.dumps(getattr(importlib.import_module(new), name), protocol=0)
     assert f"c{new}\n{name}\n".encode() in data
     old_data = data.replace(f"c{new}\n".encode(), f"c{old}\n".encode())
-    assert _load_in_a_fresh_process(old_data)[0] == f"<class '{new}.{name}'>"
+    kind = "function" if old.endswith("backends") else "class"
+    shown = f"<function {new}.{name}>" if kind == "function" else f"<class '{new}.{name}'>"
+    assert _load_in_a_fresh_process(old_data)[0] == shown
     if old == "tinyattn.amp":  # and a (CPU) scaler, pickled as its class and its __dict__
         scaler = _stepped_scaler()
         data = pickle.dumps(scaler, protocol=2).replace(new.encode(), old.encode())

@@ -18,8 +18,8 @@ import importlib
 import sys
 
 # the modules of this package, each named as PyTorch names it below `torch` (torch.cuda.amp: cuda.amp)
-PYTORCH_MODULES = ("_dynamo", "accelerator", "amp", "backends", "compiler", "cuda", "cuda.amp", "distributed",
-                   "multiprocessing")
+PYTORCH_MODULES = ("_dynamo", "accelerator", "amp", "backends", "backends.cuda", "backends.cudnn", "backends.mps",
+                   "compiler", "cuda", "cuda.amp", "distributed", "multiprocessing")
 
 ROOT = __name__.rpartition(".")[0]  # tinyattn
 

@@ -8,7 +8,7 @@ settings are kept and given back, starting from PyTorch's defaults, and change n
 setting is an AttributeError, as in PyTorch. The engine never reads this module.
 """
 
-from .backends import _Flags
+from .backends.cuda import _Flags  # (named flags that refuse a name they do not know, as PyTorch's)
 from .compiler import disable, is_compiling, reset  # noqa: F401  (torch._dynamo.disable, ...)
 
 
