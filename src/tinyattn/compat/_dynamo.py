@@ -38,3 +38,9 @@ def mark_static(t, index=None):
 
 
 maybe_mark_dynamic = mark_dynamic
+
+# a name this module lacks is named as programs reach it, tinyattn._dynamo (compat/__init__.py), and a PyTorch
+# name says so (tinyattn/missing.py)
+from .. import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr("tinyattn._dynamo")

@@ -29,8 +29,9 @@ def synchronize(device=None):
     """Wait for the GPU's queued work (a DeviceError without one)."""
     cuda.synchronize(device)
 
-# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py), under
-# the name programs reach it by, tinyattn.accelerator (compat/__init__.py)
+# a name this module lacks is named as programs reach it, tinyattn.accelerator (compat/__init__.py), and a PyTorch
+# name says so (tinyattn/missing.py); dir() lists the module's public names only, not what it imports
 from .. import missing as _missing  # noqa: E402
 
+__getattr__ = _missing.module_getattr("tinyattn.accelerator")
 __dir__ = _missing.module_dir("tinyattn.accelerator")

@@ -265,8 +265,9 @@ class GradScaler:
         if self._growth_tracker is not None:
             self._growth_tracker = state_dict["_growth_tracker"]
 
-# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py), under
-# the name programs reach it by, tinyattn.amp (compat/__init__.py)
+# a name this module lacks is named as programs reach it, tinyattn.amp (compat/__init__.py), and a PyTorch
+# name says so (tinyattn/missing.py); dir() lists the module's public names only, not what it imports
 from .. import missing as _missing  # noqa: E402
 
+__getattr__ = _missing.module_getattr("tinyattn.amp")
 __dir__ = _missing.module_dir("tinyattn.amp")

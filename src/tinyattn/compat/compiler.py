@@ -39,8 +39,9 @@ def is_compiling():
     """False: tinyattn never traces (PyTorch answers True inside code it is compiling)."""
     return False
 
-# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py), under
-# the name programs reach it by, tinyattn.compiler (compat/__init__.py)
+# a name this module lacks is named as programs reach it, tinyattn.compiler (compat/__init__.py), and a PyTorch
+# name says so (tinyattn/missing.py); dir() lists the module's public names only, not what it imports
 from .. import missing as _missing  # noqa: E402
 
+__getattr__ = _missing.module_getattr("tinyattn.compiler")
 __dir__ = _missing.module_dir("tinyattn.compiler")

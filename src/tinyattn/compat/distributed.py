@@ -39,8 +39,9 @@ def _no_process_group(*args, **kwargs):
 
 destroy_process_group = get_rank = get_world_size = barrier = all_reduce = broadcast = _no_process_group
 
-# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py), under
-# the name programs reach it by, tinyattn.distributed (compat/__init__.py)
+# a name this module lacks is named as programs reach it, tinyattn.distributed (compat/__init__.py), and a PyTorch
+# name says so (tinyattn/missing.py); dir() lists the module's public names only, not what it imports
 from .. import missing as _missing  # noqa: E402
 
+__getattr__ = _missing.module_getattr("tinyattn.distributed")
 __dir__ = _missing.module_dir("tinyattn.distributed")

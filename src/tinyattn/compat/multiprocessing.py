@@ -60,8 +60,9 @@ __all__ = list(_multiprocessing.__all__) + [
     "get_all_sharing_strategies", "get_sharing_strategy", "set_sharing_strategy", "spawn", "start_processes",
 ]
 
-# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py), under
-# the name programs reach it by, tinyattn.multiprocessing (compat/__init__.py)
+# a name this module lacks is named as programs reach it, tinyattn.multiprocessing (compat/__init__.py), and a PyTorch
+# name says so (tinyattn/missing.py); dir() lists the module's public names only, not what it imports
 from .. import missing as _missing  # noqa: E402
 
+__getattr__ = _missing.module_getattr("tinyattn.multiprocessing")
 __dir__ = _missing.module_dir("tinyattn.multiprocessing")

@@ -32,8 +32,9 @@ def get_float32_matmul_precision():
 from . import cuda, cudnn, mps  # noqa: E402,F401
 
 
-# dir() lists this module's public names only, not the modules it imports (tinyattn/missing.py), under
-# the name programs reach it by, tinyattn.backends (compat/__init__.py)
+# a name this module lacks is named as programs reach it, tinyattn.backends (compat/__init__.py), and a PyTorch
+# name says so (tinyattn/missing.py); dir() lists the module's public names only, not what it imports
 from ... import missing as _missing  # noqa: E402
 
+__getattr__ = _missing.module_getattr("tinyattn.backends")
 __dir__ = _missing.module_dir("tinyattn.backends")

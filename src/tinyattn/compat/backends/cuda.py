@@ -22,3 +22,10 @@ class _Flags:
 
 matmul = _Flags(allow_tf32=False, allow_fp16_reduced_precision_reduction=True,
                 allow_bf16_reduced_precision_reduction=True)
+
+
+# a name this module lacks is named as programs reach it, tinyattn.backends.cuda, and a PyTorch name says so
+from ... import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr("tinyattn.backends.cuda")
+__dir__ = _missing.module_dir("tinyattn.backends.cuda")

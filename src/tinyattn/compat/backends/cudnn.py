@@ -18,3 +18,10 @@ def is_available():
 def version():
     """The cuDNN version: None (tinyattn does not use it)."""
     return None
+
+
+# a name this module lacks is named as programs reach it, tinyattn.backends.cudnn, and a PyTorch name says so
+from ... import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr("tinyattn.backends.cudnn")
+__dir__ = _missing.module_dir("tinyattn.backends.cudnn")

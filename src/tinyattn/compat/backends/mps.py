@@ -9,3 +9,10 @@ def is_available():
 def is_built():
     """Whether this build supports MPS: False."""
     return False
+
+
+# a name this module lacks is named as programs reach it, tinyattn.backends.mps, and a PyTorch name says so
+from ... import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr("tinyattn.backends.mps")
+__dir__ = _missing.module_dir("tinyattn.backends.mps")

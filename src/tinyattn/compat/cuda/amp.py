@@ -24,3 +24,9 @@ class autocast(amp.autocast):
         warnings.warn("`tinyattn.cuda.amp.autocast(args...)` is deprecated. Please use "
                       "`tinyattn.amp.autocast('cuda', args...)` instead.", FutureWarning, stacklevel=2)
         super().__init__("cuda", enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)
+
+# a name this module lacks is named as programs reach it, tinyattn.cuda.amp (compat/__init__.py), and a PyTorch
+# name says so (tinyattn/missing.py)
+from ... import missing as _missing  # noqa: E402
+
+__getattr__ = _missing.module_getattr("tinyattn.cuda.amp")
