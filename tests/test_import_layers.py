@@ -163,10 +163,10 @@ def _modules(package_dir):
     return modules
 
 
-def _imported_modules(name, path, modules):
+def _imported_modules(name, path, modules, packages=False):
     """The package's modules that `name` imports. `from . import x` imports the module x when there is one,
-    else the package's __init__; imports of a package's __init__ are left out (it imports everything below
-    it, so every module would be in a circle with it)."""
+    else the package's __init__; imports of a package's __init__ are left out unless `packages` (a package's
+    __init__ that imports its modules is in a circle with any of them that imports it back)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -185,15 +185,15 @@ def _imported_modules(name, path, modules):
         for target in candidates:
             while target and target not in modules:  # `import a.b.c` where c is a name: its module a.b
                 target = target.rpartition(".")[0]
-            if target and target != name and modules[target].name != "__init__.py":
+            if target and target != name and (packages or modules[target].name != "__init__.py"):
                 found.add(target)
     return found
 
 
-def import_circles(package_dir):
+def import_circles(package_dir, packages=False):
     """The strongly connected components of the import graph with more than one module (Tarjan's algorithm)."""
     modules = _modules(package_dir)
-    graph = {name: _imported_modules(name, path, modules) for name, path in modules.items()}
+    graph = {name: _imported_modules(name, path, modules, packages) for name, path in modules.items()}
     index, low, stack, on_stack, circles = {}, {}, [], set(), []
 
     def visit(v):
@@ -226,6 +226,14 @@ def import_circles(package_dir):
 def test_no_import_circle_outside_the_allowed_ones():
     new = [sorted(c) for c in import_circles(PACKAGE) if not any(c <= allowed for allowed in ALLOWED_CIRCLES)]
     assert not new, f"import circles: {new}; break each (a lower module for what both need), never allow it"
+
+
+def test_no_import_circle_through_a_package_either():
+    # counting the imports of a package's __init__ too (`from . import x` where x is a name the package's
+    # __init__ defines, `import tinyattn`): a package whose __init__ holds code is a module like the others
+    new = [sorted(c) for c in import_circles(PACKAGE, packages=True)
+           if not any(c <= allowed for allowed in ALLOWED_CIRCLES)]
+    assert not new, f"import circles through a package's __init__: {new}"
 
 
 def test_the_circle_check_finds_a_circle(tmp_path):
@@ -283,30 +291,6 @@ ENGINE_READING_ORDER = [
 ]
 
 
-def _imports_counting_packages(name, path, modules):
-    """The package's modules and packages that `name` imports, a package's __init__ included."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            candidates = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
-            else:
-                base = node.module or ""
-            candidates = [c for c in (f"{base}.{alias.name}" for alias in node.names) if c in modules] or [base]
-        else:
-            continue
-        for target in candidates:
-            while target and target not in modules:
-                target = target.rpartition(".")[0]
-            if target and target != name:
-                found.add(target)
-    return found
-
-
 def reading_order_breaches(modules, order):
     """[(module, what it imports that comes later in `order` or is not in it)] for the modules `order` covers."""
     def entries_of(module):  # the positions of the entries that cover a module, or that a package holds
@@ -319,7 +303,7 @@ def reading_order_breaches(modules, order):
         if not own:
             continue  # not an engine module (a package that merely holds engine modules is checked through them)
         mine = own[0]
-        for target in sorted(_imports_counting_packages(name, path, modules)):
+        for target in sorted(_imported_modules(name, path, modules, packages=True)):
             if target == "tinyattn":
                 breaches.append((name, target))
                 continue

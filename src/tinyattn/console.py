@@ -12,6 +12,8 @@
 - `stdout_closed()`: what every command does when the reader of its output goes away
   (`tinyattn demo | head -5`): no traceback, stdout pointed at /dev/null, exit status 141.
 - `add_threads_option(parser, help_text)`: the `--threads N` of the commands that compute.
+- `short_path(path)`: a source file as a table shows it (`tinyattn/nn/attention.py`, `train.py`);
+  `format_bytes(n)`: "512 B", "1.5 KiB", ... (what a trace's table and its page print).
 
 It sits at the package root, below the library, because the library's own commands use it too
 (`tinyattn exercises`, `gradcheck`, `see`, `coverage`), not only the app's (tinyattn.app). The progress bar
@@ -152,3 +154,36 @@ def positive_int(text):
 def add_threads_option(parser, help_text):
     """`--threads N`: how many threads compute (tinyattn.set_num_threads); `help_text` says the default."""
     parser.add_argument("--threads", type=positive_int, metavar="N", help=help_text)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # tinyattn/
+_short_paths = {}
+
+
+def short_path(path):
+    """A path to show: relative to the package's parent, or to the working directory, or the name."""
+    short = _short_paths.get(path)
+    if short is None:
+        if not path:
+            short = "?"
+        elif os.path.abspath(path).startswith(_PACKAGE_DIR + os.sep):
+            short = os.path.relpath(path, os.path.dirname(_PACKAGE_DIR))
+        else:
+            try:
+                short = os.path.relpath(path)
+            except ValueError:  # another drive on Windows
+                short = os.path.basename(path)
+            if short.startswith(".."):
+                short = os.path.basename(path)
+        _short_paths[path] = short = short.replace(os.sep, "/")
+    return short
+
+
+def format_bytes(n):
+    """A number of bytes as a table shows it: "512 B", "1.5 KiB", "3.0 MiB", "1.2 GiB"."""
+    if n < 1024:
+        return f"{n} B"
+    for unit in ("KiB", "MiB", "GiB"):
+        n /= 1024
+        if n < 1024 or unit == "GiB":
+            return f"{n:.1f} {unit}"

@@ -45,7 +45,7 @@ import numpy as np
 
 from . import autograd, backend
 from .autograd import Node
-from .console import fill, plural, terminal_width
+from .console import fill, format_bytes, plural, short_path, terminal_width
 from .tensor import Tensor
 
 __all__ = ["AnomalyError", "OpRecord", "OpTable", "TensorSummary", "Trace", "detect_anomaly", "draw_graph",
@@ -102,28 +102,6 @@ def _call_site():
             return _Site(code.co_filename, frame.f_lineno, inplace, target)
         frame = frame.f_back
     return _Site("", 0, inplace, target)
-
-
-_short_paths = {}
-
-
-def short_path(path):
-    """A path to show: relative to the package's parent, or to the working directory, or the name."""
-    short = _short_paths.get(path)
-    if short is None:
-        if not path:
-            short = "?"
-        elif os.path.abspath(path).startswith(_PACKAGE_DIR + os.sep):
-            short = os.path.relpath(path, os.path.dirname(_PACKAGE_DIR))
-        else:
-            try:
-                short = os.path.relpath(path)
-            except ValueError:  # another drive on Windows
-                short = os.path.basename(path)
-            if short.startswith(".."):
-                short = os.path.basename(path)
-        _short_paths[path] = short = short.replace(os.sep, "/")
-    return short
 
 
 # ---------------------------------------------------------------------------------------------
@@ -209,15 +187,6 @@ def format_shape(shape):
     if shape is None:
         return "None"
     return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def format_bytes(n):
-    if n < 1024:
-        return f"{n} B"
-    for unit in ("KiB", "MiB", "GiB"):
-        n /= 1024
-        if n < 1024 or unit == "GiB":
-            return f"{n:.1f} {unit}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -633,6 +602,11 @@ class Trace(_Observer):
                             "for the characters of a string: list(text)")
         self.tokens = [str(t) for t in tokens]
         return self
+
+    def summary_of(self, array):
+        """What the trace keeps of an array past its values limit: a TensorSummary. The page
+        (tinyattn.tracing_page) summarises a tensor too big for its tables with it too."""
+        return TensorSummary.of(array)
 
     def to_html(self, path, title=None, **options):
         """Write the page that shows this trace in a browser: one HTML file that opens offline.

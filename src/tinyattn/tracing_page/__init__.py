@@ -25,7 +25,7 @@ import pathlib
 import numpy as np
 
 from ..tensor import Tensor
-from ..tracing import TensorSummary, Trace, format_bytes, short_path
+from ..console import format_bytes, short_path
 
 __all__ = ["page_data", "write_page"]
 
@@ -45,8 +45,9 @@ def _number(x):
 class _Tensors:
     """The tensors of the page, each once (an input that is an earlier op's output is that output)."""
 
-    def __init__(self, table_limit):
+    def __init__(self, table_limit, summary_of):
         self.table_limit = table_limit
+        self.summary_of = summary_of  # the trace's: a TensorSummary of an array
         self.items = []
         self._index = {}  # id(value) -> index
         self._keep = []  # the values, so that their ids stay theirs while the page is made
@@ -57,7 +58,7 @@ class _Tensors:
         index = self._index.get(id(value))
         if index is not None:
             return index
-        if isinstance(value, TensorSummary):  # the trace kept no copy: past its values_limit
+        if not isinstance(value, np.ndarray):  # a TensorSummary: the trace kept no copy, past its values_limit
             item = {"shape": list(value.shape), "dtype": value.dtype, "summary": _summary(value), "why": "trace"}
         else:
             item = {"shape": list(value.shape), "dtype": str(value.dtype)}
@@ -70,7 +71,7 @@ class _Tensors:
                 else:
                     item["data"] = [_number(v) for v in flat.astype(np.float64)]
             else:
-                item["summary"], item["why"] = _summary(TensorSummary.of(value)), "page"
+                item["summary"], item["why"] = _summary(self.summary_of(value)), "page"
         index = self._index[id(value)] = len(self.items)
         self.items.append(item)
         self._keep.append(value)
@@ -130,7 +131,8 @@ def page_data(trace, title=None, table_limit=TABLE_LIMIT, heatmap_items=HEATMAP_
               heatmap_tokens=HEATMAP_TOKENS, max_ops=MAX_OPS, problem=None, names=None):
     """What the page shows, as plain data (dicts, lists, numbers): the ops, leaves, tensors, source
     lines and heatmaps of `trace`. See write_page for the limits, `problem` and `names`."""
-    if not isinstance(trace, Trace):
+    # (read as what it does, not by its class: this package is below tinyattn.tracing, whose traces it shows)
+    if not (hasattr(trace, "records") and hasattr(trace, "summary_of")):
         raise TypeError(f"a page shows a tinyattn.trace(), got {type(trace).__name__}")
     for name, value in (("table_limit", table_limit), ("heatmap_items", heatmap_items),
                         ("heatmap_tokens", heatmap_tokens), ("max_ops", max_ops)):
@@ -138,7 +140,7 @@ def page_data(trace, title=None, table_limit=TABLE_LIMIT, heatmap_items=HEATMAP_
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     records = list(trace.records)[:max_ops]
     kept = {r.step for r in records}
-    tensors = _Tensors(table_limit)
+    tensors = _Tensors(table_limit, trace.summary_of)
     files, file_index = [], {}
     backward_of = {r.forward_step: r for r in records if r.phase == "backward" and r.forward_step in kept}
     modules = {r.module for r in records if r.module}
