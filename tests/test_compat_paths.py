@@ -161,7 +161,7 @@ def test_every_module_of_compat_is_bound_under_its_pytorch_name():
 
 
 def test_the_package_root_holds_the_engine_not_the_compatibility_modules():
-    # the compatibility modules stand together in compat/; at the root, backend.py (the array backend) is not
+    # the compatibility modules stand together in compat/; at the root, backend/ (the array backend) is not
     # beside a backends.py (torch.backends) any more
     at_root = {path.stem for path in PACKAGE.glob("*.py")} | {path.name for path in PACKAGE.iterdir() if path.is_dir()}
     assert not {name.split(".")[0] for name in compat.PYTORCH_MODULES} & at_root

@@ -49,7 +49,7 @@ HALF = (float16, bfloat16)
 
 
 # PyTorch's legacy tensor type names, one per dtype: x.type() gives "torch.FloatTensor", and
-# tinyattn.FloatTensor (tinyattn/legacy.py) makes a float32 tensor
+# tinyattn.FloatTensor (tinyattn/functions/legacy.py) makes a float32 tensor
 LEGACY_NAMES = {float32: "FloatTensor", float64: "DoubleTensor", int64: "LongTensor", int32: "IntTensor",
                 int16: "ShortTensor", int8: "CharTensor", uint8: "ByteTensor", bool_: "BoolTensor"}
 BY_LEGACY_NAME = {name: d for d, name in LEGACY_NAMES.items()}

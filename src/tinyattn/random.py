@@ -523,7 +523,7 @@ def _seeded_key(seed):
 
 
 # get_state and set_state speak in tensors, which this module knows nothing of: the tensor layer
-# (functions.py) installs its two converters with use_tensors() when it is imported.
+# (tensor/creation.py) installs its two converters with use_tensors() when it is imported.
 def _state_tensor(array):
     return array
 

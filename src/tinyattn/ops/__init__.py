@@ -4,7 +4,7 @@ An op is a `Function` with `takes_arrays = True`: `forward(ctx, ...)` receives N
 plain Python values such as `dim`), returns an array, and saves what the backward needs;
 `backward(ctx, grad)` receives the gradient of the output and returns one gradient per forward
 argument (None where there is none). `ctx.xp` is the array namespace (NumPy or CuPy), so the same
-code runs on both devices. The ops never see a Tensor: `Function.apply` (autograd.py) unwraps the
+code runs on both devices. The ops never see a Tensor: `Function.apply` (autograd/function.py) unwraps the
 inputs, wraps the output and records the graph.
 
 One file per family, each readable on its own (each imports only `base`):
