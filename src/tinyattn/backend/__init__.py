@@ -312,12 +312,6 @@ def is_float(array):
     return dtype_of(array).is_floating_point
 
 
-def is_numpy(array):
-    """Whether `array` is a NumPy array (not CuPy's or array_api_strict's): where the CPU's fast paths
-    may call NumPy's functions directly."""
-    return type(array) is np.ndarray
-
-
 INT64 = np.dtype(np.int64)  # NumPy's int64 (arrays of it share this one object: told by `is`, at once)
 
 
